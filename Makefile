@@ -1,0 +1,33 @@
+# fluxmat developer entry points. Each target creates .venv if it is missing.
+PY      ?= python3
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+
+.PHONY: test test-all bench lint demo clean
+
+$(STAMP): pyproject.toml
+	test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e '.[test,bench]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(VPY) -m pytest
+
+test-all: $(STAMP)
+	FLUXMAT_FULL_CORPUS=1 $(VPY) -m pytest -m "slow or not slow"
+
+bench: $(STAMP)
+	$(VPY) -m tests.benchmarks.run
+
+lint: $(STAMP)
+	$(VPY) -m ruff check engine connectors stream ops tests
+
+demo: $(STAMP)
+	@echo "The streaming demo arrives with the Kafka/Spark pipeline (issue 4)."
+	@echo "Meanwhile, the engine on the bundled example:"
+	$(VENV)/bin/fluxmat replay ops/examples/path.dl --facts ops/examples/path-facts.dl --updates ops/examples/path-updates.jsonl
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info

@@ -1,0 +1,344 @@
+"""Stage 2: analysis of a parsed program (AST -> frozen `Analysis`).
+
+Computed once, then only queried:
+  * rewrites (Program -> Program): variables local to a negated atom are
+    projected away through an auxiliary predicate (`not q(X, _)` holds when no
+    `q(X, .)` exists, as in Nemo);
+  * per rule: positive atoms, negated atoms and built-ins, with `=` resolved to an
+    assignment where its left (or right) side is an unbound variable;
+  * safety and arity checks (errors name file, line and column);
+  * the predicate dependency graph, its strongly connected components, one
+    stratum per component in dependency order, and recursive vs non-recursive
+    rules (a rule is recursive when a positive body atom is in its head's stratum).
+
+Nothing here evaluates rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.errors import AnalysisError
+from engine.syntax import Atom, BinOp, Comparison, Const, Negation, Pos, Program, Rule, Term, Var
+
+INTERNAL_PREFIX = "__"
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """A comparison whose variables are all bound when it is evaluated."""
+
+    op: str
+    left: Term
+    right: Term
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    """`var = expr`: binds `var` (or checks it when `check` is set)."""
+
+    var: str
+    expr: Term
+    check: bool = False
+
+
+Builtin = Filter | Assign
+
+
+@dataclass(frozen=True)
+class AnalysedRule:
+    id: int
+    rule: Rule
+    positives: tuple[Atom, ...]
+    negatives: tuple[Atom, ...]
+    builtins: tuple[Builtin, ...]
+    stratum: int
+    recursive: bool
+
+    @property
+    def head(self) -> Atom:
+        return self.rule.head
+
+    def __str__(self) -> str:
+        return str(self.rule)
+
+
+@dataclass(frozen=True)
+class Stratum:
+    index: int
+    preds: frozenset[str]
+    nonrecursive: tuple[int, ...]
+    recursive: tuple[int, ...]
+
+    @property
+    def rules(self) -> tuple[int, ...]:
+        return self.nonrecursive + self.recursive
+
+
+@dataclass(frozen=True)
+class Analysis:
+    program: Program
+    rules: tuple[AnalysedRule, ...]
+    arity: dict[str, int]
+    strata: tuple[Stratum, ...]
+    stratum_of: dict[str, int]
+    internal: frozenset[str]
+
+    @property
+    def recursive_preds(self) -> frozenset[str]:
+        return frozenset(self.rules[r].head.pred for s in self.strata for r in s.recursive)
+
+    @property
+    def is_recursive(self) -> bool:
+        return any(s.recursive for s in self.strata)
+
+    def body_preds(self, stratum: Stratum) -> frozenset[str]:
+        return frozenset(
+            a.pred for r in stratum.rules for a in self.rules[r].positives + self.rules[r].negatives
+        )
+
+
+def term_vars(term: Term) -> list[str]:
+    if isinstance(term, Var):
+        return [term.name]
+    if isinstance(term, BinOp):
+        return term_vars(term.left) + term_vars(term.right)
+    return []
+
+
+def _atom_vars(atom: Atom) -> list[str]:
+    return [v for a in atom.args for v in term_vars(a)]
+
+
+# ---------------------------------------------------------------- rewrites
+
+
+def project_negation_locals(program: Program) -> Program:
+    """Rewrite `not q(X, Y)` with Y local to the negation into `not __negK(X)`."""
+    rules: list[Rule] = []
+    aux: dict[tuple, str] = {}
+    for rule in program.rules:
+        body = []
+        for i, lit in enumerate(rule.body):
+            if not isinstance(lit, Negation):
+                body.append(lit)
+                continue
+            elsewhere = set(_atom_vars(rule.head))
+            for j, other in enumerate(rule.body):
+                if j != i:
+                    elsewhere.update(_literal_vars(other))
+            local = [v for v in _atom_vars(lit.atom) if v not in elsewhere]
+            if not local:
+                body.append(lit)
+                continue
+            shared = list(dict.fromkeys(v for v in _atom_vars(lit.atom) if v in elsewhere))
+            key = (lit.atom.pred, lit.atom.args, tuple(shared))
+            name = aux.get(key)
+            if name is None:
+                name = f"{INTERNAL_PREFIX}neg{len(aux)}"
+                aux[key] = name
+                head = Atom(name, tuple(Var(v) for v in shared), lit.pos)
+                rules.append(Rule(head, (lit.atom,), lit.pos))
+            body.append(Negation(Atom(name, tuple(Var(v) for v in shared), lit.pos), lit.pos))
+        rules.append(Rule(rule.head, tuple(body), rule.pos))
+    return Program(tuple(rules), program.facts, program.prefixes, program.source)
+
+
+def _literal_vars(lit) -> list[str]:
+    if isinstance(lit, Atom):
+        return _atom_vars(lit)
+    if isinstance(lit, Negation):
+        return _atom_vars(lit.atom)
+    return term_vars(lit.left) + term_vars(lit.right)
+
+
+REWRITES = (project_negation_locals,)
+
+
+# ---------------------------------------------------------------- per rule
+
+
+def _resolve_builtins(rule: Rule, bound: set[str]) -> tuple[Builtin, ...]:
+    pending = [lit for lit in rule.body if isinstance(lit, Comparison)]
+    out: list[Builtin] = []
+    while pending:
+        progress = False
+        for c in list(pending):
+            lv, rv = set(term_vars(c.left)), set(term_vars(c.right))
+            made: Builtin | None = None
+            if c.op in ("=", ":=") and isinstance(c.left, Var) and c.left.name not in bound and rv <= bound:
+                made = Assign(c.left.name, c.right)
+                bound.add(c.left.name)
+            elif c.op == "=" and isinstance(c.right, Var) and c.right.name not in bound and lv <= bound:
+                made = Assign(c.right.name, c.left)
+                bound.add(c.right.name)
+            elif lv <= bound and rv <= bound:
+                made = Filter("=" if c.op == ":=" else c.op, c.left, c.right)
+            if made is not None:
+                out.append(made)
+                pending.remove(c)
+                progress = True
+        if not progress:
+            c = pending[0]
+            free = [v for v in term_vars(c.left) + term_vars(c.right) if v not in bound]
+            raise AnalysisError(
+                f"unsafe rule: variable {free[0]} in '{c}' is not bound by a positive body atom "
+                "or an assignment",
+                c.pos,
+            )
+    return tuple(out)
+
+
+def _analyse_rule(rule: Rule) -> tuple[tuple[Atom, ...], tuple[Atom, ...], tuple[Builtin, ...]]:
+    positives = tuple(lit for lit in rule.body if isinstance(lit, Atom))
+    negatives = tuple(lit.atom for lit in rule.body if isinstance(lit, Negation))
+    bound = {v for a in positives for v in _atom_vars(a)}
+    builtins = _resolve_builtins(rule, bound)
+    for lit in rule.body:
+        if isinstance(lit, Negation):
+            for v in _atom_vars(lit.atom):
+                if v not in bound:
+                    raise AnalysisError(
+                        f"unsafe rule: variable {v} in negated atom '{lit.atom}' is not bound "
+                        "by a positive body atom",
+                        lit.pos,
+                    )
+    for v in _atom_vars(rule.head):
+        if v not in bound:
+            raise AnalysisError(
+                f"unsafe rule: variable {v} in the head of '{rule}' does not occur in a "
+                "positive body atom",
+                rule.head.pos,
+            )
+    return positives, negatives, builtins
+
+
+# ---------------------------------------------------------------- program
+
+
+def _check_arities(program: Program) -> dict[str, int]:
+    seen: dict[str, tuple[int, Pos]] = {}
+
+    def visit(atom: Atom) -> None:
+        prev = seen.get(atom.pred)
+        if prev is None:
+            seen[atom.pred] = (len(atom.args), atom.pos)
+        elif prev[0] != len(atom.args):
+            raise AnalysisError(
+                f"arity clash: predicate {atom.pred} has {len(atom.args)} arguments here but "
+                f"{prev[0]} at {prev[1]}",
+                atom.pos,
+            )
+
+    for rule in program.rules:
+        visit(rule.head)
+        for lit in rule.body:
+            if isinstance(lit, Atom):
+                visit(lit)
+            elif isinstance(lit, Negation):
+                visit(lit.atom)
+    for fact in program.facts:
+        visit(fact)
+    return {p: a for p, (a, _) in seen.items()}
+
+
+def _sccs(nodes: list[str], edges: dict[str, list[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative; components in dependency order (sources first)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(edges.get(root, ())))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(edges.get(nxt, ()))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        m = stack.pop()
+                        on_stack.discard(m)
+                        comp.append(m)
+                        if m == node:
+                            break
+                    out.append(comp)
+    out.reverse()
+    return out
+
+
+def analyse(program: Program) -> Analysis:
+    """Check and analyse `program`; raises AnalysisError on the first problem found."""
+    for rewrite in REWRITES:
+        program = rewrite(program)
+    arity = _check_arities(program)
+    parts = [_analyse_rule(r) for r in program.rules]
+
+    heads = {r.head.pred for r in program.rules}
+    edges: dict[str, list[str]] = {}
+    for rule, (pos, neg, _) in zip(program.rules, parts, strict=True):
+        for a in pos + neg:
+            edges.setdefault(a.pred, []).append(rule.head.pred)
+    nodes = sorted(arity)
+    components = _sccs(nodes, edges)
+    comp_of = {p: i for i, comp in enumerate(components) for p in comp}
+
+    for rule, (_, neg, _) in zip(program.rules, parts, strict=True):
+        for a in neg:
+            if comp_of[a.pred] == comp_of[rule.head.pred]:
+                raise AnalysisError(
+                    f"program is not stratifiable: {rule.head.pred} depends negatively on "
+                    f"{a.pred}, which depends on {rule.head.pred}",
+                    next(
+                        lit.pos for lit in rule.body if isinstance(lit, Negation) and lit.atom == a
+                    ),
+                )
+
+    stratum_of: dict[str, int] = {p: 0 for p in arity if p not in heads}
+    order = [comp for comp in components if any(p in heads for p in comp)]
+    for s, comp in enumerate(order, start=1):
+        for p in comp:
+            stratum_of[p] = s
+
+    rules: list[AnalysedRule] = []
+    for i, (rule, (pos, neg, bi)) in enumerate(zip(program.rules, parts, strict=True)):
+        s = stratum_of[rule.head.pred]
+        rec = any(stratum_of[a.pred] == s for a in pos)
+        rules.append(AnalysedRule(i, rule, pos, neg, bi, s, rec))
+
+    strata = []
+    for s, comp in enumerate(order, start=1):
+        mine = [r for r in rules if r.stratum == s]
+        strata.append(
+            Stratum(
+                s,
+                frozenset(comp),
+                tuple(r.id for r in mine if not r.recursive),
+                tuple(r.id for r in mine if r.recursive),
+            )
+        )
+    internal = frozenset(p for p in arity if p.startswith(INTERNAL_PREFIX))
+    return Analysis(program, tuple(rules), arity, tuple(strata), stratum_of, internal)
+
+
+def const_value(term: Term):
+    """The value of a constant term (helper for printers and planners)."""
+    assert isinstance(term, Const)
+    return term.value

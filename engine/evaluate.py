@@ -1,0 +1,200 @@
+"""Stage 4: execution -- the rule-matching operator and the one fixpoint loop.
+
+`Evaluator.derive(rules, Ip, In, P, N)` is the operator Pi<Ip, In |> P, N> of
+Hu, Motik & Horrocks (2018): the multiset with one head per instance of each rule
+whose positive body holds in `Ip`, whose negated atoms are absent from `In`, and
+that uses at least one fact of `P` (positive) or `N` (negated). Every instance is
+produced exactly once: the delta plan of literal i requires literals before i to
+avoid the delta sets. With `P = N = None` it is the plain Pi<Ip, In>.
+
+`saturate` is the single semi-naive loop every algorithm uses: it feeds the facts
+it is given back into `derive` until an `accept` callback returns nothing new.
+
+Views map a predicate to a list of sources `(Relation, excluded)`: the union of
+each relation minus its excluded set (a set, several sets, or None).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from engine.analysis import AnalysedRule, Analysis
+from engine.plans import AnyOf, Plan, compile_plan
+from engine.storage import Dictionary, Fact, Relation
+
+Source = tuple[Relation, object]
+View = Callable[[str], list[Source]]
+Facts = dict[str, set[Fact]] | dict[str, Relation]
+Derived = list[tuple[AnalysedRule, list[Fact]]]
+EMPTY: frozenset = frozenset()
+
+
+@dataclass
+class Counts:
+    """Work counters accumulated by an evaluator; reports take snapshots of them."""
+
+    applications: Counter = field(default_factory=Counter)  # rule id -> instances
+    backward_queries: int = 0
+    backward_matches: int = 0
+    iterations: int = 0
+
+
+def _exclusion(excl, extra):
+    sets = [s for s in (excl, extra) if s]
+    flat = []
+    for s in sets:
+        if isinstance(s, AnyOf):
+            flat.extend(s.sets)
+        else:
+            flat.append(s)
+    if not flat:
+        return None
+    return flat[0] if len(flat) == 1 else AnyOf(flat)
+
+
+def _container(rel: Relation, cols):
+    return rel.facts if cols is None else rel.index(cols)
+
+
+class Evaluator:
+    """Compiles plans lazily (once each) and runs them over views."""
+
+    def __init__(self, analysis: Analysis, dictionary: Dictionary, size: Callable[[str], int]):
+        self.analysis = analysis
+        self.dictionary = dictionary
+        self.size = size
+        self.plans: dict[tuple[int, str, int | None], Plan] = {}
+        self.counts = Counts()
+        # rule ids grouped by the predicates of their literals, for delta dispatch
+        self.by_literal: dict[str, list[tuple[int, int]]] = {}
+        for r in analysis.rules:
+            for i, a in enumerate(r.positives + r.negatives):
+                self.by_literal.setdefault(a.pred, []).append((r.id, i))
+
+    def plan(self, rule: AnalysedRule, kind: str, delta: int | None = None) -> Plan:
+        key = (rule.id, kind, delta)
+        p = self.plans.get(key)
+        if p is None:
+            p = compile_plan(rule, kind, delta, self.dictionary, self.size)
+            self.plans[key] = p
+        return p
+
+    # -- views
+    def _views(self, plan: Plan, Ip: View, In: View, P, N, before: int) -> list | None:
+        rule = plan.rule
+        npos = len(rule.positives)
+        views: list = [None] * len(plan.literal_preds)
+        for need in plan.needs:
+            i = need.lit
+            pred = plan.literal_preds[i]
+            if i < npos:
+                extra = P.get(pred) if (P is not None and i < before) else None
+                srcs = [(_container(r, need.cols), _exclusion(x, extra)) for r, x in Ip(pred) if r]
+                if not srcs:
+                    return None
+                views[i] = srcs
+            else:
+                extra = N.get(pred, EMPTY) if (N is not None and i < before) else EMPTY
+                views[i] = ([(r.facts, _exclusion(x, None)) for r, x in In(pred) if r], extra or EMPTY)
+        return views
+
+    def _run(self, plan: Plan, D, views, out: list) -> None:
+        before = len(out)
+        plan.run(D, views, out, self.dictionary.values, self.dictionary.intern)
+        self.counts.applications[plan.rule.id] += len(out) - before
+
+    # -- the operator
+    def derive(
+        self,
+        rule_ids: Iterable[int],
+        Ip: View,
+        In: View,
+        P: Facts | None = None,
+        N: Facts | None = None,
+    ) -> Derived:
+        """Pi<Ip, In |> P, N> as (rule, heads) pairs; P = N = None gives Pi<Ip, In>."""
+        rules = self.analysis.rules
+        result: Derived = []
+        if P is None and N is None:
+            for rid in rule_ids:
+                rule = rules[rid]
+                plan = self.plan(rule, "full")
+                views = self._views(plan, Ip, In, None, None, 0)
+                if views is None:
+                    continue
+                out: list[Fact] = []
+                self._run(plan, None, views, out)
+                if out:
+                    result.append((rule, out))
+            return result
+        wanted = set(rule_ids)
+        P = P or {}
+        N = N or {}
+        outs: dict[int, list[Fact]] = {}
+        for deltas, positive in ((P, True), (N, False)):
+            for pred, dfacts in deltas.items():
+                if not dfacts:
+                    continue
+                dset = dfacts.facts if isinstance(dfacts, Relation) else dfacts
+                for rid, lit in self.by_literal.get(pred, ()):
+                    rule = rules[rid]
+                    if rid not in wanted or (lit < len(rule.positives)) != positive:
+                        continue
+                    if not self._worth(rule, lit, Ip, P):
+                        continue
+                    plan = self.plan(rule, "delta", lit)
+                    views = self._views(plan, Ip, In, _sets(P), _sets(N), lit)
+                    if views is None:
+                        continue
+                    out = outs.setdefault(rid, [])
+                    self._run(plan, dset, views, out)
+        return [(rules[rid], out) for rid, out in outs.items() if out]
+
+    def _worth(self, rule: AnalysedRule, lit: int, Ip: View, P) -> bool:
+        """False when an earlier positive literal can only match delta facts (Ip = P there)."""
+        for j in range(min(lit, len(rule.positives))):
+            pred = rule.positives[j].pred
+            d = P.get(pred)
+            if d and sum(len(r) for r, _ in Ip(pred)) <= len(d):
+                return False
+        return True
+
+    def backward(
+        self, rule: AnalysedRule, heads: Iterable[Fact], Ip: View, In: View, first: bool
+    ) -> list[tuple[Fact, tuple]]:
+        """Instances of `rule` over (Ip, In) deriving each of `heads`: (head, positive facts)."""
+        plan = self.plan(rule, "backward")
+        views = self._views(plan, Ip, In, None, None, 0)
+        self.counts.backward_queries += 1
+        if views is None:
+            return []
+        out: list = []
+        for h in heads:
+            plan.run((h,), views, out, self.dictionary.values, self.dictionary.intern, first)
+        self.counts.backward_matches += len(out)
+        return out
+
+
+def _sets(deltas: Facts) -> dict[str, set[Fact]]:
+    return {p: (d.facts if isinstance(d, Relation) else d) for p, d in deltas.items()}
+
+
+def saturate(
+    ev: Evaluator,
+    rule_ids: tuple[int, ...],
+    Ip: View,
+    In: View,
+    delta: dict[str, set[Fact]],
+    accept: Callable[[Derived, dict[str, set[Fact]]], dict[str, set[Fact]]],
+) -> None:
+    """The semi-naive fixpoint loop shared by every algorithm.
+
+    Repeats `delta = accept(derive(rule_ids, Ip, In |> delta), delta)` until `delta`
+    is empty. `accept` updates the algorithm's state (so that the views see it) and
+    returns the facts that are new in this round.
+    """
+    while any(delta.values()):
+        ev.counts.iterations += 1
+        delta = accept(ev.derive(rule_ids, Ip, In, delta, None) if rule_ids else [], delta)

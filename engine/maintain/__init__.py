@@ -1,0 +1,35 @@
+"""Maintenance algorithms behind one interface, selectable by name.
+
+Every algorithm is a `Maintainer` (engine.maintain.base): `load(facts)` computes
+mat(P, E); `update(add, delete)` maintains it and returns a `Report`. All of them
+use the shared evaluator and its single fixpoint loop (engine.evaluate).
+"""
+
+from __future__ import annotations
+
+from engine.analysis import Analysis
+from engine.errors import AlgorithmError
+from engine.maintain.base import Maintainer, Report
+from engine.maintain.bf import BF
+from engine.maintain.counting import Counting
+from engine.maintain.dred import DRed
+from engine.maintain.dredc import DRedC
+from engine.maintain.remat import Remat
+from engine.storage import Dictionary
+
+ALGORITHMS: dict[str, type[Maintainer]] = {
+    cls.name: cls for cls in (Remat, DRed, Counting, DRedC, BF)
+}
+
+
+def create(name: str, analysis: Analysis, dictionary: Dictionary | None = None) -> Maintainer:
+    """Instantiate the algorithm called `name` for an analysed program."""
+    cls = ALGORITHMS.get(name)
+    if cls is None:
+        raise AlgorithmError(
+            f"unknown algorithm '{name}'; choose one of: {', '.join(sorted(ALGORITHMS))}"
+        )
+    return cls(analysis, dictionary)
+
+
+__all__ = ["ALGORITHMS", "Maintainer", "Report", "create"]

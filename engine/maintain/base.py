@@ -1,0 +1,382 @@
+"""The `Maintainer` interface and the state every algorithm shares.
+
+A maintainer owns the explicit facts E, the materialisation I = mat(P, E) and
+whatever bookkeeping its algorithm needs (counters). `load` computes the initial
+materialisation; `update(add, delete)` applies one update and returns a
+`Report`. Facts cross this boundary as Python values `(pred, arg, ...)`;
+inside, they are dictionary-encoded int tuples keyed by predicate.
+
+Update semantics (shared by all algorithms): adding an already-explicit fact or
+deleting a non-explicit fact is a no-op, counted in the report; a fact both
+added and deleted by one update is rejected with `UpdateError`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from engine.analysis import Analysis, Stratum
+from engine.errors import UpdateError
+from engine.evaluate import Derived, Evaluator, saturate
+from engine.storage import Dictionary, Fact, Relation, Weighted
+
+PyFact = tuple  # (pred: str, *args: Value)
+Changes = dict[str, set[Fact]]
+
+
+@dataclass
+class Report:
+    """What one call did. The engine returns these; it never prints."""
+
+    algorithm: str
+    added: int = 0
+    removed: int = 0
+    noop_adds: int = 0
+    noop_deletes: int = 0
+    rule_applications: dict[int, int] = field(default_factory=dict)
+    iterations: int = 0
+    backward_queries: int = 0
+    backward_matches: int = 0
+    seconds: float = 0.0
+    added_facts: Changes = field(default_factory=dict, repr=False)
+    removed_facts: Changes = field(default_factory=dict, repr=False)
+
+    @property
+    def total_applications(self) -> int:
+        return sum(self.rule_applications.values())
+
+
+class Maintainer:
+    """Base class: storage, encoding, initial materialisation and the update driver."""
+
+    name = "abstract"
+    counts_nonrecursive = False  # keep C_nr (explicit + non-recursive derivations)
+    counts_recursive = False  # keep C_r (recursive derivations)
+
+    def __init__(self, analysis: Analysis, dictionary: Dictionary | None = None):
+        self.analysis = analysis
+        self.dictionary = dictionary or Dictionary()
+        self.arity = dict(analysis.arity)
+        self.I: dict[str, Relation] = {}
+        self.E: dict[str, set[Fact]] = {}
+        self.cnr: dict[str, Weighted] = {}
+        self.cr: dict[str, Weighted] = {}
+        self.ev = Evaluator(analysis, self.dictionary, lambda p: len(self.rel(p)))
+        self.body_preds = {s.index: analysis.body_preds(s) for s in analysis.strata}
+        self.D: dict[str, Relation] = {}
+        self.A: dict[str, Relation] = {}
+        self._dma: dict[str, set[Fact]] = {}
+        self._amd: dict[str, set[Fact]] = {}
+
+    # ------------------------------------------------------------ storage helpers
+    def rel(self, pred: str) -> Relation:
+        r = self.I.get(pred)
+        if r is None:
+            r = self.I[pred] = Relation()
+        return r
+
+    @staticmethod
+    def _get(table: dict[str, Relation], pred: str) -> Relation:
+        r = table.get(pred)
+        if r is None:
+            r = table[pred] = Relation()
+        return r
+
+    def stratum_of(self, pred: str) -> int:
+        return self.analysis.stratum_of.get(pred, 0)
+
+    def encode(self, fact: PyFact) -> tuple[str, Fact]:
+        pred, args = fact[0], fact[1:]
+        known = self.arity.get(pred)
+        if known is None:
+            self.arity[pred] = len(args)
+        elif known != len(args):
+            raise UpdateError(
+                f"fact {_show(fact)} has {len(args)} arguments but predicate {pred} has {known}"
+            )
+        intern = self.dictionary.intern
+        return pred, tuple(intern(a) for a in args)
+
+    def decode(self, pred: str, fact: Fact) -> PyFact:
+        values = self.dictionary.values
+        return (pred, *(values[i] for i in fact))
+
+    def facts(self, include_internal: bool = False) -> Iterator[PyFact]:
+        """The materialisation as Python facts (unsorted)."""
+        for pred, rel in self.I.items():
+            if not include_internal and pred in self.analysis.internal:
+                continue
+            for f in rel.facts:
+                yield self.decode(pred, f)
+
+    def explicit(self) -> Iterator[PyFact]:
+        for pred, fs in self.E.items():
+            for f in fs:
+                yield self.decode(pred, f)
+
+    def contains(self, fact: PyFact) -> bool:
+        pred, args = fact[0], fact[1:]
+        ids = tuple(self.dictionary.lookup(a) for a in args)
+        return None not in ids and ids in self.rel(pred)
+
+    def counters(self, fact: PyFact) -> tuple[int, int]:
+        """(C_nr, C_r) of a fact, for algorithms that keep them."""
+        pred, f = self.encode(fact)
+        return self.cnr.get(pred, {}).get(f, 0), self.cr.get(pred, {}).get(f, 0)
+
+    # ------------------------------------------------------------ views
+    def OLD(self, pred: str) -> list:
+        return [(self.rel(pred), None)]
+
+    def NEW(self, pred: str) -> list:
+        """(I \\ D) u A."""
+        return [(self.rel(pred), self._get(self.D, pred).facts), (self._get(self.A, pred), None)]
+
+    def I_MINUS_DMA(self, pred: str) -> list:
+        """I \\ (D \\ A)."""
+        return [(self.rel(pred), self.d_minus_a(pred))]
+
+    def I_PLUS_A(self, pred: str) -> list:
+        """I u A."""
+        return [(self.rel(pred), None), (self._get(self.A, pred), self.rel(pred).facts)]
+
+    def d_minus_a(self, pred: str) -> set[Fact]:
+        d = self._get(self.D, pred).facts
+        a = self.A.get(pred)
+        if not a:
+            return d
+        if self.stratum_of(pred) >= self.current:
+            return d - a.facts
+        cached = self._dma.get(pred)
+        if cached is None:
+            cached = self._dma[pred] = d - a.facts
+        return cached
+
+    def a_minus_d(self, pred: str) -> set[Fact]:
+        a = self._get(self.A, pred).facts
+        d = self.D.get(pred)
+        if not d:
+            return a
+        if self.stratum_of(pred) >= self.current:
+            return a - d.facts
+        cached = self._amd.get(pred)
+        if cached is None:
+            cached = self._amd[pred] = a - d.facts
+        return cached
+
+    def lower_changes(self, s: Stratum) -> tuple[Changes, Changes]:
+        """(D \\ A, A \\ D) of the predicates stratum s reads from lower strata."""
+        P, N = {}, {}
+        for p in self.body_preds[s.index]:
+            if self.stratum_of(p) < s.index:
+                dma, amd = self.d_minus_a(p), self.a_minus_d(p)
+                if dma:
+                    P[p] = dma
+                if amd:
+                    N[p] = amd
+        return P, N
+
+    # ------------------------------------------------------------ counting helpers
+    @staticmethod
+    def heads(derived: Derived) -> Changes:
+        """The derived heads as a set per predicate (multiplicities dropped)."""
+        out: Changes = {}
+        for rule, hs in derived:
+            out.setdefault(rule.head.pred, set()).update(hs)
+        return out
+
+    def tally(self, derived: Derived, sign: int, into: Changes | None = None) -> Changes:
+        """Add `sign` to the counters of derived heads (C_nr or C_r by rule kind)."""
+        into = {} if into is None else into
+        for rule, heads in derived:
+            pred = rule.head.pred
+            table = self.cr if rule.recursive else self.cnr
+            if (table is self.cr and self.counts_recursive) or (
+                table is self.cnr and self.counts_nonrecursive
+            ):
+                self._get_w(table, pred).add_all(heads, sign)
+            into.setdefault(pred, set()).update(heads)
+        return into
+
+    @staticmethod
+    def _get_w(table: dict[str, Weighted], pred: str) -> Weighted:
+        w = table.get(pred)
+        if w is None:
+            w = table[pred] = Weighted()
+        return w
+
+    # ------------------------------------------------------------ materialisation
+    def load(self, facts: Iterable[PyFact]) -> Report:
+        """Set E to `facts` and compute mat(P, E) from scratch."""
+        start = time.perf_counter()
+        before = self._snapshot_counts()
+        self.I.clear()
+        self.E.clear()
+        self.cnr.clear()
+        self.cr.clear()
+        for fact in facts:
+            pred, f = self.encode(fact)
+            self.E.setdefault(pred, set()).add(f)
+        self.materialise()
+        report = self._report(before, start)
+        report.added = sum(len(r) for p, r in self.I.items() if p not in self.analysis.internal)
+        return report
+
+    def materialise(self) -> None:
+        """Semi-naive evaluation of every stratum over E, keeping counters if asked."""
+        for pred, fs in self.E.items():
+            if self.stratum_of(pred) == 0:
+                self.rel(pred).update(fs)
+        OLD = self.OLD
+        for s in self.analysis.strata:
+            self.current = s.index
+            for p in s.preds:
+                fs = self.E.get(p)
+                if fs:
+                    if self.counts_nonrecursive:
+                        self._get_w(self.cnr, p).add_all(fs)
+                    self.rel(p).update(fs)
+            new = self.tally(self.ev.derive(s.nonrecursive, OLD, OLD), +1)
+            for p, fs in new.items():
+                self.rel(p).update(fs)
+            if not s.recursive:
+                continue
+            delta = self._absorb(self.tally(self.ev.derive(s.recursive, OLD, OLD), +1))
+
+            def accept(derived: Derived, _delta: Changes) -> Changes:
+                return self._absorb(self.tally(derived, +1))
+
+            saturate(self.ev, s.recursive, OLD, OLD, delta, accept)
+
+    def _absorb(self, derived: Changes) -> Changes:
+        """Add derived facts to I; return those that were new."""
+        out: Changes = {}
+        for p, fs in derived.items():
+            rel = self.rel(p)
+            fresh = fs - rel.facts
+            if fresh:
+                rel.update(fresh)
+                out[p] = fresh
+        return out
+
+    # ------------------------------------------------------------ updates
+    def normalise(self, add: Iterable[PyFact], delete: Iterable[PyFact]):
+        """Encode an update; return (E+, E-, no-op adds, no-op deletes)."""
+        plus: Changes = {}
+        minus: Changes = {}
+        for fact in add:
+            pred, f = self.encode(fact)
+            plus.setdefault(pred, set()).add(f)
+        for fact in delete:
+            pred, f = self.encode(fact)
+            if f in plus.get(pred, ()):
+                raise UpdateError(
+                    f"invalid update: fact {_show(fact)} is both added and deleted"
+                )
+            minus.setdefault(pred, set()).add(f)
+        noop_add = noop_del = 0
+        for pred in list(plus):
+            e = self.E.get(pred, set())
+            fresh = plus[pred] - e
+            noop_add += len(plus[pred]) - len(fresh)
+            plus[pred] = fresh
+        for pred in list(minus):
+            e = self.E.get(pred, set())
+            real = minus[pred] & e
+            noop_del += len(minus[pred]) - len(real)
+            minus[pred] = real
+        return (
+            {p: fs for p, fs in plus.items() if fs},
+            {p: fs for p, fs in minus.items() if fs},
+            noop_add,
+            noop_del,
+        )
+
+    def update(self, add: Iterable[PyFact] = (), delete: Iterable[PyFact] = ()) -> Report:
+        """Apply one update (E := (E \\ delete) u add) and maintain I."""
+        start = time.perf_counter()
+        before = self._snapshot_counts()
+        plus, minus, noop_add, noop_del = self.normalise(add, delete)
+        self.D, self.A, self._dma, self._amd = {}, {}, {}, {}
+        self.current = 0
+        for pred, fs in minus.items():
+            if self.stratum_of(pred) == 0:
+                self._get(self.D, pred).update(fs)
+        for pred, fs in plus.items():
+            if self.stratum_of(pred) == 0:
+                self._get(self.A, pred).update(fs)
+        self.plus, self.minus = plus, minus
+        for s in self.analysis.strata:
+            self.current = s.index
+            if self._affected(s):
+                self.update_stratum(s)
+        for pred, fs in minus.items():
+            self.E[pred] -= fs
+        for pred, fs in plus.items():
+            self.E.setdefault(pred, set()).update(fs)
+        report = self._report(before, start)
+        report.noop_adds, report.noop_deletes = noop_add, noop_del
+        self.commit(report)
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def _affected(self, s: Stratum) -> bool:
+        if any(p in self.plus or p in self.minus for p in s.preds):
+            return True
+        return any(self.D.get(p) or self.A.get(p) for p in self.body_preds[s.index])
+
+    def update_stratum(self, s: Stratum) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError(f"{type(self).__name__} must implement update_stratum")
+
+    def commit(self, report: Report) -> None:
+        """I := (I \\ D) u A; record the exact delta in `report`."""
+        for pred in set(self.D) | set(self.A):
+            d = self.D.get(pred)
+            a = self.A.get(pred)
+            dset = d.facts if d else set()
+            aset = a.facts if a else set()
+            removed, added = dset - aset, aset - dset
+            rel = self.rel(pred)
+            rel.difference_update(removed)
+            rel.update(added)
+            for table in (self.cnr, self.cr):
+                w = table.get(pred)
+                if w:
+                    for f in removed:
+                        w.pop(f, None)
+            if pred in self.analysis.internal:
+                continue
+            if added:
+                report.added_facts[pred] = added
+                report.added += len(added)
+            if removed:
+                report.removed_facts[pred] = removed
+                report.removed += len(removed)
+        self.D, self.A, self._dma, self._amd = {}, {}, {}, {}
+
+    # ------------------------------------------------------------ reports
+    def _snapshot_counts(self):
+        c = self.ev.counts
+        return (dict(c.applications), c.iterations, c.backward_queries, c.backward_matches)
+
+    def _report(self, before, start: float) -> Report:
+        apps, its, bq, bm = before
+        c = self.ev.counts
+        r = Report(self.name)
+        r.rule_applications = {
+            rid: n - apps.get(rid, 0) for rid, n in c.applications.items() if n != apps.get(rid, 0)
+        }
+        r.iterations = c.iterations - its
+        r.backward_queries = c.backward_queries - bq
+        r.backward_matches = c.backward_matches - bm
+        r.seconds = time.perf_counter() - start
+        return r
+
+
+def _show(fact: PyFact) -> str:
+    from engine.syntax import format_pred, format_value
+
+    return f"{format_pred(fact[0])}({', '.join(format_value(a) for a in fact[1:])})"
+

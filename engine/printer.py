@@ -1,0 +1,42 @@
+"""Printing facts in program syntax, compacting IRIs with the program's prefixes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from engine.syntax import Iri, format_pred, format_value
+
+_LOCAL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_\-.]*[A-Za-z0-9_\-])?\Z")
+
+
+class FactPrinter:
+    """Formats `(pred, *args)` facts as `pred(a, b).` lines."""
+
+    def __init__(self, prefixes: Iterable[tuple[str, str]] = ()):
+        # longest namespace first, so the most specific prefix wins
+        self.prefixes = sorted(prefixes, key=lambda p: -len(p[1]))
+
+    def _compact(self, iri: str) -> str | None:
+        for name, ns in self.prefixes:
+            if iri.startswith(ns) and len(iri) > len(ns) and _LOCAL.match(iri[len(ns) :]):
+                return f"{name}:{iri[len(ns):]}"
+        return None
+
+    def pred(self, pred: str) -> str:
+        return self._compact(pred) or format_pred(pred)
+
+    def value(self, value) -> str:
+        if isinstance(value, Iri):
+            return self._compact(value.value) or format_value(value)
+        return format_value(value)
+
+    def fact(self, fact: tuple) -> str:
+        pred, args = fact[0], fact[1:]
+        if not args:
+            return f"{self.pred(pred)}."
+        return f"{self.pred(pred)}({', '.join(self.value(a) for a in args)})."
+
+    def lines(self, facts: Iterable[tuple]) -> list[str]:
+        """Sorted output lines, one fact each."""
+        return sorted(self.fact(f) for f in facts)

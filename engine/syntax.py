@@ -1,0 +1,175 @@
+"""The abstract syntax of fluxmat programs (stage 1 of the pipeline: text -> AST).
+
+This module only defines immutable data types and their printer; it knows nothing
+about parsing, analysis or evaluation. Every node that came from a file carries a
+`Pos` so later stages can report errors with file, line and column.
+
+Constants are Python values: `int` for integers, `str` for identifiers and strings
+(the identifier `a` and the string "a" are one constant), and `Iri` for IRIs
+(`<...>` or a prefixed name after expansion).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Iri:
+    """An IRI constant or predicate name, stored fully expanded."""
+
+    value: str
+
+    def __str__(self) -> str:
+        return f"<{self.value}>"
+
+
+Value = int | str | Iri
+
+
+@dataclass(frozen=True, slots=True)
+class Pos:
+    """A source position (1-based line and column)."""
+
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+NOWHERE = Pos("<input>", 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """A variable; `name` is as written without a leading `?`. `_` is anonymous."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: Value
+
+    def __str__(self) -> str:
+        return format_value(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class BinOp:
+    """Arithmetic `left op right` with op in + - * / %."""
+
+    op: str
+    left: Term
+    right: Term
+
+    def __str__(self) -> str:
+        return f"({self.left} {self.op} {self.right})"
+
+
+Term = Var | Const | BinOp
+
+
+@dataclass(frozen=True, slots=True)
+class Atom:
+    """`pred(args)`; `pred` is the predicate name after prefix expansion."""
+
+    pred: str
+    args: tuple[Term, ...]
+    pos: Pos = field(default=NOWHERE, compare=False)
+
+    def __str__(self) -> str:
+        if not self.args:
+            return format_pred(self.pred)
+        return f"{format_pred(self.pred)}({', '.join(str(a) for a in self.args)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Negation:
+    """`not atom` (also written `!atom` or `NOT atom`)."""
+
+    atom: Atom
+    pos: Pos = field(default=NOWHERE, compare=False)
+
+    def __str__(self) -> str:
+        return f"not {self.atom}"
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """`left op right` with op in = != < <= > >=.
+
+    `X = expr` where X is not bound by the positive body is an assignment; the
+    analysis decides which (see engine.analysis). `X := expr` is always one.
+    """
+
+    op: str
+    left: Term
+    right: Term
+    pos: Pos = field(default=NOWHERE, compare=False)
+
+    def __str__(self) -> str:
+        return f"{self.left} {self.op} {self.right}"
+
+
+Literal = Atom | Negation | Comparison
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    head: Atom
+    body: tuple[Literal, ...]
+    pos: Pos = field(default=NOWHERE, compare=False)
+
+    def __str__(self) -> str:
+        if not self.body:
+            return f"{self.head}."
+        return f"{self.head} :- {', '.join(str(b) for b in self.body)}."
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """A parsed program: rules, ground facts and the prefixes it declared."""
+
+    rules: tuple[Rule, ...]
+    facts: tuple[Atom, ...] = ()
+    prefixes: tuple[tuple[str, str], ...] = ()
+    source: str = "<input>"
+
+    def __str__(self) -> str:
+        lines = [f"@prefix {p}: <{iri}> ." for p, iri in self.prefixes]
+        lines += [str(r) for r in self.rules]
+        lines += [f"{f}." for f in self.facts]
+        return "\n".join(lines)
+
+
+_BARE = re.compile(r"[a-z][A-Za-z0-9_]*\Z")
+_BARE_PRED = re.compile(r"[a-z][A-Za-z0-9_]*(:[A-Za-z0-9_]+)?\Z")
+_KEYWORDS = frozenset({"not"})
+
+
+def format_value(value: Value) -> str:
+    """Print a constant in program syntax: identifiers bare, other strings quoted."""
+    if isinstance(value, bool):
+        raise TypeError("booleans are not constants")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Iri):
+        return f"<{value.value}>"
+    if _BARE.match(value) and value not in _KEYWORDS:
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def format_pred(pred: str) -> str:
+    """Print a predicate name: bare when it is an identifier, else as an IRI."""
+    if _BARE_PRED.match(pred) and pred not in _KEYWORDS:
+        return pred
+    return f"<{pred}>"

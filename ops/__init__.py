@@ -1,0 +1,2 @@
+"""Operations: the `fluxmat` command line (a thin layer over the library), later
+metrics, the dashboard and the benchmark runner. Depends on engine/ and connectors/."""

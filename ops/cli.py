@@ -1,0 +1,255 @@
+"""The `fluxmat` command line: a thin layer over `engine.Reasoner`.
+
+Every subcommand exits 0 on success; a user mistake (bad file, syntax error,
+unsafe rule, invalid update, unknown algorithm) prints one `fluxmat: error: ...`
+line on stderr and exits 1, never a traceback. Flags fall back to environment
+variables (shown in --help).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from connectors.files import read_facts, read_updates
+from engine import ALGORITHMS, FluxmatError, Reasoner, Report
+from engine.printer import FactPrinter
+
+
+def _env(name: str, default):
+    return os.environ.get(f"FLUXMAT_{name}", default)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Options shared by the subcommands, built once from flags and environment."""
+
+    program: str
+    facts: tuple[str, ...] = ()
+    algorithm: str = "dredc"
+    updates: str | None = None
+    schedule: str = "sequential"
+    seed: int = 0
+    budget: int = 1000
+    output: str | None = None
+    stats: str | None = None
+    code: bool = False
+
+    @classmethod
+    def from_args(cls, ns: argparse.Namespace) -> Config:
+        return cls(**{k: v for k, v in vars(ns).items() if k in cls.__dataclass_fields__})
+
+
+def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
+    p.add_argument("program", help="Datalog program file (.dl, or RDFox .dlog)")
+    if facts:
+        p.add_argument(
+            "--facts", action="append", default=[], metavar="FILE",
+            help="explicit facts: program syntax, or JSON Lines when named *.jsonl (repeatable)",
+        )  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="fluxmat",
+        description="Incremental Datalog materialisation under additions and deletions.",
+    )
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    m = sub.add_parser("materialise", aliases=["materialize"], help="print mat(P, E), sorted")
+    _add_program(m)
+    m.add_argument("--output", metavar="FILE", help="write the facts here instead of stdout")
+
+    r = sub.add_parser("replay", help="apply a JSONL update stream and print the final result")
+    _add_program(r)
+    r.add_argument("--updates", required=True, metavar="FILE.jsonl", help="one update per line")
+    r.add_argument(
+        "--algorithm", default=_env("ALGORITHM", "dredc"), choices=sorted(ALGORITHMS),
+        help="maintenance algorithm (env FLUXMAT_ALGORITHM; default: %(default)s)",
+    )  # fmt: skip
+    r.add_argument(
+        "--schedule", default=_env("SCHEDULE", "sequential"),
+        choices=["sequential", "interleaved"],
+        help="how updates overlap; interleaving applies to the fully dynamic algorithms "
+        "(env FLUXMAT_SCHEDULE; default: %(default)s)",
+    )  # fmt: skip
+    r.add_argument("--seed", type=int, default=int(_env("SEED", 0)),
+                   help="scheduler seed (env FLUXMAT_SEED; default: %(default)s)")
+    r.add_argument("--budget", type=int, default=int(_env("BUDGET", 1000)),
+                   help="units of work between checks for a new update "
+                   "(env FLUXMAT_BUDGET; default: %(default)s)")
+    r.add_argument("--output", metavar="FILE", help="write the final facts here")
+    r.add_argument("--stats", metavar="FILE", help="write one JSON object per update here")
+
+    c = sub.add_parser("check", help="validate a program and summarise its strata")
+    _add_program(c, facts=False)
+
+    e = sub.add_parser("explain", help="print every stage: AST, analysis, plans")
+    _add_program(e, facts=False)
+    e.add_argument("--code", action="store_true", help="also print the generated plan code")
+    return ap
+
+
+# ---------------------------------------------------------------- commands
+
+
+def _reasoner(cfg: Config) -> Reasoner:
+    path = Path(cfg.program)
+    if not path.is_file():
+        raise FluxmatError(f"{cfg.program}: no such file")
+    return Reasoner.from_file(path, cfg.algorithm)
+
+
+def _facts(cfg: Config, reasoner: Reasoner) -> list[tuple]:
+    out: list[tuple] = []
+    for f in cfg.facts:
+        out.extend(read_facts(f, reasoner.prefixes))
+    return out
+
+
+def _write_facts(cfg: Config, reasoner: Reasoner) -> None:
+    text = "".join(line + "\n" for line in reasoner.lines())
+    if cfg.output:
+        Path(cfg.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+def _stats_line(label, report: Report, update_id=None) -> str:
+    return json.dumps({
+        "update": label,
+        "id": update_id,
+        "algorithm": report.algorithm,
+        "seconds": round(report.seconds, 6),
+        "added": report.added,
+        "removed": report.removed,
+        "noop_adds": report.noop_adds,
+        "noop_deletes": report.noop_deletes,
+        "rule_applications": report.total_applications,
+        "iterations": report.iterations,
+        "backward_matches": report.backward_matches,
+    })  # fmt: skip
+
+
+def cmd_materialise(cfg: Config) -> None:
+    reasoner = _reasoner(cfg)
+    reasoner.load(_facts(cfg, reasoner))
+    _write_facts(cfg, reasoner)
+
+
+def cmd_replay(cfg: Config) -> None:
+    reasoner = _reasoner(cfg)
+    facts = _facts(cfg, reasoner)
+    updates = list(read_updates(cfg.updates, reasoner.prefixes))  # validate all before applying
+    stats = open(cfg.stats, "w", encoding="utf-8") if cfg.stats else None  # noqa: SIM115
+    try:
+        report = reasoner.load(facts)
+        if stats:
+            stats.write(_stats_line("initial", report) + "\n")
+        progress = _Progress(len(updates))
+        for n, upd in enumerate(updates, start=1):
+            try:
+                report = reasoner.update(upd.add, upd.delete)
+            except FluxmatError as exc:
+                raise FluxmatError(f"{upd.where}: {exc}") from None
+            if stats:
+                stats.write(_stats_line(n, report, upd.id) + "\n")
+            progress.tick(n)
+        progress.done()
+    finally:
+        if stats:
+            stats.close()
+    _write_facts(cfg, reasoner)
+
+
+class _Progress:
+    """Shows `update i/n` on a terminal's stderr during long replays."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.start = self.last = time.monotonic()
+        self.shown = False
+
+    def tick(self, n: int) -> None:
+        now = time.monotonic()
+        if sys.stderr.isatty() and now - self.last > 0.5 and now - self.start > 2:
+            sys.stderr.write(f"\rfluxmat: update {n}/{self.total}")
+            sys.stderr.flush()
+            self.last, self.shown = now, True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+
+
+def cmd_check(cfg: Config) -> None:
+    reasoner = _reasoner(cfg)
+    an = reasoner.analysis
+    internal = an.internal
+    user_rules = [r for r in an.rules if r.head.pred not in internal]
+    nrec = sum(1 for r in user_rules if r.recursive)
+    print(f"{cfg.program}: ok")
+    print(f"  rules: {len(user_rules)} ({len(user_rules) - nrec} non-recursive, {nrec} recursive)")
+    print(f"  facts: {len(reasoner.program.facts)}")
+    print(f"  predicates: {len([p for p in an.arity if p not in internal])}")
+    print(f"  strata: {len(an.strata)}")
+    comps = [s for s in an.strata if s.recursive]
+    print(f"  recursive components: {len(comps)}")
+    for s in comps:
+        names = ", ".join(sorted(reasoner.printer.pred(p) for p in s.preds))
+        print(f"    stratum {s.index}: {names} ({len(s.recursive)} recursive rules)")
+
+
+def cmd_explain(cfg: Config) -> None:
+    reasoner = _reasoner(cfg)
+    an, ev = reasoner.analysis, reasoner.maintainer.ev
+    pr: FactPrinter = reasoner.printer
+    print("== AST")
+    print(reasoner.program)
+    print("\n== analysis")
+    for s in an.strata:
+        preds = ", ".join(sorted(pr.pred(p) for p in s.preds))
+        print(f"stratum {s.index}: {preds}")
+        for rid in s.rules:
+            r = an.rules[rid]
+            print(f"  [{rid}] {'recursive' if r.recursive else 'non-recursive'}: {r}")
+    print("\n== plans")
+    for r in an.rules:
+        kinds = [("full", None)] + [("delta", i) for i in range(len(r.positives) + len(r.negatives))]
+        for kind, delta in kinds:
+            plan = ev.plan(r, kind, delta)
+            print(plan.describe())
+            if cfg.code:
+                print(plan.source)
+
+
+COMMANDS = {
+    "materialise": cmd_materialise, "materialize": cmd_materialise, "replay": cmd_replay,
+    "check": cmd_check, "explain": cmd_explain,
+}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    cfg = Config.from_args(ns)
+    try:
+        COMMANDS[ns.command](cfg)
+    except FluxmatError as exc:
+        print(f"fluxmat: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"fluxmat: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("fluxmat: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

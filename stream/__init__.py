@@ -1,0 +1,1 @@
+"""The Spark Structured Streaming job (issue 4): wiring only. Not built yet."""
