@@ -18,7 +18,9 @@ Lexical decisions worth knowing:
 
 - Comments run from `//` or `%` to the end of the line. `%` is the modulo
   operator only right after a variable, an integer or a parenthesised
-  expression (`X % 2`, `(X + 1) % 2`); anywhere else it starts a comment.
+  expression (`X % 2`, `(X + 1) % 2`), or after any constant inside
+  parentheses (`p(a % 2)`); anywhere else, e.g. after an atom's `)`, it starts
+  a comment.
 - `<` starts an IRI where a term may start and is less-than after a term.
 - `PREFIX p: <iri>` / `@prefix p: <iri>` (trailing `.` optional). RDFox files
   sometimes write the IRI bare (`PREFIX owl: http://...#`); that is accepted
@@ -44,12 +46,16 @@ __all__ = ["parse_program", "parse_facts", "fact_from_json"]
 
 _LOCAL = r"(?:[A-Za-z0-9_](?:[A-Za-z0-9_\-.]*[A-Za-z0-9_\-])?)"
 _PREFIX_NAME = r"(?:[A-Za-z](?:[A-Za-z0-9_\-]*[A-Za-z0-9_])?)"
+# An empty local part must not be followed by `-` or `=`: `a:-b` is `a :- b`.
+_PNAME = _PREFIX_NAME + r"?:(?:" + _LOCAL + r"|(?![-=]))"
 
 _MASTER = re.compile(
     r"""
     (?P<pdecl>(?:@prefix|PREFIX)(?![A-Za-z0-9_:\-]))
   | (?P<not>(?:not|NOT)(?![A-Za-z0-9_:]))
-  | (?P<pname>""" + _PREFIX_NAME + r"""?:(?:""" + _LOCAL + r"""|(?![-=])))
+  | (?P<pname>"""
+    + _PNAME
+    + r""")
   | (?P<var>[A-Z_][A-Za-z0-9_]*)
   | (?P<qvar>\?[A-Za-z0-9_]+)
   | (?P<id>[a-z][A-Za-z0-9_]*)
@@ -62,6 +68,7 @@ _MASTER = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 _IRI = re.compile(r'<([^\s<>"]*)>')
+_IRI_FULL = re.compile(r'<[^\s<>"]*>\Z')
 _SKIP = re.compile(r"(?:\s+|//[^\n]*)+")
 _SKIP_PCT = re.compile(r"(?:\s+|//[^\n]*|%[^\n]*)+")
 # The rest of a prefix declaration after the keyword: name, then <iri> or a bare IRI.
@@ -73,6 +80,7 @@ _PNAME_FULL = re.compile(r"(" + _PREFIX_NAME + r"?):(" + _LOCAL + r"?)\Z")
 
 # After these token kinds `<` is less-than (operator position), else it opens an IRI.
 _TERM_END = frozenset({"id", "var", "int", "str", "iri", "pname", ")", "]"})
+_VALUE_KINDS = frozenset({"id", "pname"})
 _CMP_OPS = frozenset({"=", "!=", "<", "<=", ">", ">=", ":="})
 _ARITH_OPS = frozenset({"+", "-", "*", "/", "%"})
 _PRED_KINDS = frozenset({"id", "pname", "iri"})
@@ -109,7 +117,7 @@ def _tokenize(text: str) -> list[Token]:
             append(("iri", m.group(1), pos, m.end()))
             pos = m.end()
             prev = "iri"
-            mod_ok = False
+            mod_ok = bool(parens)
             continue
         m = master(text, pos)
         kind = m.lastgroup
@@ -126,10 +134,14 @@ def _tokenize(text: str) -> list[Token]:
                 mod_ok = False
         elif kind == "var" or kind == "int":
             mod_ok = True
+        elif kind in _VALUE_KINDS:
+            mod_ok = bool(parens)
         elif kind == "qvar":
             kind = "var"
             val = val[1:]
             mod_ok = True
+        elif kind == "str":
+            mod_ok = bool(parens)
         elif kind == "pdecl":
             append(("pdecl", val, pos, end))
             d = _PDECL.match(text, end)
@@ -445,9 +457,7 @@ class _Parser:
             if ch == "u":
                 ok = re.match(r"[0-9a-fA-F]{4}", raw[m.end() : m.end() + 4]) is not None
             if not ok:
-                raise ParseError(
-                    f"invalid escape '\\{ch}' in string", self.pos(tok[2] + m.start())
-                )
+                raise ParseError(f"invalid escape '\\{ch}' in string", self.pos(tok[2] + m.start()))
         return json.loads(raw, strict=False)
 
     # ---- facts
@@ -519,7 +529,8 @@ def fact_from_json(item: object, prefixes: dict[str, str], where: str = "") -> A
     The predicate is a string: `<iri>` is unwrapped and a prefixed name whose
     prefix is in `prefixes` is expanded (other names are kept verbatim, as in
     programs). Arguments: a JSON integer is an int constant, a string `<...>`
-    an `Iri`, any other string a str constant. `where` (e.g. "updates.jsonl:3")
+    an `Iri` (when `...` is a well-formed IRI, as in program text), any other
+    string a str constant. `where` (e.g. "updates.jsonl:3")
     starts every error message.
     """
 
@@ -548,7 +559,7 @@ def fact_from_json(item: object, prefixes: dict[str, str], where: str = "") -> A
                 f"expected an integer or a string as argument {k} of {_json_text(item[0])}, "
                 f"found {_json_kind(arg)}"
             )
-        if isinstance(arg, str) and len(arg) >= 2 and arg[0] == "<" and arg[-1] == ">":
+        if isinstance(arg, str) and arg[:1] == "<" and _IRI_FULL.match(arg):
             args.append(Const(Iri(arg[1:-1])))
         else:
             args.append(Const(arg))

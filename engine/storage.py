@@ -12,6 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+try:  # the C helper behind Counter.update: counts an iterable into any mapping
+    from collections import _count_elements
+except ImportError:  # pragma: no cover - other Python implementations
+
+    def _count_elements(mapping, iterable):
+        get = mapping.get
+        for x in iterable:
+            mapping[x] = get(x, 0) + 1
+
 from engine.syntax import Value
 
 Fact = tuple[int, ...]
@@ -144,6 +153,9 @@ class Weighted(dict):
         return w
 
     def add_all(self, facts: Iterable[Fact], weight: int = 1) -> None:
+        if weight == 1:
+            _count_elements(self, facts)
+            return
         get = self.get
         for f in facts:
             self[f] = get(f, 0) + weight

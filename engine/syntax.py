@@ -51,7 +51,8 @@ class Var:
     name: str
 
     def __str__(self) -> str:
-        return self.name
+        first = self.name[:1]
+        return self.name if first.isupper() or first == "_" else f"?{self.name}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -280,11 +280,17 @@ ERRORS = [
         "(bind it with '=' in the body)",
     ),
     ("p(X) :- q((X)).", "t.dl:1:11: expected a variable or a constant, found '('"),
-    ("p(X) :- q(X), X.", "t.dl:1:16: expected a comparison operator (=, !=, <, <=, >, >=, :=), found '.'"),
+    (
+        "p(X) :- q(X), X.",
+        "t.dl:1:16: expected a comparison operator (=, !=, <, <=, >, >=, :=), found '.'",
+    ),
     ("p(X) :- q(X), 3 := X.", "t.dl:1:15: expected a variable before ':='"),
     ("p(X) :- q(X), not 3.", "t.dl:1:19: expected an atom after 'not', found '3'"),
     ("p(X) :- q(X), !X = 1.", "t.dl:1:16: expected an atom after '!', found 'X'"),
-    ("p(X) :- q(X), (X + 1 = 2.", "t.dl:1:22: expected ')' to close the parenthesised expression, found '='"),
+    (
+        "p(X) :- q(X), (X + 1 = 2.",
+        "t.dl:1:22: expected ')' to close the parenthesised expression, found '='",
+    ),
     ("p(X) :- q(X), X = .", "t.dl:1:19: expected a term, found '.'"),
     ("p(X) :- q(X), X > 1.5.", "t.dl:1:19: floating-point numbers are not supported, found '1.5'"),
     ("X(a).", "t.dl:1:1: expected a predicate name at the start of a rule or fact, found 'X'"),
@@ -294,7 +300,10 @@ ERRORS = [
     ("p(a, _).", "t.dl:1:6: unsafe fact: variable _ in a fact"),
     ("p(1 + 2).", "t.dl:1:3: expected a constant in a fact, found an expression"),
     ("@prefix p <x> .", "t.dl:1:9: expected a prefix name such as 'p:' after '@prefix', found 'p'"),
-    ("PREFIX p: q(a).", "t.dl:1:11: expected an IRI such as <http://example.org/> after 'p:', found 'q'"),
+    (
+        "PREFIX p: q(a).",
+        "t.dl:1:11: expected an IRI such as <http://example.org/> after 'p:', found 'q'",
+    ),
     ("@prefix p: <x y> .", "t.dl:1:12: unterminated IRI"),
     # an error early in the text wins over a lexical error later on
     ("p(X) q(X).\n$", "t.dl:1:6: expected ':-' or '.' after the rule head, found 'q'"),
@@ -313,9 +322,7 @@ def test_error_position_is_a_pos():
 
 
 def _golden_cases():
-    return sorted(
-        p for p in GOLDEN_ERRORS.glob("parse_*.err") if p.with_suffix(".dl").exists()
-    )
+    return sorted(p for p in GOLDEN_ERRORS.glob("parse_*.err") if p.with_suffix(".dl").exists())
 
 
 def test_golden_parse_errors_exist():
@@ -372,6 +379,8 @@ def test_fact_from_json():
     )
     assert fact_from_json(["<http://p>"], prefixes) == A("http://p")
     assert fact_from_json(["edge", "a", "b"], prefixes) == A("edge", C("a"), C("b"))
+    # only a well-formed <IRI> becomes an Iri; other strings stay strings
+    assert fact_from_json(["p", "<a b>", "<>", "<x"], {}) == A("p", C("<a b>"), C(Iri("")), C("<x"))
     # undeclared prefix: verbatim, exactly like a program's predicate names
     assert fact_from_json(["p:hasParent", "a"], {}) == parse_program("p:hasParent(a).").facts[0]
 
@@ -385,13 +394,31 @@ def test_fact_from_json_agrees_with_program_syntax():
 JSON_ERRORS = [
     ([], "u.jsonl:3: expected a fact as a JSON array [predicate, arg, ...], found an empty array"),
     ("p", 'u.jsonl:3: expected a fact as a JSON array [predicate, arg, ...], found string "p"'),
-    ({"p": 1}, 'u.jsonl:3: expected a fact as a JSON array [predicate, arg, ...], found object {"p": 1}'),
+    (
+        {"p": 1},
+        'u.jsonl:3: expected a fact as a JSON array [predicate, arg, ...], found object {"p": 1}',
+    ),
     ([1, 2], "u.jsonl:3: expected a predicate name string as the first element, found number 1"),
-    ([""], "u.jsonl:3: expected a predicate name string as the first element, found an empty string"),
-    ([True], "u.jsonl:3: expected a predicate name string as the first element, found boolean true"),
-    (["p", 1.5], 'u.jsonl:3: expected an integer or a string as argument 1 of "p", found number 1.5'),
-    (["p", 1, True], 'u.jsonl:3: expected an integer or a string as argument 2 of "p", found boolean true'),
-    (["p", [1]], 'u.jsonl:3: expected an integer or a string as argument 1 of "p", found array [1]'),
+    (
+        [""],
+        "u.jsonl:3: expected a predicate name string as the first element, found an empty string",
+    ),
+    (
+        [True],
+        "u.jsonl:3: expected a predicate name string as the first element, found boolean true",
+    ),
+    (
+        ["p", 1.5],
+        'u.jsonl:3: expected an integer or a string as argument 1 of "p", found number 1.5',
+    ),
+    (
+        ["p", 1, True],
+        'u.jsonl:3: expected an integer or a string as argument 2 of "p", found boolean true',
+    ),
+    (
+        ["p", [1]],
+        'u.jsonl:3: expected an integer or a string as argument 1 of "p", found array [1]',
+    ),
     (["p", {}], 'u.jsonl:3: expected an integer or a string as argument 1 of "p", found object {}'),
     (["p", None], 'u.jsonl:3: expected an integer or a string as argument 1 of "p", found null'),
 ]
@@ -407,16 +434,16 @@ def test_fact_from_json_errors(item, message):
 def test_fact_from_json_error_without_where():
     with pytest.raises(ParseError) as info:
         fact_from_json(["p", 0.5], {})
-    assert str(info.value) == 'expected an integer or a string as argument 1 of "p", found number 0.5'
+    assert (
+        str(info.value) == 'expected an integer or a string as argument 1 of "p", found number 0.5'
+    )
 
 
 # --------------------------------------------------------------------------- corpus
 
 
 def _count_rules(text: str) -> int:
-    return sum(
-        line.count(":-") for line in text.splitlines() if not line.lstrip().startswith("%")
-    )
+    return sum(line.count(":-") for line in text.splitlines() if not line.lstrip().startswith("%"))
 
 
 CORPUS_FILES = sorted(CORPUS.glob("*.dlog"))
@@ -481,15 +508,23 @@ def _timed(fn, arg):
 
 # --------------------------------------------------------------------------- round trips
 
-_idents = st.from_regex(r"[a-z][a-z0-9_]{0,5}", fullmatch=True).filter(lambda s: s != "not")
-_var_names = st.from_regex(r"[A-Z][A-Za-z0-9_]{0,4}", fullmatch=True).filter(
-    lambda s: s not in ("NOT", "PREFIX")
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+_idents = st.builds(
+    lambda a, b: a + b, st.sampled_from(_LOWER), st.text(_LOWER + "ABZ019_", max_size=5)
+).filter(lambda s: s != "not")
+_var_names = st.builds(
+    lambda a, b: a + b, st.sampled_from("ABXYZ"), st.text(_LOWER + "ABZ019_", max_size=4)
+).filter(lambda s: s not in ("NOT", "PREFIX"))
+_iris = st.builds(
+    lambda a, b: f"http://{a}/{b}",
+    st.text(_LOWER, min_size=1, max_size=5),
+    st.text(_LOWER + "AZ09#/_.%-", max_size=8),
 )
 _values = st.one_of(
     st.integers(-(10**12), 10**12),
     _idents,
     st.text(max_size=8),
-    st.from_regex(r"http://[a-z]{1,5}/[A-Za-z0-9#/_.%-]{0,8}", fullmatch=True).map(Iri),
+    _iris.map(Iri),
 )
 _consts = _values.map(Const)
 _vars = _var_names.map(Var)
@@ -499,7 +534,7 @@ _exprs = st.recursive(
     lambda sub: st.builds(BinOp, st.sampled_from("+-*/%"), sub, sub),
     max_leaves=5,
 )
-_preds = st.one_of(_idents, st.from_regex(r"http://[a-z]{1,5}/[a-z]{1,5}", fullmatch=True))
+_preds = st.one_of(_idents, _iris)
 
 
 @st.composite
@@ -527,7 +562,7 @@ def _rules(draw):
     return Rule(head, tuple(body))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(_rules(), max_size=4),
     st.lists(st.builds(Atom, _preds, st.lists(_consts, max_size=3).map(tuple)), max_size=3),
@@ -540,7 +575,15 @@ def test_print_parse_round_trip(rules, facts):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(_values, max_size=4), _idents)
+@given(
+    st.lists(
+        _values.filter(
+            lambda v: not (isinstance(v, str) and v.startswith("<") and v.endswith(">"))
+        ),
+        max_size=4,
+    ),
+    _idents,
+)
 def test_json_fact_round_trip_through_program_text(values, pred):
     atom = Atom(pred, tuple(Const(v) for v in values))
     item = [pred] + [f"<{v.value}>" if isinstance(v, Iri) else v for v in values]
@@ -549,7 +592,7 @@ def test_json_fact_round_trip_through_program_text(values, pred):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("pqX(),.:-<>=!%/\"_ a1?[]\n")), max_size=30))
+@given(st.text(alphabet=st.sampled_from(list('pqX(),.:-<>=!%/"_ a1?[]\n')), max_size=30))
 def test_garbage_raises_only_parse_error(text):
     try:
         parse_program(text)

@@ -54,6 +54,7 @@ class Maintainer:
     name = "abstract"
     counts_nonrecursive = False  # keep C_nr (explicit + non-recursive derivations)
     counts_recursive = False  # keep C_r (recursive derivations)
+    incremental = True  # compile delta plans and build their indexes at load time
 
     def __init__(self, analysis: Analysis, dictionary: Dictionary | None = None):
         self.analysis = analysis
@@ -220,6 +221,8 @@ class Maintainer:
             pred, f = self.encode(fact)
             self.E.setdefault(pred, set()).add(f)
         self.materialise()
+        if self.incremental:
+            self.prepare()
         report = self._report(before, start)
         report.added = sum(len(r) for p, r in self.I.items() if p not in self.analysis.internal)
         return report
@@ -249,6 +252,16 @@ class Maintainer:
                 return self._absorb(self.tally(derived, +1))
 
             saturate(self.ev, s.recursive, OLD, OLD, delta, accept)
+
+    def prepare(self) -> None:
+        """Compile every delta plan now (relation sizes are known) and build its indexes,
+        so that updates never pay for planning or index construction."""
+        for rule in self.analysis.rules:
+            for lit in range(len(rule.positives) + len(rule.negatives)):
+                plan = self.ev.plan(rule, "delta", lit)
+                for need in plan.needs:
+                    if need.cols is not None:
+                        self.rel(plan.literal_preds[need.lit]).index(need.cols)
 
     def _absorb(self, derived: Changes) -> Changes:
         """Add derived facts to I; return those that were new."""

@@ -16,6 +16,7 @@ from engine.analysis import Stratum
 from engine.evaluate import Derived, saturate
 from engine.maintain.base import Changes
 from engine.maintain.dred import DRed
+from engine.plans import AnyOf
 from engine.storage import Relation
 
 
@@ -71,8 +72,7 @@ class BF(DRed):
         """I \\ ((D u Delta D) \\ A), the view CHECK matches recursive rules against."""
         gone = self.d_minus_a(pred)
         extra = self.pending.get(pred)
-        excl = (gone | extra) if extra else gone
-        return [(self.rel(pred), excl)]
+        return [(self.rel(pred), AnyOf((gone, extra)) if extra else gone)]
 
     def check(self, fact) -> None:
         stack = [self._check(fact)]

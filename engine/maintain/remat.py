@@ -10,6 +10,7 @@ from engine.maintain.base import Maintainer, Report
 
 class Remat(Maintainer):
     name = "remat"
+    incremental = False
 
     def update(self, add=(), delete=()) -> Report:
         start = time.perf_counter()
