@@ -91,9 +91,12 @@ Token = tuple[str, str, int, int]
 
 
 def _tokenize(text: str) -> list[Token]:
-    """Split `text` into tokens. A lexical error becomes an ("err", message, ...)
-    token followed by end of input, so it is raised only when the parser reaches
-    it (errors are reported in text order)."""
+    """Split `text` into tokens.
+
+    A lexical error becomes an ("err", message, ...) token followed by end of
+    input, so it is raised only when the parser reaches it (errors are reported in
+    text order).
+    """
     toks: list[Token] = []
     append = toks.append
     n = len(text)

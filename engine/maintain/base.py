@@ -132,11 +132,11 @@ class Maintainer:
         return [(self.rel(pred), None)]
 
     def NEW(self, pred: str) -> list:
-        """(I \\ D) u A."""
+        r"""(I \\ D) u A."""
         return [(self.rel(pred), self._get(self.D, pred).facts), (self._get(self.A, pred), None)]
 
     def I_MINUS_DMA(self, pred: str) -> list:
-        """I \\ (D \\ A)."""
+        r"""I \\ (D \\ A)."""
         return [(self.rel(pred), self.d_minus_a(pred))]
 
     def I_PLUS_A(self, pred: str) -> list:
@@ -168,7 +168,7 @@ class Maintainer:
         return cached
 
     def lower_changes(self, s: Stratum) -> tuple[Changes, Changes]:
-        """(D \\ A, A \\ D) of the predicates stratum s reads from lower strata."""
+        r"""(D \\ A, A \\ D) of the predicates stratum s reads from lower strata."""
         P, N = {}, {}
         for p in self.body_preds[s.index]:
             if self.stratum_of(p) < s.index:
@@ -254,8 +254,11 @@ class Maintainer:
             saturate(self.ev, s.recursive, OLD, OLD, delta, accept)
 
     def prepare(self) -> None:
-        """Compile every delta plan now (relation sizes are known) and build its indexes,
-        so that updates never pay for planning or index construction."""
+        """Compile every delta plan and build the indexes it probes.
+
+        Done at load time, when relation sizes are known, so that updates never pay
+        for planning or index construction.
+        """
         for rule in self.analysis.rules:
             for lit in range(len(rule.positives) + len(rule.negatives)):
                 plan = self.ev.plan(rule, "delta", lit)
@@ -308,7 +311,7 @@ class Maintainer:
         )
 
     def update(self, add: Iterable[PyFact] = (), delete: Iterable[PyFact] = ()) -> Report:
-        """Apply one update (E := (E \\ delete) u add) and maintain I."""
+        r"""Apply one update (E := (E \\ delete) u add) and maintain I."""
         start = time.perf_counter()
         before = self._snapshot_counts()
         plus, minus, noop_add, noop_del = self.normalise(add, delete)
@@ -344,7 +347,7 @@ class Maintainer:
         raise NotImplementedError(f"{type(self).__name__} must implement update_stratum")
 
     def commit(self, report: Report) -> None:
-        """I := (I \\ D) u A; record the exact delta in `report`."""
+        r"""I := (I \\ D) u A; record the exact delta in `report`."""
         for pred in set(self.D) | set(self.A):
             d = self.D.get(pred)
             a = self.A.get(pred)

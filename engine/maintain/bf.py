@@ -69,7 +69,7 @@ class BF(DRed):
         self.pending = {}
 
     def _survivors(self, pred: str) -> list:
-        """I \\ ((D u Delta D) \\ A), the view CHECK matches recursive rules against."""
+        r"""I \\ ((D u Delta D) \\ A), the view CHECK matches recursive rules against."""
         gone = self.d_minus_a(pred)
         extra = self.pending.get(pred)
         return [(self.rel(pred), AnyOf((gone, extra)) if extra else gone)]
@@ -127,7 +127,7 @@ class BF(DRed):
         return True
 
     def _proved_view(self, pred: str) -> list:
-        """P for the current stratum, (I \\ D) u A for lower strata."""
+        r"""P for the current stratum, (I \\ D) u A for lower strata."""
         if self.stratum_of(pred) == self.current:
             return [(self._get(self.proved, pred), None)]
         return self.NEW(pred)
