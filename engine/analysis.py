@@ -16,7 +16,7 @@ Nothing here evaluates rules.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.errors import AnalysisError
 from engine.syntax import Atom, BinOp, Comparison, Const, Negation, Pos, Program, Rule, Term, Var
@@ -83,6 +83,13 @@ class Analysis:
     strata: tuple[Stratum, ...]
     stratum_of: dict[str, int]
     internal: frozenset[str]
+    overloads: dict[str, dict[int, str]] = field(default_factory=dict)
+    display: dict[str, str] = field(default_factory=dict)  # internal relation -> predicate
+
+    def relation(self, pred: str, arity: int) -> str:
+        """The relation holding `pred` facts of `arity` (differs for RDFox overloads)."""
+        table = self.overloads.get(pred)
+        return table.get(arity, pred) if table else pred
 
     @property
     def recursive_preds(self) -> frozenset[str]:
@@ -152,7 +159,59 @@ def _literal_vars(lit) -> list[str]:
     return term_vars(lit.left) + term_vars(lit.right)
 
 
-REWRITES = (project_negation_locals,)
+def _map_atoms(program: Program, fn) -> Program:
+    def lit(x):
+        if isinstance(x, Atom):
+            return fn(x)
+        if isinstance(x, Negation):
+            return Negation(fn(x.atom), x.pos)
+        return x
+
+    rules = tuple(Rule(fn(r.head), tuple(lit(b) for b in r.body), r.pos) for r in program.rules)
+    return Program(rules, tuple(fn(f) for f in program.facts), program.prefixes, program.source)
+
+
+def _all_atoms(program: Program):
+    for r in program.rules:
+        yield r.head
+        for b in r.body:
+            if isinstance(b, Atom):
+                yield b
+            elif isinstance(b, Negation):
+                yield b.atom
+    yield from program.facts
+
+
+def overloads(program: Program) -> dict[str, dict[int, str]]:
+    """RDFox predicates used with several arities, only in `pred[...]` atoms.
+
+    Maps the predicate to one internal relation name per arity (`pred/arity`).
+    """
+    arities: dict[str, set[int]] = {}
+    plain: set[str] = set()
+    for a in _all_atoms(program):
+        arities.setdefault(a.pred, set()).add(len(a.args))
+        if not a.rdf:
+            plain.add(a.pred)
+    return {
+        p: {k: f"{p}/{k}" for k in sorted(ks)}
+        for p, ks in arities.items()
+        if len(ks) > 1 and p not in plain
+    }
+
+
+def split_overloads(program: Program) -> Program:
+    """Give each arity of an overloaded RDFox predicate its own relation."""
+    table = overloads(program)
+    if not table:
+        return program
+    return _map_atoms(
+        program,
+        lambda a: Atom(table[a.pred][len(a.args)], a.args, a.pos, a.rdf) if a.pred in table else a,
+    )
+
+
+REWRITES = (split_overloads, project_negation_locals)
 
 
 # ---------------------------------------------------------------- per rule
@@ -286,6 +345,7 @@ def _sccs(nodes: list[str], edges: dict[str, list[str]]) -> list[list[str]]:
 
 def analyse(program: Program) -> Analysis:
     """Check and analyse `program`; raises AnalysisError on the first problem found."""
+    table = overloads(program)
     for rewrite in REWRITES:
         program = rewrite(program)
     arity = _check_arities(program)
@@ -335,7 +395,10 @@ def analyse(program: Program) -> Analysis:
             )
         )
     internal = frozenset(p for p in arity if p.startswith(INTERNAL_PREFIX))
-    return Analysis(program, tuple(rules), arity, tuple(strata), stratum_of, internal)
+    display = {name: p for p, by_arity in table.items() for name in by_arity.values()}
+    return Analysis(
+        program, tuple(rules), arity, tuple(strata), stratum_of, internal, table, display
+    )
 
 
 def const_value(term: Term):

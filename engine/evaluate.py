@@ -38,6 +38,7 @@ class Counts:
     applications: Counter = field(default_factory=Counter)  # rule id -> instances
     backward_queries: int = 0
     backward_matches: int = 0
+    backward_reads: int = 0  # facts read while evaluating rules backwards
     iterations: int = 0
 
 
@@ -73,11 +74,13 @@ class Evaluator:
             for i, a in enumerate(r.positives + r.negatives):
                 self.by_literal.setdefault(a.pred, []).append((r.id, i))
 
-    def plan(self, rule: AnalysedRule, kind: str, delta: int | None = None) -> Plan:
-        key = (rule.id, kind, delta)
+    def plan(
+        self, rule: AnalysedRule, kind: str, delta: int | None = None, instances: bool = False
+    ) -> Plan:
+        key = (rule.id, kind, delta, instances)
         p = self.plans.get(key)
         if p is None:
-            p = compile_plan(rule, kind, delta, self.dictionary, self.size)
+            p = compile_plan(rule, kind, delta, self.dictionary, self.size, instances)
             self.plans[key] = p
         return p
 
@@ -113,14 +116,19 @@ class Evaluator:
         In: View,
         P: Facts | None = None,
         N: Facts | None = None,
+        instances: bool = False,
     ) -> Derived:
-        """Pi<Ip, In |> P, N> as (rule, heads) pairs; P = N = None gives Pi<Ip, In>."""
+        """Pi<Ip, In |> P, N> as (rule, heads) pairs; P = N = None gives Pi<Ip, In>.
+
+        With `instances`, each rule's list holds `(head, positive facts, negated
+        facts)` triples instead of heads.
+        """
         rules = self.analysis.rules
         result: Derived = []
         if P is None and N is None:
             for rid in rule_ids:
                 rule = rules[rid]
-                plan = self.plan(rule, "full")
+                plan = self.plan(rule, "full", None, instances)
                 views = self._views(plan, Ip, In, None, None, 0)
                 if views is None:
                     continue
@@ -132,6 +140,7 @@ class Evaluator:
         wanted = set(rule_ids)
         P = P or {}
         N = N or {}
+        Ps, Ns = _sets(P), _sets(N)
         outs: dict[int, list[Fact]] = {}
         for deltas, positive in ((P, True), (N, False)):
             for pred, dfacts in deltas.items():
@@ -144,8 +153,8 @@ class Evaluator:
                         continue
                     if not self._worth(rule, lit, Ip, P):
                         continue
-                    plan = self.plan(rule, "delta", lit)
-                    views = self._views(plan, Ip, In, _sets(P), _sets(N), lit)
+                    plan = self.plan(rule, "delta", lit, instances)
+                    views = self._views(plan, Ip, In, Ps, Ns, lit)
                     if views is None:
                         continue
                     out = outs.setdefault(rid, [])
@@ -171,9 +180,11 @@ class Evaluator:
         if views is None:
             return []
         out: list = []
+        before = plan.work[0]
         for h in heads:
             plan.run((h,), views, out, self.dictionary.values, self.dictionary.intern, first)
         self.counts.backward_matches += len(out)
+        self.counts.backward_reads += plan.work[0] - before
         return out
 
 

@@ -329,7 +329,7 @@ class _Parser:
         args = []
         if self.tok[0] == close:
             self.advance()
-            return Atom(pred, (), self.pos(start[2]))
+            return Atom(pred, (), self.pos(start[2]), close == "]")
         while True:
             if head:
                 if arg_toks is not None:
@@ -342,7 +342,7 @@ class _Parser:
                 self.advance()
             elif kind == close:
                 self.advance()
-                return Atom(pred, tuple(args), self.pos(start[2]))
+                return Atom(pred, tuple(args), self.pos(start[2]), close == "]")
             else:
                 raise self.expected(f"',' or '{close}' in the argument list")
 

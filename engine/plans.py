@@ -136,6 +136,7 @@ class Plan:
     literal_preds: tuple[str, ...]
     source: str
     run: Callable
+    work: list[int]  # facts read so far (backward plans only)
 
     def describe(self) -> str:
         what = self.kind if self.delta is None else f"delta on literal {self.delta}"
@@ -170,6 +171,7 @@ class _Compiler:
         self.order: list[str] = []
         self.needs: list[Need] = []
         self.tvars: dict[int, str] = {}
+        self.count_work = False  # backward plans count the facts they read in W[0]
 
     # -- terms
     def const_id(self, value) -> int:
@@ -235,6 +237,8 @@ class _Compiler:
             self.e.emit(f"{t} = ({''.join(self.id_expr(a) + ', ' for a in args)})")
             self.e.emit(f"{f} = False")
             self.e.emit(f"for {c}, {x} in V[{lit}]:")
+            if self.count_work:
+                self.e.emit("    W[0] += 1")
             self.e.emit(f"    if {t} in {c} and ({x} is None or {t} not in {x}):")
             self.e.emit(f"        {f} = True")
             self.e.emit("        break")
@@ -257,6 +261,8 @@ class _Compiler:
             self.needs.append(Need(lit, None))
             self.order.append(f"L{lit} scan")
         self.e.depth += 1
+        if self.count_work:
+            self.e.emit("W[0] += 1")
         self.e.emit(f"if {x} is not None and {t} in {x}: continue")
         self.match(t, args, set(cols))
         self.tvars[lit] = t
@@ -274,6 +280,7 @@ class _Compiler:
         self.e.depth += 1
         self.needs.append(Need(lit, None))
         self.order.append(f"not L{lit}")
+        self.tvars[lit] = t
 
     def builtin(self, b) -> None:
         if isinstance(b, Filter):
@@ -313,8 +320,14 @@ def compile_plan(
     delta: int | None,
     dictionary: Dictionary,
     size: Callable[[str], int],
+    instances: bool = False,
 ) -> Plan:
-    """Compile `rule` entered as `kind` ("full", "delta", "backward")."""
+    """Compile `rule` entered as `kind` ("full", "delta", "backward").
+
+    Plans emit head tuples; with `instances` a full or delta plan emits whole rule
+    instances `(head, positive facts, negated facts)` instead (the fully dynamic
+    algorithms log them).
+    """
     comp = _Compiler(rule, dictionary)
     lits = list(rule.positives) + list(rule.negatives)
     npos = len(rule.positives)
@@ -322,6 +335,7 @@ def compile_plan(
     head = rule.head
 
     if kind == "backward":
+        comp.count_work = True
         h = "h"
         e.emit("for h in D:")
         e.depth += 1
@@ -389,6 +403,10 @@ def compile_plan(
         e.emit(f"out_append((h, ({body}{',' if npos == 1 else ''})))")
         e.emit("if first:")
         e.emit("    return")
+    elif instances:
+        pos = "".join(comp.tvars[i] + ", " for i in range(npos))
+        neg = "".join(comp.tvars[i] + ", " for i in range(npos, len(lits)))
+        e.emit(f"out_append(({head_tuple}, ({pos}), ({neg})))")
     else:
         e.emit(f"out_append({head_tuple})")
 
@@ -399,8 +417,9 @@ def compile_plan(
     source = "\n".join(header + e.lines) + "\n"
     namespace: dict = dict(RUNTIME)
     namespace["C"] = comp.consts
+    namespace["W"] = [0]
     exec(compile(source, f"<plan rule {rule.id} {kind} {delta}>", "exec"), namespace)
     return Plan(
-        rule, kind, delta, tuple(comp.order), tuple(comp.needs),
-        tuple(a.pred for a in lits), source, namespace["run"],
+        rule, kind + ("*" if instances else ""), delta, tuple(comp.order), tuple(comp.needs),
+        tuple(a.pred for a in lits), source, namespace["run"], namespace["W"],
     )  # fmt: skip

@@ -80,11 +80,16 @@ Term = Var | Const | BinOp
 
 @dataclass(frozen=True, slots=True)
 class Atom:
-    """`pred(args)`; `pred` is the predicate name after prefix expansion."""
+    """`pred(args)`; `pred` is the predicate name after prefix expansion.
+
+    `rdf` marks RDFox-style `pred[args]` atoms: as in RDFox, `C[?X]` (a class) and
+    `C[?X, ?Y]` (a property) may share a name and are then different relations.
+    """
 
     pred: str
     args: tuple[Term, ...]
     pos: Pos = field(default=NOWHERE, compare=False)
+    rdf: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         if not self.args:

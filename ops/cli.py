@@ -54,12 +54,21 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
         )  # fmt: skip
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's error contract: one `fluxmat: error:` line, exit 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"fluxmat: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="fluxmat",
         description="Incremental Datalog materialisation under additions and deletions.",
     )
-    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = ap.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
 
     m = sub.add_parser("materialise", aliases=["materialize"], help="print mat(P, E), sorted")
     _add_program(m)
@@ -69,8 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_program(r)
     r.add_argument("--updates", required=True, metavar="FILE.jsonl", help="one update per line")
     r.add_argument(
-        "--algorithm", default=_env("ALGORITHM", "dredc"), choices=sorted(ALGORITHMS),
-        help="maintenance algorithm (env FLUXMAT_ALGORITHM; default: %(default)s)",
+        "--algorithm", default=_env("ALGORITHM", "dredc"), metavar="NAME",
+        help=f"maintenance algorithm: {', '.join(sorted(ALGORITHMS))} "
+        "(env FLUXMAT_ALGORITHM; default: %(default)s)",
     )  # fmt: skip
     r.add_argument(
         "--schedule", default=_env("SCHEDULE", "sequential"),
@@ -133,6 +143,7 @@ def _stats_line(label, report: Report, update_id=None) -> str:
         "rule_applications": report.total_applications,
         "iterations": report.iterations,
         "backward_matches": report.backward_matches,
+        "backward_reads": report.backward_reads,
     })  # fmt: skip
 
 
@@ -196,12 +207,13 @@ def cmd_check(cfg: Config) -> None:
     print(f"{cfg.program}: ok")
     print(f"  rules: {len(user_rules)} ({len(user_rules) - nrec} non-recursive, {nrec} recursive)")
     print(f"  facts: {len(reasoner.program.facts)}")
-    print(f"  predicates: {len([p for p in an.arity if p not in internal])}")
+    preds = {an.display.get(p, p) for p in an.arity if p not in internal}
+    print(f"  predicates: {len(preds)}")
     print(f"  strata: {len(an.strata)}")
     comps = [s for s in an.strata if s.recursive]
     print(f"  recursive components: {len(comps)}")
     for s in comps:
-        names = ", ".join(sorted(reasoner.printer.pred(p) for p in s.preds))
+        names = ", ".join(sorted({reasoner.printer.pred(an.display.get(p, p)) for p in s.preds}))
         print(f"    stratum {s.index}: {names} ({len(s.recursive)} recursive rules)")
 
 
@@ -242,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     except FluxmatError as exc:
         print(f"fluxmat: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # e.g. `fluxmat materialise ... | head`
+        sys.stderr.close()
+        return 0
     except OSError as exc:
         print(f"fluxmat: error: {exc}", file=sys.stderr)
         return 1

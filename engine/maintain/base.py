@@ -39,6 +39,7 @@ class Report:
     iterations: int = 0
     backward_queries: int = 0
     backward_matches: int = 0
+    backward_reads: int = 0
     seconds: float = 0.0
     added_facts: Changes = field(default_factory=dict, repr=False)
     removed_facts: Changes = field(default_factory=dict, repr=False)
@@ -90,6 +91,8 @@ class Maintainer:
 
     def encode(self, fact: PyFact) -> tuple[str, Fact]:
         pred, args = fact[0], fact[1:]
+        if self.analysis.overloads:
+            pred = self.analysis.relation(pred, len(args))
         known = self.arity.get(pred)
         if known is None:
             self.arity[pred] = len(args)
@@ -102,7 +105,7 @@ class Maintainer:
 
     def decode(self, pred: str, fact: Fact) -> PyFact:
         values = self.dictionary.values
-        return (pred, *(values[i] for i in fact))
+        return (self.analysis.display.get(pred, pred), *(values[i] for i in fact))
 
     def facts(self, include_internal: bool = False) -> Iterator[PyFact]:
         """The materialisation as Python facts (unsorted)."""
@@ -118,7 +121,7 @@ class Maintainer:
                 yield self.decode(pred, f)
 
     def contains(self, fact: PyFact) -> bool:
-        pred, args = fact[0], fact[1:]
+        pred, args = self.analysis.relation(fact[0], len(fact) - 1), fact[1:]
         ids = tuple(self.dictionary.lookup(a) for a in args)
         return None not in ids and ids in self.rel(pred)
 
@@ -375,10 +378,13 @@ class Maintainer:
     # ------------------------------------------------------------ reports
     def _snapshot_counts(self):
         c = self.ev.counts
-        return (dict(c.applications), c.iterations, c.backward_queries, c.backward_matches)
+        return (
+            dict(c.applications), c.iterations, c.backward_queries, c.backward_matches,
+            c.backward_reads,
+        )  # fmt: skip
 
     def _report(self, before, start: float) -> Report:
-        apps, its, bq, bm = before
+        apps, its, bq, bm, br = before
         c = self.ev.counts
         r = Report(self.name)
         r.rule_applications = {
@@ -387,6 +393,7 @@ class Maintainer:
         r.iterations = c.iterations - its
         r.backward_queries = c.backward_queries - bq
         r.backward_matches = c.backward_matches - bm
+        r.backward_reads = c.backward_reads - br
         r.seconds = time.perf_counter() - start
         return r
 

@@ -123,11 +123,18 @@ class BF(DRed):
         def accept(derived: Derived, delta: Changes) -> Changes:
             return split(self.heads(derived))
 
-        saturate(self.ev, s.recursive, self._proved_view, self.NEW, split({pred: {f}}), accept)
+        saturate(
+            self.ev, s.recursive, self._proved_view, self.I_PLUS_A, split({pred: {f}}), accept
+        )
         return True
 
     def _proved_view(self, pred: str) -> list:
-        r"""P for the current stratum, (I \\ D) u A for lower strata."""
+        r"""P for the current stratum, I \ (D \ A) for lower strata.
+
+        Proofs use only what survives of the old materialisation: a fact proved through
+        a newly added lower fact would stay in I, so insertion would never see it as
+        new and would not propagate its consequences. Insertion derives such facts.
+        """
         if self.stratum_of(pred) == self.current:
             return [(self._get(self.proved, pred), None)]
-        return self.NEW(pred)
+        return self.I_MINUS_DMA(pred)

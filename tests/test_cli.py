@@ -1,0 +1,301 @@
+"""The `fluxmat` command line contract, run as a subprocess (`python -m ops.cli`).
+
+Success: `materialise` prints mat(P, E) sorted, one fact per line; `replay` gives
+the same final result under every algorithm and writes one stats line per load
+and update; `check` and `explain` summarise strata and plans. Failure (a user
+mistake): exit code != 0, exactly one stderr line starting `fluxmat: error:`,
+and never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import ALGORITHMS
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path("/work/shared/corpus/illich-glimm/programs")
+
+PATH = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n"
+FAMILY = (  # non-recursive, so that counting applies too
+    "grand(X, Z) :- parent(X, Y), parent(Y, Z).\norphan(X) :- person(X), not parent(_, X).\n"
+)
+PATH_UPDATES = [
+    {"id": "u1", "add": [["edge", "d", "e"]], "del": [["edge", "b", "c"]]},
+    {"id": "u2", "add": [["edge", "b", "c"]]},
+]
+# after the load, u1 and u2 (worked out by hand): edges a-b-c-d-e, all paths along them
+PATH_FINAL = [
+    "edge(a, b).", "edge(b, c).", "edge(c, d).", "edge(d, e).",
+    "path(a, b).", "path(a, c).", "path(a, d).", "path(a, e).", "path(b, c).",
+    "path(b, d).", "path(b, e).", "path(c, d).", "path(c, e).", "path(d, e).",
+]  # fmt: skip
+# (added, removed) per line of the stats file: load, u1, u2
+PATH_STATS = [(9, 0), (3, 5), (7, 0)]
+FAMILY_UPDATES = [
+    {"add": [["parent", "bo", "cy"], ["person", "di"]], "del": [["parent", "al", "bo"]]},
+    {"add": [["person", "al"]], "del": [["person", "zz"]]},  # a no-op addition and deletion
+    {"add": [["parent", "al", "bo"]]},
+]
+FAMILY_FINAL = [
+    "grand(al, cy).", "orphan(al).", "orphan(di).", "parent(al, bo).", "parent(bo, cy).",
+    "person(al).", "person(bo).", "person(cy).", "person(di).",
+]  # fmt: skip
+
+
+def fluxmat(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    for key in [k for k in full_env if k.startswith("FLUXMAT_") and k not in (env or {})]:
+        del full_env[key]
+    return subprocess.run(
+        [sys.executable, "-m", "ops.cli", *map(str, args)],
+        cwd=ROOT, capture_output=True, text=True, env=full_env, timeout=120,
+    )  # fmt: skip
+
+
+def ok(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def user_error(proc: subprocess.CompletedProcess, *fragments: str) -> str:
+    """Assert the error contract; return the single error line."""
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    assert proc.returncode != 0
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("fluxmat: error: "), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def jsonl(path: Path, items) -> Path:
+    return write(path, "".join(json.dumps(i) + "\n" for i in items))
+
+
+@pytest.fixture
+def path_files(tmp_path: Path):
+    program = write(tmp_path / "path.dl", PATH)
+    facts = write(tmp_path / "facts.dl", "edge(a, b).\nedge(b, c).\nedge(c, d).\n")
+    updates = jsonl(tmp_path / "updates.jsonl", PATH_UPDATES)
+    return program, facts, updates
+
+
+# ------------------------------------------------------------------ materialise
+
+
+def test_materialise_prints_sorted_facts(path_files):
+    program, facts, _ = path_files
+    out = ok(fluxmat("materialise", program, "--facts", facts))
+    assert out.splitlines() == [
+        "edge(a, b).", "edge(b, c).", "edge(c, d).",
+        "path(a, b).", "path(a, c).", "path(a, d).", "path(b, c).", "path(b, d).", "path(c, d).",
+    ]  # fmt: skip
+
+
+def test_materialise_jsonl_facts_and_output_file(tmp_path, path_files):
+    program, _, _ = path_files
+    facts = jsonl(tmp_path / "facts.jsonl", [["edge", "x", 1], ["edge", 1, "1"]])
+    target = tmp_path / "out.dl"
+    assert ok(fluxmat("materialise", program, "--facts", facts, "--output", target)) == ""
+    assert target.read_text().splitlines() == [
+        'edge(1, "1").',
+        "edge(x, 1).",
+        'path(1, "1").',
+        'path(x, "1").',
+        "path(x, 1).",
+    ]
+
+
+def test_materialise_program_with_inline_facts_only():
+    golden = ROOT / "tests" / "golden" / "recursion" / "tc_right.dl"
+    out = ok(fluxmat("materialise", golden))
+    assert out == golden.with_suffix(".out").read_text()
+
+
+# ------------------------------------------------------------------ replay
+
+
+@pytest.mark.parametrize("algorithm", sorted(set(ALGORITHMS) - {"counting"}))
+def test_replay_recursive_program(tmp_path, path_files, algorithm):
+    program, facts, updates = path_files
+    stats, output = tmp_path / "stats.jsonl", tmp_path / "out.dl"
+    out = ok(fluxmat(
+        "replay", program, "--facts", facts, "--updates", updates,
+        "--algorithm", algorithm, "--stats", stats, "--output", output,
+    ))  # fmt: skip
+    assert out == ""
+    assert output.read_text().splitlines() == PATH_FINAL
+    lines = [json.loads(line) for line in stats.read_text().splitlines()]
+    assert len(lines) == 1 + len(PATH_UPDATES)
+    for line in lines:
+        assert {"seconds", "added", "removed", "rule_applications"} <= set(line)
+        assert isinstance(line["seconds"], float) and line["seconds"] >= 0
+        assert isinstance(line["rule_applications"], int)
+    assert [(line["added"], line["removed"]) for line in lines] == PATH_STATS
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_replay_every_algorithm_same_output(tmp_path, algorithm):
+    program = write(tmp_path / "family.dl", FAMILY)
+    facts = write(tmp_path / "f.dl", "parent(al, bo).\nperson(al).\nperson(bo).\nperson(cy).\n")
+    updates = jsonl(tmp_path / "u.jsonl", FAMILY_UPDATES)
+    stats = tmp_path / "stats.jsonl"
+    out = ok(fluxmat(
+        "replay", program, "--facts", facts, "--updates", updates,
+        "--algorithm", algorithm, "--stats", stats,
+    ))  # fmt: skip
+    assert out.splitlines() == FAMILY_FINAL
+    lines = [json.loads(line) for line in stats.read_text().splitlines()]
+    assert len(lines) == 1 + len(FAMILY_UPDATES)
+    assert (lines[2]["noop_adds"], lines[2]["noop_deletes"]) == (1, 1)
+
+
+def test_replay_algorithm_from_environment(path_files):
+    program, facts, updates = path_files
+    proc = fluxmat(
+        "replay", program, "--facts", facts, "--updates", updates,
+        env={"FLUXMAT_ALGORITHM": "counting"},
+    )  # fmt: skip
+    user_error(proc, "recursive", "path")
+
+
+@pytest.mark.parametrize("algorithm", ["dredc", "bf"])
+def test_replay_interleaved_schedule_is_accepted(path_files, algorithm):
+    program, facts, updates = path_files
+    out = ok(fluxmat(
+        "replay", program, "--facts", facts, "--updates", updates, "--algorithm", algorithm,
+        "--schedule", "interleaved", "--seed", "3", "--budget", "10",
+    ))  # fmt: skip
+    assert out.splitlines() == PATH_FINAL
+
+
+# ------------------------------------------------------------------ check / explain
+
+
+def test_check_summarises_strata(path_files):
+    program, _, _ = path_files
+    out = ok(fluxmat("check", program))
+    assert out.splitlines()[0] == f"{program}: ok"
+    assert "strata: 1" in out
+    assert "rules: 2 (1 non-recursive, 1 recursive)" in out
+    assert "stratum 1: path" in out
+
+
+def test_explain_prints_every_stage(tmp_path):
+    program = write(tmp_path / "p.dl", PATH + "lonely(X) :- edge(X, _), not path(_, X).\n")
+    out = ok(fluxmat("explain", program))
+    for section in ("== AST", "== analysis", "== plans"):
+        assert section in out
+    assert "stratum 1: path" in out
+    assert re.search(r"^stratum [2-9]: lonely$", out, re.MULTILINE)
+    assert "recursive: path(X, Z) :- path(X, Y), edge(Y, Z)." in out
+    assert "rule 1 [delta on literal 1]" in out
+    code = ok(fluxmat("explain", program, "--code"))
+    assert "def run(" in code
+
+
+@pytest.mark.parametrize("program", sorted(CORPUS.glob("*.dlog")), ids=lambda p: p.name)
+def test_corpus_programs_pass_check(program):
+    out = ok(fluxmat("check", program))
+    assert out.startswith(f"{program}: ok")
+    assert "strata:" in out
+
+
+# ------------------------------------------------------------------ errors
+
+
+def test_error_missing_program(tmp_path):
+    user_error(fluxmat("materialise", tmp_path / "nope.dl"), "nope.dl", "no such file")
+
+
+def test_error_missing_facts_file(tmp_path, path_files):
+    program, _, _ = path_files
+    proc = fluxmat("materialise", program, "--facts", tmp_path / "nope.dl")
+    user_error(proc, "nope.dl", "no such file")
+
+
+def test_error_missing_updates_file(tmp_path, path_files):
+    program, facts, _ = path_files
+    proc = fluxmat("replay", program, "--facts", facts, "--updates", tmp_path / "nope.jsonl")
+    user_error(proc, "nope.jsonl", "no such file")
+
+
+def test_error_syntax_names_file_line_column(tmp_path):
+    program = write(tmp_path / "bad.dl", "edge(a, b).\npath(X, Y) :- edge(X, Y.\n")
+    user_error(fluxmat("materialise", program), f"{program}:2:24: expected")
+
+
+def test_error_syntax_in_facts_file(tmp_path, path_files):
+    program, _, _ = path_files
+    facts = write(tmp_path / "f.dl", "edge(a, b).\nedge(b, Y).\n")
+    user_error(fluxmat("materialise", program, "--facts", facts), f"{facts}:2:9:")
+
+
+def test_error_unsafe_rule(tmp_path):
+    program = write(tmp_path / "unsafe.dl", "p(X, Y) :- q(X).\n")
+    user_error(fluxmat("check", program), f"{program}:1:1: unsafe rule", "variable Y")
+
+
+def test_error_unstratifiable(tmp_path):
+    program = write(tmp_path / "u.dl", "p(X) :- q(X), not r(X).\nr(X) :- p(X).\n")
+    user_error(fluxmat("materialise", program), f"{program}:1:15:", "not stratifiable")
+
+
+@pytest.mark.parametrize(
+    ("lines", "fragments"),
+    [
+        ('{"add": []}\n{"add": [["edge", "a", "b"]],}\n', [":2:30: invalid JSON"]),
+        ('{"add": [["edge", "a", "b"]], "del": [["edge", "a", "b"]]}\n',
+         [":1:", "both added and deleted"]),
+        ('{"add": [["edge", "a"]]}\n', [":1:", "edge(a)", "arguments"]),
+        ('{"add": [["edge", "a", "b"]], "remove": []}\n', [":1:", "unknown key 'remove'"]),
+    ],
+    ids=["bad_json", "added_and_deleted", "wrong_arity", "unknown_key"],
+)  # fmt: skip
+def test_error_invalid_update_line(tmp_path, path_files, lines, fragments):
+    program, facts, _ = path_files
+    updates = write(tmp_path / "bad.jsonl", lines)
+    output = tmp_path / "out.dl"
+    proc = fluxmat(
+        "replay", program, "--facts", facts, "--updates", updates, "--output", output,
+    )  # fmt: skip
+    user_error(proc, str(updates), *fragments)
+    assert not output.exists()
+
+
+def test_error_unknown_algorithm_flag(path_files):
+    program, facts, updates = path_files
+    proc = fluxmat("replay", program, "--facts", facts, "--updates", updates, "--algorithm", "nope")
+    user_error(proc, "nope")
+
+
+def test_error_unknown_algorithm_environment(path_files):
+    program, facts, updates = path_files
+    proc = fluxmat(
+        "replay", program, "--facts", facts, "--updates", updates,
+        env={"FLUXMAT_ALGORITHM": "nope"},
+    )  # fmt: skip
+    user_error(proc, "unknown algorithm 'nope'")
+
+
+def test_error_counting_on_recursive_program(path_files):
+    program, facts, updates = path_files
+    proc = fluxmat(
+        "replay", program, "--facts", facts, "--updates", updates, "--algorithm", "counting",
+    )  # fmt: skip
+    user_error(proc, "recursive", "predicate path")
