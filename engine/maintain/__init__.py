@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from engine.analysis import Analysis
 from engine.errors import AlgorithmError
+from engine.fd.policies import FDCounting, FDDRed
 from engine.maintain.base import Maintainer, Report
 from engine.maintain.bf import BF
 from engine.maintain.counting import Counting
@@ -18,7 +19,7 @@ from engine.maintain.remat import Remat
 from engine.storage import Dictionary
 
 ALGORITHMS: dict[str, type[Maintainer]] = {
-    cls.name: cls for cls in (Remat, DRed, Counting, DRedC, BF)
+    cls.name: cls for cls in (Remat, DRed, Counting, DRedC, BF, FDDRed, FDCounting)
 }
 
 

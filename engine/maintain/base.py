@@ -41,6 +41,7 @@ class Report:
     backward_matches: int = 0
     backward_reads: int = 0
     seconds: float = 0.0
+    details: dict[str, int] = field(default_factory=dict)  # algorithm-specific counters
     added_facts: Changes = field(default_factory=dict, repr=False)
     removed_facts: Changes = field(default_factory=dict, repr=False)
 
@@ -234,7 +235,7 @@ class Maintainer:
         """Semi-naive evaluation of every stratum over E, keeping counters if asked."""
         for pred, fs in self.E.items():
             if self.stratum_of(pred) == 0:
-                self.rel(pred).update(fs)
+                self._insert_all(pred, fs)
         OLD = self.OLD
         for s in self.analysis.strata:
             self.current = s.index
@@ -243,10 +244,10 @@ class Maintainer:
                 if fs:
                     if self.counts_nonrecursive:
                         self._get_w(self.cnr, p).add_all(fs)
-                    self.rel(p).update(fs)
+                    self._insert_all(p, fs)
             new = self.tally(self.ev.derive(s.nonrecursive, OLD, OLD), +1)
             for p, fs in new.items():
-                self.rel(p).update(fs)
+                self._insert_all(p, fs)
             if not s.recursive:
                 continue
             delta = self._absorb(self.tally(self.ev.derive(s.recursive, OLD, OLD), +1))
@@ -269,6 +270,10 @@ class Maintainer:
                     if need.cols is not None:
                         self.rel(plan.literal_preds[need.lit]).index(need.cols)
 
+    def _insert_all(self, pred: str, facts) -> None:
+        """Insert facts into I during materialisation (subclasses stamp them)."""
+        self.rel(pred).update(facts)
+
     def _absorb(self, derived: Changes) -> Changes:
         """Add derived facts to I; return those that were new."""
         out: Changes = {}
@@ -276,7 +281,7 @@ class Maintainer:
             rel = self.rel(p)
             fresh = fs - rel.facts
             if fresh:
-                rel.update(fresh)
+                self._insert_all(p, fresh)
                 out[p] = fresh
         return out
 

@@ -1,0 +1,550 @@
+"""The fully dynamic engine: overlapping updates over one shared set of pending work.
+
+Illich & Glimm (2023), Algorithm 1: updates arrive one after another; the engine
+keeps pending operations `add(F)` / `del(F)`, each belonging to the update it came
+from, and repeatedly either integrates a new update or performs one unit of work,
+choosing fairly (uniformly at random, seeded) among the updates that have work.
+
+Units of work:
+  * ``add``      execute an addition: insert F (if its justifying rule instance
+                 still fires) and determine the operations it implies;
+  * ``del``      execute a deletion: remove F (if the policy says it lost its
+                 support) and determine the operations it implies;
+  * ``rederive`` once the deletion *wave* that removed F is complete, check
+                 whether F still has a derivation and re-insert it.
+
+A wave is the set of deletions caused, transitively, by one root cause (an
+update's explicit deletions, or an insertion that falsified a negated atom).
+While a wave is active, a propagated addition may not re-insert a fact the wave
+deleted (the *recursion stop*): this is what prevents Example 1's invalid
+addition and its endless delete/re-add cycle. Facts of the wave that still have
+a derivation are rederived when the wave completes.
+
+The policies (engine.fd.policies) decide what a deletion propagates to and how
+rederivation finds support. engine/ALGORITHMS.md states the invariants and why a
+quiescent state equals mat(P, E_n).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from engine.analysis import Analysis
+from engine.errors import FluxmatError
+from engine.maintain.base import Maintainer, PyFact, Report
+from engine.storage import Dictionary, Fact, Relation
+
+Key = tuple[str, Fact]  # (predicate, encoded fact)
+Inst = tuple[int, Key, tuple[Key, ...], tuple[Key, ...]]  # rule, head, positives, negated
+
+
+@dataclass
+class Wave:
+    """Deletions with one root cause; rederivation runs when `pending` reaches 0."""
+
+    id: int
+    update: int
+    pending: int = 0
+    done: bool = False
+    deleted: list[Key] = field(default_factory=list)
+    candidates: dict[Key, list[Inst]] = field(default_factory=dict)
+    rederive_left: int = 0
+
+
+@dataclass
+class FDStats:
+    """Cumulative counters of the fully dynamic engine."""
+
+    units: int = 0
+    updates: int = 0
+    determined: int = 0
+    cancelled: int = 0
+    executed: int = 0
+    recursion_stops: int = 0
+    rederivations: int = 0
+    waves: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ConsistencyPoint:
+    """A quiescent state: it equals mat(P, E) after update `seq` (id `through`)."""
+
+    seq: int
+    through: object
+    added: list[PyFact]
+    removed: list[PyFact]
+
+
+class NotQuiescent(FluxmatError):
+    """Raised when a run exceeds its step bound (a termination test failed)."""
+
+
+class FullyDynamic(Maintainer):
+    """Shared machinery of FD-DRed and FD-Counting (see the module docstring).
+
+    Library use::
+
+        fd = create("fd-counting", analysis)
+        fd.load(facts)
+        fd.submit(add=[...], delete=[...], id="u1")   # at any time
+        fd.step(100)                                   # bounded work
+        if fd.quiescent:
+            point = fd.poll()   # ConsistencyPoint: through, added, removed
+
+    With ``interleaved=False`` (the sequential schedule) an update is integrated
+    only once the previous one is fully processed.
+    """
+
+    name = "fd"
+    keeps_log = False  # the policy logs applied rule instances
+
+    def __init__(
+        self,
+        analysis: Analysis,
+        dictionary: Dictionary | None = None,
+        seed: int = 0,
+        interleaved: bool = True,
+    ):
+        super().__init__(analysis, dictionary)
+        self.rng = random.Random(seed)
+        self.interleaved = interleaved
+        self.queues: dict[int, list] = {}
+        self.inbox: list[tuple] = []
+        self.seq = 0
+        self.last_id: object = None
+        self.last_seq = 0
+        self.born: dict[Key, int] = {}
+        self.clock = 0
+        self.pending_del: dict[Key, int] = {}
+        self.waves: dict[int, Wave] = {}
+        self.deleted_by: dict[Key, int] = {}
+        self.dirty: dict[Key, bool] = {}
+        self.stats = FDStats()
+        self.chooser = None  # optional (queues) -> (update, index): scripted schedules in tests
+        self.pos_rules: dict[str, list[int]] = {}
+        self.neg_rules: dict[str, list[int]] = {}
+        for r in analysis.rules:
+            for a in r.positives:
+                self.pos_rules.setdefault(a.pred, []).append(r.id)
+            for a in r.negatives:
+                self.neg_rules.setdefault(a.pred, []).append(r.id)
+
+    # ------------------------------------------------------------ configuration
+    def configure(self, seed: int | None = None, interleaved: bool | None = None) -> None:
+        if seed is not None:
+            self.rng = random.Random(seed)
+        if interleaved is not None:
+            self.interleaved = interleaved
+
+    # ------------------------------------------------------------ load
+    def _insert_all(self, pred: str, facts) -> None:
+        super()._insert_all(pred, facts)
+        born = self.born
+        for f in facts:
+            self.clock += 1
+            born[(pred, f)] = self.clock
+
+    def load(self, facts) -> Report:
+        self.born.clear()
+        self.clock = 0
+        report = super().load(facts)
+        self.after_load()
+        self.dirty.clear()
+        return report
+
+    def after_load(self) -> None:
+        """Hook: build policy state (e.g. the derivation log) over the loaded I."""
+
+    # ------------------------------------------------------------ the public API
+    @property
+    def quiescent(self) -> bool:
+        return not self.queues and not self.inbox
+
+    @property
+    def pending(self) -> int:
+        """Operations waiting to be executed (plus updates not yet integrated)."""
+        return sum(len(q) for q in self.queues.values()) + len(self.inbox)
+
+    def submit(self, add=(), delete=(), id: object = None) -> int:
+        """Accept an update now; returns its sequence number.
+
+        Interleaved: it is integrated at once, overlapping the work still pending.
+        Sequential: it waits until the engine is quiescent.
+        """
+        plus, minus, noop_add, noop_del = self.normalise(add, delete)
+        self.seq += 1
+        entry = (self.seq, id, plus, minus)
+        self._noops = getattr(self, "_noops", [0, 0])
+        self._noops[0] += noop_add
+        self._noops[1] += noop_del
+        if self.interleaved or self.quiescent:
+            self._integrate(entry)
+        else:
+            self.inbox.append(entry)
+        return self.seq
+
+    def step(self, budget: int = 1) -> int:
+        """Perform up to `budget` units of work; returns how many were done."""
+        done = 0
+        while done < budget:
+            item = self._next()
+            if item is None:
+                if self.inbox:
+                    self._integrate(self.inbox.pop(0))
+                    continue
+                break
+            self._execute(item)
+            done += 1
+        self.stats.units += done
+        return done
+
+    def run(self, max_units: int | None = None) -> int:
+        """Work until quiescent; raise NotQuiescent past `max_units`."""
+        total = 0
+        while not self.quiescent:
+            total += self.step(1000)
+            if max_units is not None and total > max_units:
+                raise NotQuiescent(f"no quiescence after {total} units of work")
+        return total
+
+    def poll(self) -> ConsistencyPoint | None:
+        """The delta since the previous consistency point, if quiescent now."""
+        if not self.quiescent:
+            return None
+        rels = self.I
+        added, removed = [], []
+        for (pred, f), was in self.dirty.items():
+            rel = rels.get(pred)
+            now = rel is not None and f in rel.facts
+            if now != was and pred not in self.analysis.internal:
+                (added if now else removed).append(self.decode(pred, f))
+        self.dirty.clear()
+        return ConsistencyPoint(self.last_seq, self.last_id, added, removed)
+
+    # ------------------------------------------------------------ Maintainer adapter
+    def update(self, add=(), delete=()) -> Report:
+        """Submit one update and run to quiescence (the classic interface)."""
+        start = time.perf_counter()
+        before = self._snapshot_counts()
+        stats_before = self.stats.as_dict()
+        self._noops = [0, 0]
+        self.submit(add, delete)
+        self.run()
+        point = self.poll()
+        report = self._report(before, start)
+        report.noop_adds, report.noop_deletes = self._noops
+        for pred, f in self._encode_all(point.added):
+            report.added_facts.setdefault(pred, set()).add(f)
+        for pred, f in self._encode_all(point.removed):
+            report.removed_facts.setdefault(pred, set()).add(f)
+        report.added, report.removed = len(point.added), len(point.removed)
+        now = self.stats.as_dict()
+        report.details = {k: now[k] - stats_before[k] for k in now}
+        report.details["log_size"] = self.log_size()
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def _encode_all(self, facts):
+        for fact in facts:
+            yield self.encode(fact)
+
+    def log_size(self) -> int:
+        """Rule instances kept in the derivation log (0 for policies without one)."""
+        return 0
+
+    def show(self, key: Key) -> str:
+        """A fact key in program syntax (for traces and tests)."""
+        from engine.printer import FactPrinter
+
+        return FactPrinter(self.analysis.program.prefixes).fact(self.decode(*key))[:-1]
+
+    def describe(self, item: tuple) -> str:
+        """A pending work item as text, e.g. `add b(x)` or `del a(x) [wave 2]`."""
+        kind = {"a": "add", "d": "del", "r": "rederive"}[item[0]]
+        return f"{kind} {self.show(item[1])}"
+
+    # ------------------------------------------------------------ scheduling
+    def _push(self, update: int, item: tuple) -> None:
+        q = self.queues.get(update)
+        if q is None:
+            q = self.queues[update] = []
+        q.append(item)
+
+    def _next(self):
+        if not self.queues:
+            return None
+        if self.chooser is not None:
+            upd, i = self.chooser(self.queues)
+            q = self.queues[upd]
+            q[i], q[-1] = q[-1], q[i]
+        elif self.interleaved:
+            upd = self.rng.choice(list(self.queues)) if len(self.queues) > 1 else next(iter(self.queues))
+            q = self.queues[upd]
+            i = self.rng.randrange(len(q))
+            q[i], q[-1] = q[-1], q[i]
+        else:
+            upd = min(self.queues)
+            q = self.queues[upd]
+        item = q.pop()
+        if not q:
+            del self.queues[upd]
+        return item
+
+    def _execute(self, item: tuple) -> None:
+        kind = item[0]
+        if kind == "a":
+            self._exec_add(*item[1:])
+        elif kind == "d":
+            self._exec_del(*item[1:])
+        else:
+            self._exec_rederive(*item[1:])
+
+    # ------------------------------------------------------------ integration
+    def _integrate(self, entry) -> None:
+        """Determine the explicit operations of an update (rule 1-i)."""
+        seq, uid, plus, minus = entry
+        self.stats.updates += 1
+        self.last_seq, self.last_id = seq, (uid if uid is not None else seq)
+        wave = None
+        for pred, fs in minus.items():
+            e = self.E[pred]
+            e -= fs
+            rel = self.rel(pred)
+            for f in fs:
+                if f in rel.facts and self.explicit_delete_propagates((pred, f)):
+                    if wave is None:
+                        wave = self._new_wave(seq)
+                    self._enqueue_del((pred, f), wave)
+        for pred, fs in plus.items():
+            self.E.setdefault(pred, set()).update(fs)
+            rel = self.rel(pred)
+            for f in fs:
+                key = (pred, f)
+                if key in self.pending_del:  # a newer explicit add cancels a pending delete
+                    self._cancel_del(key)
+                if f not in rel.facts:
+                    self.stats.determined += 1
+                    self._push(seq, ("a", key, None, True, seq))
+        if wave is not None:
+            self._maybe_complete(wave)
+
+    def explicit_delete_propagates(self, key: Key) -> bool:
+        """Whether removing `key` from E requires a deletion (policy hook)."""
+        return True
+
+    # ------------------------------------------------------------ waves
+    def _new_wave(self, update: int) -> int:
+        self.stats.waves += 1
+        wid = self.stats.waves
+        self.waves[wid] = Wave(wid, update)
+        return wid
+
+    def _enqueue_del(self, key: Key, wave: int) -> None:
+        if key in self.pending_del:
+            return
+        self.pending_del[key] = wave
+        w = self.waves[wave]
+        w.pending += 1
+        self.stats.determined += 1
+        self._push(w.update, ("d", key, wave))
+
+    def _cancel_del(self, key: Key) -> None:
+        wave = self.pending_del.pop(key)
+        self.stats.cancelled += 1
+        w = self.waves[wave]
+        w.pending -= 1
+        self._maybe_complete(wave)
+
+    def _maybe_complete(self, wave: int) -> None:
+        w = self.waves[wave]
+        if w.pending or w.done:
+            return
+        w.done = True
+        if not w.deleted:
+            del self.waves[wave]
+            return
+        w.rederive_left = len(w.deleted)
+        for key in w.deleted:
+            self._push(w.update, ("r", key, wave))
+
+    def _blocked(self, key: Key) -> int | None:
+        """The active wave that deleted `key`, if any (the recursion stop)."""
+        w = self.deleted_by.get(key)
+        if w is None:
+            return None
+        wave = self.waves.get(w)
+        return w if wave is not None and not wave.done else None
+
+    # ------------------------------------------------------------ execution
+    def _fires(self, inst: Inst) -> bool:
+        rels = self.I
+        for pred, f in inst[2]:
+            rel = rels.get(pred)
+            if rel is None or f not in rel.facts:
+                return False
+        for pred, f in inst[3]:
+            rel = rels.get(pred)
+            if rel is not None and f in rel.facts:
+                return False
+        return True
+
+    def _exec_add(self, key: Key, inst: Inst | None, explicit: bool, update: int) -> None:
+        pred, f = key
+        if explicit:
+            if f not in self.E.get(pred, ()):  # a newer update deleted it again
+                self.stats.cancelled += 1
+                return
+        elif not self._fires(inst):  # its justification was deleted meanwhile
+            self.stats.cancelled += 1
+            return
+        if f in self.rel(pred).facts:
+            if inst is not None:
+                self.on_present(key, inst)
+            return
+        if not explicit:
+            wave = self._blocked(key)
+            if wave is not None:
+                self.stats.recursion_stops += 1
+                self.on_blocked(self.waves[wave], key, inst)
+                return
+        self._insert(key, inst, update)
+
+    def _insert(self, key: Key, inst: Inst | None, update: int) -> None:
+        pred, f = key
+        self.rel(pred).add(f)
+        self.clock += 1
+        self.born[key] = self.clock
+        self.dirty.setdefault(key, False)
+        self.deleted_by.pop(key, None)
+        self.stats.executed += 1
+        self.on_inserted(key, inst)
+        rules = self.pos_rules.get(pred)
+        if rules:
+            for inst2 in self._instances(rules, self._with(pred, f), self.OLD, {pred: {f}}, None):
+                self._enqueue_add(inst2, update)
+        if pred in self.neg_rules:
+            self.on_negated_inserted(key, update)
+
+    def _enqueue_add(self, inst: Inst, update: int) -> None:
+        head = inst[1]
+        if not self.wants_present_heads and head[1] in self.rel(head[0]).facts:
+            return
+        self.stats.determined += 1
+        self._push(update, ("a", head, inst, False, update))
+
+    wants_present_heads = False  # counting also logs instances whose head exists
+
+    def _exec_del(self, key: Key, wave: int) -> None:
+        if self.pending_del.get(key) != wave:
+            return  # cancelled by a newer explicit addition
+        del self.pending_del[key]
+        w = self.waves[wave]
+        pred, f = key
+        rel = self.rel(pred)
+        if f not in rel.facts or f in self.E.get(pred, ()) or not self.may_delete(key):
+            self.stats.cancelled += 1
+        else:
+            rel.discard(f)
+            self.born.pop(key, None)
+            self.dirty.setdefault(key, True)
+            self.deleted_by[key] = wave
+            w.deleted.append(key)
+            self.stats.executed += 1
+            self.on_deleted(key, w)
+            rules = self.neg_rules.get(pred)
+            if rules:
+                for inst in self._instances(rules, self.OLD, self.OLD, None, {pred: {f}}):
+                    self._enqueue_add(inst, w.update)
+        w.pending -= 1
+        self._maybe_complete(wave)
+
+    def _exec_rederive(self, key: Key, wave: int) -> None:
+        w = self.waves[wave]
+        if self.deleted_by.get(key) == wave:
+            del self.deleted_by[key]
+        pred, f = key
+        if f in self.rel(pred).facts:  # it came back meanwhile
+            self.keep_candidates(key, w)
+        elif f in self.E.get(pred, ()):
+            self._insert(key, None, w.update)
+            self.keep_candidates(key, w)
+        else:
+            support = self.find_support(key, w)
+            if support is not None:
+                self.stats.rederivations += 1
+                self._insert(key, support or None, w.update)
+                self.keep_candidates(key, w)
+        w.candidates.pop(key, None)
+        w.rederive_left -= 1
+        if w.rederive_left == 0:
+            del self.waves[wave]
+
+    # ------------------------------------------------------------ evaluation helpers
+    def _with(self, pred: str, f: Fact):
+        """The current I, plus `f` in `pred` (a just-deleted fact seen as present)."""
+        extra = Relation((f,))
+
+        def view(p: str) -> list:
+            if p == pred:
+                return [(self.rel(p), None), (extra, self.rel(p).facts)]
+            return [(self.rel(p), None)]
+
+        return view
+
+    def _without(self, pred: str, f: Fact):
+        """The current I minus `f` in `pred` (the state before `f` was inserted)."""
+        gone = {f}
+
+        def view(p: str) -> list:
+            return [(self.rel(p), gone if p == pred else None)]
+
+        return view
+
+    def _instances(self, rules, Ip, In, P, N):
+        """Rule instances of Pi<Ip, In |> P, N> as (rule id, head, positives, negated)."""
+        for rule, triples in self.ev.derive(rules, Ip, In, P, N, instances=True):
+            hp = rule.head.pred
+            pos = [a.pred for a in rule.positives]
+            neg = [a.pred for a in rule.negatives]
+            rid = rule.id
+            for h, pf, nf in triples:
+                yield (
+                    rid,
+                    (hp, h),
+                    tuple(zip(pos, pf, strict=True)),
+                    tuple(zip(neg, nf, strict=True)),
+                )
+
+    # ------------------------------------------------------------ policy hooks
+    def may_delete(self, key: Key) -> bool:
+        return True
+
+    def on_present(self, key: Key, inst: Inst) -> None:
+        """An executed addition whose fact already exists."""
+
+    def on_blocked(self, wave: Wave, key: Key, inst: Inst) -> None:
+        """A propagated addition stopped by an active wave that deleted its fact."""
+
+    def on_inserted(self, key: Key, inst: Inst | None) -> None:
+        """A fact was inserted (justified by `inst`, or explicit when None)."""
+
+    def on_deleted(self, key: Key, wave: Wave) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def on_negated_inserted(self, key: Key, update: int) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def find_support(self, key: Key, wave: Wave):  # pragma: no cover - abstract
+        """At rederivation: an instance deriving `key` now, True, or None."""
+        raise NotImplementedError
+
+    def keep_candidates(self, key: Key, wave: Wave) -> None:
+        """Hook at rederivation when `key` is present: keep what still derives it."""
+
+    def update_stratum(self, s) -> None:  # pragma: no cover - not used
+        raise AssertionError("fully dynamic algorithms do not run stratum by stratum")
