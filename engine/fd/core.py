@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from engine.analysis import Analysis
 from engine.errors import FluxmatError
 from engine.maintain.base import Maintainer, PyFact, Report
-from engine.storage import Dictionary, Fact, Relation
+from engine.storage import Dictionary, Fact, Relation, paused_gc
 
 Key = tuple[str, Fact]  # (predicate, encoded fact)
 Inst = tuple[int, Key, tuple[Key, ...], tuple[Key, ...]]  # rule, head, positives, negated
@@ -149,12 +149,13 @@ class FullyDynamic(Maintainer):
             self.clock += 1
             born[(pred, f)] = self.clock
 
-    def load(self, facts) -> Report:
+    def _load(self, facts) -> Report:
         self.born.clear()
         self.clock = 0
-        report = super().load(facts)
+        report = super()._load(facts)
         self.after_load()
         self.dirty.clear()
+        report.details["log_size"] = self.log_size()
         return report
 
     def after_load(self) -> None:
@@ -190,6 +191,10 @@ class FullyDynamic(Maintainer):
 
     def step(self, budget: int = 1) -> int:
         """Perform up to `budget` units of work; returns how many were done."""
+        with paused_gc():
+            return self._step(budget)
+
+    def _step(self, budget: int) -> int:
         done = 0
         while done < budget:
             item = self._next()
@@ -227,7 +232,7 @@ class FullyDynamic(Maintainer):
         return ConsistencyPoint(self.last_seq, self.last_id, added, removed)
 
     # ------------------------------------------------------------ Maintainer adapter
-    def update(self, add=(), delete=()) -> Report:
+    def _update(self, add, delete) -> Report:
         """Submit one update and run to quiescence (the classic interface)."""
         start = time.perf_counter()
         before = self._snapshot_counts()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from engine.analysis import Analysis, Stratum
 from engine.errors import UpdateError
 from engine.evaluate import Derived, Evaluator, saturate
-from engine.storage import Dictionary, Fact, Relation, Weighted
+from engine.storage import Dictionary, Fact, Relation, Weighted, paused_gc
 
 PyFact = tuple  # (pred: str, *args: Value)
 Changes = dict[str, set[Fact]]
@@ -215,6 +215,10 @@ class Maintainer:
     # ------------------------------------------------------------ materialisation
     def load(self, facts: Iterable[PyFact]) -> Report:
         """Set E to `facts` and compute mat(P, E) from scratch."""
+        with paused_gc():
+            return self._load(facts)
+
+    def _load(self, facts: Iterable[PyFact]) -> Report:
         start = time.perf_counter()
         before = self._snapshot_counts()
         self.I.clear()
@@ -320,6 +324,10 @@ class Maintainer:
 
     def update(self, add: Iterable[PyFact] = (), delete: Iterable[PyFact] = ()) -> Report:
         r"""Apply one update (E := (E \\ delete) u add) and maintain I."""
+        with paused_gc():
+            return self._update(add, delete)
+
+    def _update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Report:
         start = time.perf_counter()
         before = self._snapshot_counts()
         plus, minus, noop_add, noop_del = self.normalise(add, delete)

@@ -12,7 +12,7 @@ class Remat(Maintainer):
     name = "remat"
     incremental = False
 
-    def update(self, add=(), delete=()) -> Report:
+    def _update(self, add, delete) -> Report:
         start = time.perf_counter()
         before = self._snapshot_counts()
         plus, minus, noop_add, noop_del = self.normalise(add, delete)

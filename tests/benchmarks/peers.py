@@ -94,6 +94,24 @@ class DuckDBClosure:
         n = self._guard(go)
         return time.perf_counter() - start, n
 
+    def update(self, add: list[tuple], delete: list[tuple]) -> tuple[float, int]:
+        """Delete and insert edges, then recompute the closure once (all timed)."""
+        start = time.perf_counter()
+
+        def go():
+            xs = [f[1] for f in delete]
+            ys = [f[2] for f in delete]
+            self.con.execute(
+                "DELETE FROM edge WHERE (x, y) IN "
+                "(SELECT unnest(?::INTEGER[]) AS x, unnest(?::INTEGER[]) AS y)",
+                [xs, ys],
+            )
+            self._insert(add)
+            return self._closure()
+
+        n = self._guard(go)
+        return time.perf_counter() - start, n
+
     def close(self) -> None:
         self.con.close()
 

@@ -1,7 +1,9 @@
 """Benchmark runner: fluxmat's maintenance algorithms against from-scratch peers.
 
-    python3 -m tests.benchmarks.run [--workload dag|lubm|all] [--json OUT.json]
-                                    [--repeat N] [--markdown] [--cap SECONDS]
+    python3 -m tests.benchmarks.run [--workload dag|lubm|lubm-corpus|all]
+                                    [--json OUT.json] [--repeat N] [--markdown]
+                                    [--cap SECONDS] [--lubm-universities N]
+                                    [--lubm-departments N]
 
 Per workload (tests/benchmarks/workloads.py):
 
@@ -14,7 +16,10 @@ Per workload (tests/benchmarks/workloads.py):
   them, with each fluxmat algorithm (`counting` only on non-recursive
   programs), timed by `Report.seconds` and by the wall clock around `update`;
   every resulting state is checked against a from-scratch `remat`. Peers
-  recompute from scratch after the change; that is their update time.
+  recompute from scratch after the change; that is their update time;
+* delete+insert 1,000: one mixed update that deletes 1,000 random explicit
+  facts and inserts the workload's 1,000 `extra` (non-explicit) facts, from
+  the state after the re-insert (skipped for workloads without `extra`).
 
 Every figure is the median of --repeat runs (all in this process). Tasks are
 capped at --cap seconds (SIGALRM for fluxmat/clingo, `interrupt()` for DuckDB);
@@ -37,7 +42,13 @@ from dataclasses import asdict, dataclass, field
 
 from engine import ALGORITHMS, Reasoner
 from tests.benchmarks.peers import AspTranslator, DuckDBClosure, clingo_from_scratch
-from tests.benchmarks.workloads import SEED, WORKLOADS, Workload
+from tests.benchmarks.workloads import (
+    LUBM_DEPARTMENTS,
+    LUBM_UNIVERSITIES,
+    SEED,
+    WORKLOADS,
+    Workload,
+)
 
 FLUXMAT_ALGORITHMS = ("remat", "dred", "dredc", "bf", "counting")
 DELETE_FRACTION = 0.01
@@ -81,14 +92,30 @@ def _median(xs):
     return statistics.median(xs) if xs else None
 
 
-def _fluxmat(w: Workload, repeat: int, cap_s: float, sample: list[tuple]) -> list[Row]:
-    """Initial load, delete sample, re-insert sample, for every applicable algorithm."""
+def _mixed_label(w: Workload) -> str:
+    return f"delete+insert {len(w.extra):,}"
+
+
+def _after_mixed(w: Workload, mix_delete: list[tuple]) -> list[tuple]:
+    """The explicit facts after the mixed update (from the full explicit set)."""
+    gone = set(mix_delete)
+    return sorted({f for f in w.facts if f not in gone} | set(w.extra), key=repr)
+
+
+def _fluxmat(
+    w: Workload, repeat: int, cap_s: float, sample: list[tuple], mix_delete: list[tuple]
+) -> list[Row]:
+    """Initial load, delete sample, re-insert sample, mixed update, for every algorithm."""
     explicit = set(w.facts)
     ref = Reasoner(w.program, "remat")
     ref.load(w.facts)
     full = ref.facts()
     ref.load(sorted(explicit - set(sample), key=repr))
     after_delete = ref.facts()
+    after_mixed = None
+    if w.extra:
+        ref.load(_after_mixed(w, mix_delete))
+        after_mixed = ref.facts()
     del ref
     rows = []
     for alg in FLUXMAT_ALGORITHMS:
@@ -100,17 +127,22 @@ def _fluxmat(w: Workload, repeat: int, cap_s: float, sample: list[tuple]) -> lis
         warm = Row(w.name, f"fluxmat/{alg}", "initial, warm")
         dele = Row(w.name, f"fluxmat/{alg}", f"delete {DELETE_FRACTION:.0%}")
         ins = Row(w.name, f"fluxmat/{alg}", f"re-insert {DELETE_FRACTION:.0%}")
-        walls: dict[str, list[float]] = {"initial": [], "warm": [], "delete": [], "insert": []}
+        mix = Row(w.name, f"fluxmat/{alg}", _mixed_label(w))
+        walls: dict[str, list[float]] = {
+            "initial": [], "warm": [], "delete": [], "insert": [], "mixed": [],
+        }  # fmt: skip
         for _ in range(repeat):
             r = Reasoner(w.program, alg)
             steps = [(init, "initial", lambda r=r: r.load(w.facts), full)]
             if alg == "remat":  # from scratch again, plans compiled: the ratio baseline
                 steps.append((warm, "warm", lambda r=r: r.load(w.facts), full))
-            for row, key, do, expected in (
-                *steps,
+            steps += [
                 (dele, "delete", lambda r=r: r.update((), sample), after_delete),
                 (ins, "insert", lambda r=r: r.update(sample, ()), full),
-            ):
+            ]
+            if w.extra:
+                steps.append((mix, "mixed", lambda r=r: r.update(w.extra, mix_delete), after_mixed))
+            for row, key, do, expected in steps:
                 if row.check and row.check != "ok":
                     break
                 try:
@@ -120,7 +152,7 @@ def _fluxmat(w: Workload, repeat: int, cap_s: float, sample: list[tuple]) -> lis
                         wall = time.perf_counter() - start
                 except Capped as exc:
                     row.check = str(exc)
-                    for later in (warm, dele, ins) if alg == "remat" else (dele, ins):
+                    for later in (warm, dele, ins, mix) if alg == "remat" else (dele, ins, mix):
                         if later is not row and not later.check:
                             later.check = f"skipped ({key} capped)"
                     break
@@ -136,21 +168,26 @@ def _fluxmat(w: Workload, repeat: int, cap_s: float, sample: list[tuple]) -> lis
                         f"MISMATCH: {len(expected - got)} missing, {len(got - expected)} extra"
                     )
             del r
-        parts = [(init, "initial"), (warm, "warm"), (dele, "delete"), (ins, "insert")]
+        parts = [(init, "initial"), (warm, "warm"), (dele, "delete"), (ins, "insert"),
+                 (mix, "mixed")]  # fmt: skip
         for row, key in parts:
             row.seconds, row.wall = _median(row.runs), _median(walls[key])
         rows += [row for row, _ in parts if row.runs or row.check]
     return rows
 
 
-def _peer_rows(w: Workload, repeat: int, cap_s: float, sample: list[tuple]) -> list[Row]:
+def _peer_rows(
+    w: Workload, repeat: int, cap_s: float, sample: list[tuple], mix_delete: list[tuple]
+) -> list[Row]:
     rows = []
     kept = sorted(set(w.facts) - set(sample), key=repr)
-    tasks = (
+    tasks = [
         ("initial", w.facts),
         (f"delete {DELETE_FRACTION:.0%}", kept),
         (f"re-insert {DELETE_FRACTION:.0%}", w.facts),
-    )
+    ]
+    if w.extra:
+        tasks.append((_mixed_label(w), _after_mixed(w, mix_delete)))
     # clingo: from scratch over each explicit set
     try:
         asp = AspTranslator(w.program)
@@ -178,11 +215,13 @@ def _peer_rows(w: Workload, repeat: int, cap_s: float, sample: list[tuple]) -> l
         for _ in range(repeat):
             db = DuckDBClosure(cap_s)
             threads = db.threads
-            steps = (
+            steps = [
                 (tasks[0][0], lambda db=db: db.load(w.facts)),
                 (tasks[1][0], lambda db=db: db.delete(sample)),
                 (tasks[2][0], lambda db=db: db.insert(sample)),
-            )
+            ]
+            if w.extra:
+                steps.append((tasks[3][0], lambda db=db: db.update(w.extra, mix_delete)))
             try:
                 for task, do in steps:
                     secs, n = do()
@@ -201,24 +240,33 @@ def _peer_rows(w: Workload, repeat: int, cap_s: float, sample: list[tuple]) -> l
     return rows
 
 
-def run_workload(name: str, repeat: int, cap_s: float, peers: bool = True) -> tuple[dict, list]:
-    w = WORKLOADS[name]()
+def run_workload(
+    name: str, repeat: int, cap_s: float, peers: bool = True, options: dict | None = None
+) -> tuple[dict, list]:
+    """`options`: keyword arguments of the workload function (e.g. lubm's `universities`)."""
+    w = WORKLOADS[name](**(options or {}))
     rng = random.Random(SEED)
     k = max(1, round(len(w.facts) * DELETE_FRACTION))
-    sample = rng.sample(sorted(w.facts, key=repr), k)
+    ordered = sorted(w.facts, key=repr)
+    sample = rng.sample(ordered, k)
+    mix_delete = rng.sample(ordered, min(len(w.extra), len(ordered))) if w.extra else []
     info = {
         "workload": name,
         "source": w.source,
         "explicit_facts": len(w.facts),
         "sample": k,
+        "mixed_update": len(w.extra),
         "recursive": w.recursive,
     }
     if name == "dag":
         info["path_facts"] = None  # filled in below from fluxmat remat
     print(f"# {name}: {w.source}; {len(w.facts)} explicit facts, deleting {k}", file=sys.stderr)
-    rows = _fluxmat(w, repeat, cap_s, sample)
+    rows = _fluxmat(w, repeat, cap_s, sample, mix_delete)
     if peers:
-        rows += _peer_rows(w, repeat, cap_s, sample)
+        rows += _peer_rows(w, repeat, cap_s, sample, mix_delete)
+    info["materialisation"] = next(
+        (r.facts for r in rows if r.system == "fluxmat/remat" and r.task == "initial"), None
+    )
     # baseline: fluxmat remat from scratch with its plans already compiled (second load);
     # the cold first load also pays one-off compilation
     base = next(
@@ -311,19 +359,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
     ap.add_argument("--cap", type=float, default=60.0, help="seconds per task before giving up")
     ap.add_argument("--no-peers", action="store_true", help="fluxmat only")
+    ap.add_argument("--lubm-universities", type=int, default=LUBM_UNIVERSITIES, metavar="N",
+                    help="universities of generated data for the lubm workload "
+                    f"(default {LUBM_UNIVERSITIES})")  # fmt: skip
+    ap.add_argument("--lubm-departments", type=int, default=LUBM_DEPARTMENTS, metavar="N",
+                    help=f"departments per university for lubm (default {LUBM_DEPARTMENTS})")  # fmt: skip
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
+    if args.lubm_universities < 1 or args.lubm_departments < 1:
+        ap.error("--lubm-universities and --lubm-departments must be at least 1")
+    options = {"lubm": {"universities": args.lubm_universities,
+                        "departments": args.lubm_departments}}  # fmt: skip
     names = list(WORKLOADS) if args.workload == "all" else [args.workload]
     infos, rows = [], []
     for name in names:
-        info, rs = run_workload(name, args.repeat, args.cap, peers=not args.no_peers)
+        info, rs = run_workload(name, args.repeat, args.cap, peers=not args.no_peers,
+                                options=options.get(name))  # fmt: skip
         infos.append(info)
         rows += rs
     for info in infos:
         print(f"{info['workload']}: {info['source']}; {info['explicit_facts']:,} explicit facts, "
               f"1% sample = {info['sample']} facts"
-              + (f"; {info['path_facts']:,} path facts" if info.get("path_facts") else ""))  # fmt: skip
+              + (f"; mixed update = {info['mixed_update']:,} + {info['mixed_update']:,} facts"
+                 if info["mixed_update"] else "")
+              + (f"; {info['path_facts']:,} path facts" if info.get("path_facts") else "")
+              + (f"; materialisation {info['materialisation']:,} facts"
+                 if info["materialisation"] is not None else ""))  # fmt: skip
     print(table(rows, args.markdown))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

@@ -2,15 +2,23 @@
 
 * `dag`: transitive closure over a random DAG (2,000 nodes, 10,000 distinct
   edges u < v drawn uniformly, fixed seed).
-* `lubm`: the corpus program `lubm.dlog` over the initial line of the largest
-  corpus LUBM stream (`streams/scale-data/lubm/run0-400-40-1000.jsonl`).
+* `lubm`: the corpus program `lubm.dlog` over generated LUBM-style data
+  (tests/benchmarks/lubm_gen.py): `LUBM_UNIVERSITIES` universities of
+  `LUBM_DEPARTMENTS` departments each, fixed seed (1 x 10: 67,753 generated,
+  66,753 explicit after holding out `extra`; materialisation 168,255 facts).
+* `lubm-corpus`: `lubm.dlog` over the initial line of the largest corpus LUBM
+  stream (`streams/scale-data/lubm/run0-400-40-1000.jsonl`, 400 facts).
+
+Each workload also holds `extra`: `EXTRA` facts that are not explicit, for the
+mixed "delete+insert" update task (fresh DAG edges; LUBM facts held out of the
+generated data, so the explicit set is the generated one minus these).
 """
 
 from __future__ import annotations
 
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine import Program, parse_program
@@ -19,6 +27,9 @@ DAG_PROGRAM = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\
 DAG_NODES = 2_000
 DAG_EDGES = 10_000
 SEED = 20240611
+EXTRA = 1_000
+LUBM_UNIVERSITIES = 1
+LUBM_DEPARTMENTS = 10
 LUBM_STREAM = Path("streams") / "scale-data" / "lubm" / "run0-400-40-1000.jsonl"
 
 
@@ -29,6 +40,7 @@ class Workload:
     program: Program
     facts: list[tuple]  # explicit facts (pred, *args)
     source: str  # where the facts come from, for the report
+    extra: list[tuple] = field(default_factory=list)  # non-explicit facts to insert
 
     @property
     def recursive(self) -> bool:
@@ -47,11 +59,24 @@ def random_dag(nodes: int = DAG_NODES, edges: int = DAG_EDGES, seed: int = SEED)
     return [("edge", u, v) for u, v in sorted(chosen)]
 
 
+def fresh_edges(facts: list[tuple], nodes: int, n: int, seed: int = SEED) -> list[tuple]:
+    """`n` distinct edges u < v that are not in `facts` (uniform, fixed seed)."""
+    rng = random.Random(seed + 1)
+    have = {(f[1], f[2]) for f in facts}
+    chosen: set[tuple[int, int]] = set()
+    while len(chosen) < n:
+        u, v = sorted(rng.sample(range(nodes), 2))
+        if (u, v) not in have:
+            chosen.add((u, v))
+    return [("edge", u, v) for u, v in sorted(chosen)]
+
+
 def dag(nodes: int = DAG_NODES, edges: int = DAG_EDGES, seed: int = SEED) -> Workload:
     facts = random_dag(nodes, edges, seed)
     return Workload(
         "dag", DAG_PROGRAM, parse_program(DAG_PROGRAM, "<dag>"), facts,
         f"random DAG: {nodes} nodes, {len(facts)} edges u<v, seed {seed}",
+        fresh_edges(facts, nodes, EXTRA, seed),
     )  # fmt: skip
 
 
@@ -67,19 +92,43 @@ def corpus_dir() -> Path:
     )
 
 
-def lubm() -> Workload:
+def _lubm_program() -> tuple[str, Program]:
+    path = corpus_dir() / "programs" / "lubm.dlog"
+    text = path.read_text(encoding="utf-8")
+    return text, parse_program(text, str(path))
+
+
+def lubm(
+    universities: int = LUBM_UNIVERSITIES, departments: int = LUBM_DEPARTMENTS, seed: int = SEED
+) -> Workload:
+    """Generated LUBM data; `EXTRA` random generated facts are held out as `extra`."""
+    from tests.benchmarks.lubm_gen import generate
+
+    text, program = _lubm_program()
+    # Python facts are not prefix-expanded by the engine: expand like read_updates does
+    generated = generate(universities, departments, seed, prefixes=dict(program.prefixes))
+    held = set(random.Random(seed).sample(generated, min(EXTRA, len(generated) // 10)))
+    facts = [f for f in generated if f not in held]
+    extra = [f for f in generated if f in held]
+    return Workload(
+        "lubm", text, program, facts,
+        f"lubm.dlog ({len(program.rules)} rules) over lubm_gen: {universities} "
+        f"universit{'y' if universities == 1 else 'ies'} x {departments} departments, "
+        f"seed {seed} ({len(generated)} generated, {len(extra)} held out)",
+        extra,
+    )  # fmt: skip
+
+
+def lubm_corpus() -> Workload:
     from connectors.files import read_updates
 
-    corpus = corpus_dir()
-    path = corpus / "programs" / "lubm.dlog"
-    text = path.read_text(encoding="utf-8")
-    program = parse_program(text, str(path))
-    stream = corpus / LUBM_STREAM
+    text, program = _lubm_program()
+    stream = corpus_dir() / LUBM_STREAM
     first = next(iter(read_updates(stream, dict(program.prefixes))))
     return Workload(
-        "lubm", text, program, list(first.add),
+        "lubm-corpus", text, program, list(first.add),
         f"lubm.dlog ({len(program.rules)} rules) over the initial line of {LUBM_STREAM}",
     )  # fmt: skip
 
 
-WORKLOADS = {"dag": dag, "lubm": lubm}
+WORKLOADS = {"dag": dag, "lubm": lubm, "lubm-corpus": lubm_corpus}
