@@ -193,7 +193,8 @@ def _replay_fully_dynamic(cfg: Config, fd: FullyDynamic, updates, stats) -> None
     """Submit each update, then do `--budget` units of work before the next arrives.
 
     Sequential: every update is processed to quiescence before the next one is
-    integrated. Interleaved: updates overlap; `--seed` drives the scheduler.
+    integrated. Interleaved: updates overlap; `--seed` drives the scheduler; after
+    the last update the engine runs until quiescent (reported on that update's line).
     """
     fd.configure(seed=cfg.seed, interleaved=cfg.schedule == "interleaved")
     progress = _Progress(len(updates))
@@ -204,18 +205,14 @@ def _replay_fully_dynamic(cfg: Config, fd: FullyDynamic, updates, stats) -> None
             fd.submit(upd.add, upd.delete, id=upd.id if upd.id is not None else n)
         except FluxmatError as exc:
             raise FluxmatError(f"{upd.where}: {exc}") from None
-        if cfg.schedule == "sequential":
-            fd.run()
+        if cfg.schedule == "sequential" or n == len(updates):
+            fd.run()  # after the last update the engine works until quiescent
         else:
             fd.step(cfg.budget)
         if stats:
             stats.write(_fd_stats_line(n, upd.id, fd, before, time.perf_counter() - start) + "\n")
         progress.tick(n)
-    start = time.perf_counter()
-    before = _fd_counts(fd)
     fd.run()
-    if stats:
-        stats.write(_fd_stats_line("drain", None, fd, before, time.perf_counter() - start) + "\n")
     progress.done()
 
 

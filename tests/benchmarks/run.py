@@ -1,9 +1,9 @@
 """Benchmark runner: fluxmat's maintenance algorithms against from-scratch peers.
 
-    python3 -m tests.benchmarks.run [--workload dag|lubm|lubm-corpus|all]
+    python3 -m tests.benchmarks.run [--workload dag|lubm|lubm-corpus|streams|all]
                                     [--json OUT.json] [--repeat N] [--markdown]
                                     [--cap SECONDS] [--lubm-universities N]
-                                    [--lubm-departments N]
+                                    [--lubm-departments N] [--stream-cap SECONDS]
 
 Per workload (tests/benchmarks/workloads.py):
 
@@ -20,6 +20,11 @@ Per workload (tests/benchmarks/workloads.py):
 * delete+insert 1,000: one mixed update that deletes 1,000 random explicit
   facts and inserts the workload's 1,000 `extra` (non-explicit) facts, from
   the state after the re-insert (skipped for workloads without `extra`).
+
+`--workload streams` (also part of `all`) is the fully dynamic benchmark of
+tests/benchmarks/fd_streams.py: corpus `overlap` / `random-large` streams and a
+DAG stream under `dredc`, `fd-dred` and `fd-counting` (sequential and
+interleaved schedules); single run each, capped at --stream-cap seconds.
 
 Every figure is the median of --repeat runs (all in this process). Tasks are
 capped at --cap seconds (SIGALRM for fluxmat/clingo, `interrupt()` for DuckDB);
@@ -41,6 +46,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from engine import ALGORITHMS, Reasoner
+from tests.benchmarks.fd_streams import STREAM_CAP, run_streams, stream_table
 from tests.benchmarks.peers import AspTranslator, DuckDBClosure, clingo_from_scratch
 from tests.benchmarks.workloads import (
     LUBM_DEPARTMENTS,
@@ -50,6 +56,7 @@ from tests.benchmarks.workloads import (
     Workload,
 )
 
+STREAMS = "streams"  # --workload streams: tests/benchmarks/fd_streams.py
 FLUXMAT_ALGORITHMS = ("remat", "dred", "dredc", "bf", "counting")
 DELETE_FRACTION = 0.01
 
@@ -344,6 +351,7 @@ def meta(args) -> dict:
         "cap_seconds": args.cap,
         "seed": SEED,
         "delete_fraction": DELETE_FRACTION,
+        "stream_cap_seconds": args.stream_cap,
         "peers": versions,
         "timing": "median of --repeat runs; fluxmat 'seconds' = Report.seconds, "
         "'wall s' = perf_counter around the call; peers: perf_counter, from scratch",
@@ -353,7 +361,7 @@ def meta(args) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m tests.benchmarks.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    ap.add_argument("--workload", choices=[*WORKLOADS, "all"], default="all")
+    ap.add_argument("--workload", choices=[*WORKLOADS, STREAMS, "all"], default="all")
     ap.add_argument("--json", metavar="OUT.json", help="write results as JSON")
     ap.add_argument("--repeat", type=int, default=1, help="runs per task; median reported")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
@@ -364,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"(default {LUBM_UNIVERSITIES})")  # fmt: skip
     ap.add_argument("--lubm-departments", type=int, default=LUBM_DEPARTMENTS, metavar="N",
                     help=f"departments per university for lubm (default {LUBM_DEPARTMENTS})")  # fmt: skip
+    ap.add_argument("--stream-cap", type=float, default=STREAM_CAP, metavar="SECONDS",
+                    help=f"seconds per stream run of --workload streams (default {STREAM_CAP:g})")  # fmt: skip
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
@@ -372,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     options = {"lubm": {"universities": args.lubm_universities,
                         "departments": args.lubm_departments}}  # fmt: skip
     names = list(WORKLOADS) if args.workload == "all" else [args.workload]
+    names = [n for n in names if n != STREAMS]
+    with_streams = args.workload in (STREAMS, "all")
     infos, rows = [], []
     for name in names:
         info, rs = run_workload(name, args.repeat, args.cap, peers=not args.no_peers,
@@ -386,14 +398,29 @@ def main(argv: list[str] | None = None) -> int:
               + (f"; {info['path_facts']:,} path facts" if info.get("path_facts") else "")
               + (f"; materialisation {info['materialisation']:,} facts"
                  if info["materialisation"] is not None else ""))  # fmt: skip
-    print(table(rows, args.markdown))
+    if rows:
+        print(table(rows, args.markdown))
+    stream_infos, stream_rows = [], []
+    if with_streams:
+        stream_infos, stream_rows = run_streams(args.stream_cap)
+        if rows:
+            print()
+        for info in stream_infos:
+            print(f"{info['stream']}: {info['source']}; {info['initial_facts']:,} initial facts, "
+                  f"{info['updates']} updates (+{info['added']:,}/-{info['deleted']:,}); "
+                  f"final E {info['final_explicit']:,} facts, "
+                  f"materialisation {info['final_materialisation']:,} facts")  # fmt: skip
+        print(stream_table(stream_rows, args.markdown))
     if args.json:
+        out = {"meta": meta(args), "workloads": infos, "rows": [asdict(r) for r in rows]}
+        if with_streams:
+            out["streams"] = stream_infos
+            out["stream_rows"] = [asdict(r) for r in stream_rows]
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"meta": meta(args), "workloads": infos,
-                       "rows": [asdict(r) for r in rows]}, fh, indent=2)  # fmt: skip
+            json.dump(out, fh, indent=2)
             fh.write("\n")
         print(f"wrote {args.json}", file=sys.stderr)
-    bad = [r for r in rows if r.check.startswith("MISMATCH")]
+    bad = [r for r in [*rows, *stream_rows] if r.check.startswith("MISMATCH")]
     return 1 if bad else 0
 
 
