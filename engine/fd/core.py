@@ -65,6 +65,8 @@ class FDStats:
     recursion_stops: int = 0
     rederivations: int = 0
     waves: int = 0
+    noop_adds: int = 0
+    noop_deletes: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -180,9 +182,8 @@ class FullyDynamic(Maintainer):
         plus, minus, noop_add, noop_del = self.normalise(add, delete)
         self.seq += 1
         entry = (self.seq, id, plus, minus)
-        self._noops = getattr(self, "_noops", [0, 0])
-        self._noops[0] += noop_add
-        self._noops[1] += noop_del
+        self.stats.noop_adds += noop_add
+        self.stats.noop_deletes += noop_del
         if self.interleaved or self.quiescent:
             self._integrate(entry)
         else:
@@ -237,12 +238,10 @@ class FullyDynamic(Maintainer):
         start = time.perf_counter()
         before = self._snapshot_counts()
         stats_before = self.stats.as_dict()
-        self._noops = [0, 0]
         self.submit(add, delete)
         self.run()
         point = self.poll()
         report = self._report(before, start)
-        report.noop_adds, report.noop_deletes = self._noops
         for pred, f in self._encode_all(point.added):
             report.added_facts.setdefault(pred, set()).add(f)
         for pred, f in self._encode_all(point.removed):
@@ -250,6 +249,8 @@ class FullyDynamic(Maintainer):
         report.added, report.removed = len(point.added), len(point.removed)
         now = self.stats.as_dict()
         report.details = {k: now[k] - stats_before[k] for k in now}
+        report.noop_adds = report.details.pop("noop_adds")
+        report.noop_deletes = report.details.pop("noop_deletes")
         report.details["log_size"] = self.log_size()
         report.seconds = time.perf_counter() - start
         return report
