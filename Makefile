@@ -25,9 +25,11 @@ lint: $(STAMP)
 	$(VPY) -m ruff check engine connectors stream ops tests
 
 demo: $(STAMP)
-	@echo "The streaming demo arrives with the Kafka/Spark pipeline (issue 4)."
-	@echo "Meanwhile, the engine on the bundled example:"
-	$(VENV)/bin/fluxmat replay ops/examples/path.dl --facts ops/examples/path-facts.dl --updates ops/examples/path-updates.jsonl
+	@echo "== fluxmat: overlapping updates on the bundled example (fd-counting, interleaved)"
+	@echo "== the Kafka/Spark pipeline demo arrives with the streaming job (issue 4)"
+	$(VENV)/bin/fluxmat replay ops/examples/path.dl --facts ops/examples/path-facts.dl \
+	    --updates ops/examples/path-updates.jsonl --algorithm fd-counting \
+	    --schedule interleaved --budget 2 --seed 1 --stats /dev/stderr
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info
