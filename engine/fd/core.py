@@ -179,11 +179,9 @@ class FullyDynamic(Maintainer):
         Interleaved: it is integrated at once, overlapping the work still pending.
         Sequential: it waits until the engine is quiescent.
         """
-        plus, minus, noop_add, noop_del = self.normalise(add, delete)
+        plus, minus = self.encode_update(add, delete)  # errors surface here, at once
         self.seq += 1
         entry = (self.seq, id, plus, minus)
-        self.stats.noop_adds += noop_add
-        self.stats.noop_deletes += noop_del
         if self.interleaved or self.quiescent:
             self._integrate(entry)
         else:
@@ -314,6 +312,9 @@ class FullyDynamic(Maintainer):
     def _integrate(self, entry) -> None:
         """Determine the explicit operations of an update (rule 1-i)."""
         seq, uid, plus, minus = entry
+        plus, minus, noop_add, noop_del = self.drop_noops(plus, minus)  # against E now
+        self.stats.noop_adds += noop_add
+        self.stats.noop_deletes += noop_del
         self.stats.updates += 1
         self.last_seq, self.last_id = seq, (uid if uid is not None else seq)
         wave = None

@@ -292,6 +292,12 @@ class Maintainer:
     # ------------------------------------------------------------ updates
     def normalise(self, add: Iterable[PyFact], delete: Iterable[PyFact]):
         """Encode an update; return (E+, E-, no-op adds, no-op deletes)."""
+        return self.drop_noops(*self.encode_update(add, delete))
+
+    def encode_update(
+        self, add: Iterable[PyFact], delete: Iterable[PyFact]
+    ) -> tuple[Changes, Changes]:
+        """Validate and encode an update (a fact both added and deleted is an error)."""
         plus: Changes = {}
         minus: Changes = {}
         for fact in add:
@@ -304,23 +310,24 @@ class Maintainer:
                     f"invalid update: fact {_show(fact)} is both added and deleted"
                 )
             minus.setdefault(pred, set()).add(f)
+        return plus, minus
+
+    def drop_noops(self, plus: Changes, minus: Changes):
+        """Drop adds of explicit facts and deletes of non-explicit ones, against E now."""
         noop_add = noop_del = 0
-        for pred in list(plus):
-            e = self.E.get(pred, set())
-            fresh = plus[pred] - e
-            noop_add += len(plus[pred]) - len(fresh)
-            plus[pred] = fresh
-        for pred in list(minus):
-            e = self.E.get(pred, set())
-            real = minus[pred] & e
-            noop_del += len(minus[pred]) - len(real)
-            minus[pred] = real
-        return (
-            {p: fs for p, fs in plus.items() if fs},
-            {p: fs for p, fs in minus.items() if fs},
-            noop_add,
-            noop_del,
-        )
+        out_plus: Changes = {}
+        out_minus: Changes = {}
+        for pred, fs in plus.items():
+            fresh = fs - self.E.get(pred, set())
+            noop_add += len(fs) - len(fresh)
+            if fresh:
+                out_plus[pred] = fresh
+        for pred, fs in minus.items():
+            real = fs & self.E.get(pred, set())
+            noop_del += len(fs) - len(real)
+            if real:
+                out_minus[pred] = real
+        return out_plus, out_minus, noop_add, noop_del
 
     def update(self, add: Iterable[PyFact] = (), delete: Iterable[PyFact] = ()) -> Report:
         r"""Apply one update (E := (E \\ delete) u add) and maintain I."""
