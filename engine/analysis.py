@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.errors import AnalysisError
-from engine.syntax import Atom, BinOp, Comparison, Const, Negation, Pos, Program, Rule, Term, Var
+from engine.syntax import Atom, BinOp, Comparison, Negation, Pos, Program, Rule, Term, Var
 
 INTERNAL_PREFIX = "__"
 
@@ -400,8 +400,3 @@ def analyse(program: Program) -> Analysis:
         program, tuple(rules), arity, tuple(strata), stratum_of, internal, table, display
     )
 
-
-def const_value(term: Term):
-    """The value of a constant term (helper for printers and planners)."""
-    assert isinstance(term, Const)
-    return term.value

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from connectors.files import read_updates
 from engine import Program, Reasoner, parse_program
-from tests.benchmarks.workloads import SEED, corpus_dir, dag
+from tests.benchmarks.workloads import SEED, corpus_dir, dag, render_table
 
 CASES = ("overlap", "random-large")
 KBS = ("path", "lubm", "dbpedia", "sequence")
@@ -257,17 +257,4 @@ def _cells(r: StreamRow) -> tuple[str, ...]:
 
 
 def stream_table(rows: list[StreamRow], markdown: bool = False) -> str:
-    cells = [HEADER, *(_cells(r) for r in rows)]
-    if markdown:
-        out = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-        out += ["| " + " | ".join(c) + " |" for c in cells[1:]]
-        return "\n".join(out)
-    widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
-    right = set(range(3, 10))
-
-    def line(c):
-        return "  ".join(
-            (v.rjust(widths[i]) if i in right else v.ljust(widths[i])) for i, v in enumerate(c)
-        ).rstrip()
-
-    return "\n".join([line(HEADER), line(["-" * w for w in widths]), *map(line, cells[1:])])
+    return render_table(HEADER, [_cells(r) for r in rows], set(range(3, 10)), markdown)

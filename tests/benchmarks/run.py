@@ -54,6 +54,7 @@ from tests.benchmarks.workloads import (
     SEED,
     WORKLOADS,
     Workload,
+    render_table,
 )
 
 STREAMS = "streams"  # --workload streams: tests/benchmarks/fd_streams.py
@@ -319,20 +320,7 @@ def _cells(r: Row) -> tuple[str, ...]:
 
 
 def table(rows: list[Row], markdown: bool = False) -> str:
-    cells = [HEADER, *(_cells(r) for r in rows)]
-    if markdown:
-        out = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-        out += ["| " + " | ".join(c) + " |" for c in cells[1:]]
-        return "\n".join(out)
-    widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
-    right = {3, 4, 5, 6}
-
-    def line(c):
-        return "  ".join(
-            (v.rjust(widths[i]) if i in right else v.ljust(widths[i])) for i, v in enumerate(c)
-        ).rstrip()
-
-    return "\n".join([line(HEADER), line(["-" * w for w in widths]), *map(line, cells[1:])])
+    return render_table(HEADER, [_cells(r) for r in rows], {3, 4, 5, 6}, markdown)
 
 
 def meta(args) -> dict:

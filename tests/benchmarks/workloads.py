@@ -132,3 +132,20 @@ def lubm_corpus() -> Workload:
 
 
 WORKLOADS = {"dag": dag, "lubm": lubm, "lubm-corpus": lubm_corpus}
+
+
+def render_table(header, rows, right, markdown: bool = False) -> str:
+    """A text (or markdown) table; columns in `right` are right-aligned."""
+    if markdown:
+        out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(c) + " |" for c in rows]
+        return "\n".join(out)
+    cells = [tuple(header), *rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+
+    def line(c):
+        return "  ".join(
+            (v.rjust(widths[i]) if i in right else v.ljust(widths[i])) for i, v in enumerate(c)
+        ).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
