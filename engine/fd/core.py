@@ -54,6 +54,22 @@ class Wave:
 
 
 @dataclass
+class Journal:
+    """What changed since the state was last exported (engine.fd.snapshot)."""
+
+    explicit: set = field(default_factory=set)  # fact keys whose E membership changed
+    facts: set = field(default_factory=set)  # fact keys inserted or deleted
+    log: set = field(default_factory=set)  # derivation-log keys added or removed
+    full: bool = True  # export everything (after load or restore)
+
+    def clear(self) -> None:
+        self.explicit.clear()
+        self.facts.clear()
+        self.log.clear()
+        self.full = False
+
+
+@dataclass
 class FDStats:
     """Cumulative counters of the fully dynamic engine."""
 
@@ -126,6 +142,7 @@ class FullyDynamic(Maintainer):
         self.waves: dict[int, Wave] = {}
         self.deleted_by: dict[Key, int] = {}
         self.dirty: dict[Key, bool] = {}
+        self.journal = Journal()
         self.stats = FDStats()
         self.chooser = None  # optional (queues) -> (update, index): scripted schedules in tests
         self.pos_rules: dict[str, list[int]] = {}
@@ -157,6 +174,7 @@ class FullyDynamic(Maintainer):
         report = super()._load(facts)
         self.after_load()
         self.dirty.clear()
+        self.journal = Journal()
         report.details["log_size"] = self.log_size()
         return report
 
@@ -321,6 +339,7 @@ class FullyDynamic(Maintainer):
         for pred, fs in minus.items():
             e = self.E[pred]
             e -= fs
+            self.journal.explicit.update((pred, f) for f in fs)
             rel = self.rel(pred)
             for f in fs:
                 if f in rel.facts and self.explicit_delete_propagates((pred, f)):
@@ -329,6 +348,7 @@ class FullyDynamic(Maintainer):
                     self._enqueue_del((pred, f), wave)
         for pred, fs in plus.items():
             self.E.setdefault(pred, set()).update(fs)
+            self.journal.explicit.update((pred, f) for f in fs)
             rel = self.rel(pred)
             for f in fs:
                 key = (pred, f)
@@ -426,6 +446,7 @@ class FullyDynamic(Maintainer):
         self.rel(pred).add(f)
         self.clock += 1
         self.born[key] = self.clock
+        self.journal.facts.add(key)
         self.dirty.setdefault(key, False)
         self.deleted_by.pop(key, None)
         self.stats.executed += 1
@@ -458,6 +479,7 @@ class FullyDynamic(Maintainer):
         else:
             rel.discard(f)
             self.born.pop(key, None)
+            self.journal.facts.add(key)
             self.dirty.setdefault(key, True)
             self.deleted_by[key] = wave
             w.deleted.append(key)

@@ -112,6 +112,7 @@ class FDCounting(FullyDynamic):
         s = self.stratum_of(head[0])
         supporting = all(born[g] < level for g in inst[2] if self.stratum_of(g[0]) == s)
         self.log[lk] = (inst, supporting)
+        self.journal.log.add(lk)
         for g in inst[2]:
             self.uses.setdefault(g, set()).add(lk)
         for n in inst[3]:
@@ -122,6 +123,7 @@ class FDCounting(FullyDynamic):
 
     def _unlog(self, lk) -> tuple[Inst, bool]:
         inst, supporting = self.log.pop(lk)
+        self.journal.log.add(lk)
         for table, keys in ((self.uses, inst[2]), (self.neg_uses, inst[3]), (self.heads, (inst[1],))):
             for g in keys:
                 s = table.get(g)

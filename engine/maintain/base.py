@@ -297,19 +297,29 @@ class Maintainer:
     def encode_update(
         self, add: Iterable[PyFact], delete: Iterable[PyFact]
     ) -> tuple[Changes, Changes]:
-        """Validate and encode an update (a fact both added and deleted is an error)."""
+        """Validate and encode an update (a fact both added and deleted is an error).
+
+        A rejected update leaves no trace: arities it would have introduced for new
+        predicates are forgotten again.
+        """
         plus: Changes = {}
         minus: Changes = {}
-        for fact in add:
-            pred, f = self.encode(fact)
-            plus.setdefault(pred, set()).add(f)
-        for fact in delete:
-            pred, f = self.encode(fact)
-            if f in plus.get(pred, ()):
-                raise UpdateError(
-                    f"invalid update: fact {_show(fact)} is both added and deleted"
-                )
-            minus.setdefault(pred, set()).add(f)
+        known = set(self.arity)
+        try:
+            for fact in add:
+                pred, f = self.encode(fact)
+                plus.setdefault(pred, set()).add(f)
+            for fact in delete:
+                pred, f = self.encode(fact)
+                if f in plus.get(pred, ()):
+                    raise UpdateError(
+                        f"invalid update: fact {_show(fact)} is both added and deleted"
+                    )
+                minus.setdefault(pred, set()).add(f)
+        except UpdateError:
+            for pred in set(self.arity) - known:
+                del self.arity[pred]
+            raise
         return plus, minus
 
     def drop_noops(self, plus: Changes, minus: Changes):

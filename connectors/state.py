@@ -1,0 +1,212 @@
+"""State stores for the streaming job: where the engine's state survives a crash.
+
+Contract (both stores):
+  * `commit(batch, changes, output)` writes the state changes of one micro-batch
+    (absolute values, see engine.fd.snapshot), the batch id and the batch's output
+    (its delta and dead letters) **atomically**: after a crash either all of it is
+    stored or none of it.
+  * `last_batch()` is the id of the last committed batch (None when empty). A
+    replayed batch (Spark is at-least-once) has an id <= last_batch and must not
+    be applied again; `output(batch)` returns what it produced so it can be
+    re-published identically (the last `KEEP_OUTPUTS` batches are kept).
+  * `load()` returns the whole state, or None for an empty store.
+  * One writer per namespace: two jobs must not share a `--redis` namespace.
+
+`MemoryStateStore` is the in-process store of `fluxmat demo` (nothing survives
+the process). `RedisStateStore` keeps hashes under `fluxmat:<namespace>:` and
+writes each batch in one MULTI/EXEC pipeline, with HSET/HDEL in chunks, never
+one round trip per fact. With AOF persistence the state survives a Redis restart.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Protocol
+
+from engine.fd.snapshot import StateChanges, StateSnapshot
+
+KEEP_OUTPUTS = 16
+CHUNK = 5000
+
+
+class StateStore(Protocol):
+    def load(self) -> StateSnapshot | None: ...
+
+    def last_batch(self) -> int | None: ...
+
+    def commit(self, batch: int, changes: StateChanges, output: dict) -> None: ...
+
+    def output(self, batch: int) -> dict | None: ...
+
+    def size(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class MemoryStateStore:
+    """A state store in process memory (for the demo and unit tests)."""
+
+    def __init__(self) -> None:
+        self.meta: dict[str, object] = {}
+        self.tables: dict[str, dict] = {"explicit": {}, "facts": {}, "log": {}}
+        self.outputs: dict[int, dict] = {}
+        self.commits = 0
+
+    def load(self) -> StateSnapshot | None:
+        if not self.meta:
+            return None
+        t = self.tables
+        return StateSnapshot(dict(self.meta), list(t["explicit"]), dict(t["facts"]), list(t["log"].values()))
+
+    def last_batch(self) -> int | None:
+        b = self.meta.get("batch")
+        return None if b is None else int(b)
+
+    def commit(self, batch: int, changes: StateChanges, output: dict) -> None:
+        if changes.full:
+            for t in self.tables.values():
+                t.clear()
+        for name in ("explicit", "facts", "log"):
+            table = self.tables[name]
+            for k, v in getattr(changes, name).items():
+                if v is None or v is False:
+                    table.pop(k, None)
+                else:
+                    table[k] = v
+        self.meta.update(changes.meta)
+        self.meta["batch"] = batch
+        self.outputs[batch] = json.loads(json.dumps(output))
+        for old in sorted(self.outputs)[:-KEEP_OUTPUTS]:
+            del self.outputs[old]
+        self.commits += 1
+
+    def output(self, batch: int) -> dict | None:
+        return self.outputs.get(batch)
+
+    def size(self) -> int:
+        return sum(len(t) for t in self.tables.values())
+
+    def close(self) -> None:
+        pass
+
+
+class RedisStateStore:
+    """The engine state in Redis hashes, one MULTI/EXEC transaction per batch.
+
+    Keys (prefix `fluxmat:<namespace>:`): `meta` (fingerprint, algorithm, clock,
+    seq, through, batch), `E` (explicit facts), `I` (fact -> birth stamp), `log`
+    (derivation-log key -> rule instance), `out` (batch -> output JSON).
+    Connection problems at construction raise `ConnectionError` with the URL;
+    during a run, commits are retried with backoff for `retry_seconds`, then the
+    error propagates (the batch is not acknowledged, so nothing is lost).
+    """
+
+    def __init__(self, url: str, namespace: str = "default", retry_seconds: float = 30.0):
+        import redis
+
+        self.url = url
+        self.prefix = f"fluxmat:{namespace}:"
+        self.retry_seconds = retry_seconds
+        self.client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=10)
+        try:
+            self.client.ping()
+        except redis.RedisError as exc:
+            raise ConnectionError(f"cannot reach Redis at {url}: {exc}") from None
+
+    def _k(self, name: str) -> str:
+        return self.prefix + name
+
+    def _retry(self, fn):
+        import redis
+
+        delay, deadline = 0.2, time.monotonic() + self.retry_seconds
+        while True:
+            try:
+                return fn()
+            except (redis.ConnectionError, redis.TimeoutError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def load(self) -> StateSnapshot | None:
+        def read():
+            meta = self.client.hgetall(self._k("meta"))
+            if not meta:
+                return None
+            explicit = [k for k, _ in self.client.hscan_iter(self._k("E"), count=CHUNK)]
+            facts = dict(self.client.hscan_iter(self._k("I"), count=CHUNK))
+            log = [v for _, v in self.client.hscan_iter(self._k("log"), count=CHUNK)]
+            return StateSnapshot(_decode_meta(meta), explicit, facts, log)
+
+        return self._retry(read)
+
+    def last_batch(self) -> int | None:
+        b = self._retry(lambda: self.client.hget(self._k("meta"), "batch"))
+        return None if b is None else int(b)
+
+    def commit(self, batch: int, changes: StateChanges, output: dict) -> None:
+        def write():
+            pipe = self.client.pipeline(transaction=True)
+            if changes.full:
+                pipe.delete(self._k("E"), self._k("I"), self._k("log"))
+            for name, key in (("explicit", "E"), ("facts", "I"), ("log", "log")):
+                items = getattr(changes, name)
+                put = {k: (1 if v is True else v) for k, v in items.items() if v not in (None, False)}
+                gone = [k for k, v in items.items() if v is None or v is False]
+                puts = list(put.items())
+                for i in range(0, len(puts), CHUNK):
+                    pipe.hset(self._k(key), mapping=dict(puts[i : i + CHUNK]))
+                for i in range(0, len(gone), CHUNK):
+                    pipe.hdel(self._k(key), *gone[i : i + CHUNK])
+            meta = {k: json.dumps(v) for k, v in changes.meta.items()}
+            meta["batch"] = str(batch)
+            pipe.hset(self._k("meta"), mapping=meta)
+            pipe.hset(self._k("out"), str(batch), json.dumps(output))
+            pipe.hdel(self._k("out"), str(batch - KEEP_OUTPUTS))
+            pipe.execute()
+
+        self._retry(write)
+
+    def output(self, batch: int) -> dict | None:
+        raw = self._retry(lambda: self.client.hget(self._k("out"), str(batch)))
+        return None if raw is None else json.loads(raw)
+
+    def size(self) -> int:
+        def count():
+            pipe = self.client.pipeline(transaction=False)
+            for key in ("E", "I", "log"):
+                pipe.hlen(self._k(key))
+            return sum(pipe.execute())
+
+        return self._retry(count)
+
+    def clear(self) -> None:
+        """Remove this namespace (used by tests and by `fluxmat run --reset-state`)."""
+        self.client.delete(*(self._k(k) for k in ("meta", "E", "I", "log", "out")))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _decode_meta(meta: dict[str, str]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in meta.items():
+        if k == "batch":
+            out[k] = int(v)
+            continue
+        try:
+            out[k] = json.loads(v)
+        except ValueError:
+            out[k] = v
+    return out
+
+
+def open_store(url: str | None, namespace: str = "default") -> StateStore:
+    """`redis://...` gives a RedisStateStore; None or `memory://` an in-process store."""
+    if not url or url.startswith("memory:"):
+        return MemoryStateStore()
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        return RedisStateStore(url, namespace)
+    raise ValueError(f"unsupported state store URL {url!r} (expected redis://HOST:PORT/DB or memory://)")

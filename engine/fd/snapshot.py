@@ -1,0 +1,161 @@
+"""Exporting and restoring the fully dynamic engine's state as plain JSON values.
+
+The stream keeps this state in Redis (connectors.state); this module knows
+nothing about Redis. State = the program fingerprint, the logical clock, the
+explicit facts, every present fact with its birth stamp, and (FD-Counting) the
+derivation log of applied rule instances. Counters are not stored: they are a
+function of the log and the birth stamps and are recomputed on restore.
+
+`export_changes` returns *absolute* values for everything that changed since
+the previous export (a fact's birth stamp or None when it is gone), so writing
+them is idempotent: replaying a write after a crash gives the same state.
+
+Facts are encoded as JSON text of `[pred, arg, ...]` (IRIs as "<...>", as on the
+wire), which is also their Redis hash field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from engine.fd.core import FullyDynamic, Journal, Key
+from engine.syntax import Iri
+
+
+def fingerprint(engine: FullyDynamic) -> str:
+    """Identifies the program and algorithm a state was built for."""
+    text = f"{engine.name}\n{engine.analysis.program}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _value(v):
+    return f"<{v.value}>" if isinstance(v, Iri) else v
+
+
+def _from_value(v):
+    if isinstance(v, str) and len(v) > 2 and v[0] == "<" and v[-1] == ">":
+        return Iri(v[1:-1])
+    return v
+
+
+def fact_text(engine: FullyDynamic, key: Key) -> str:
+    fact = engine.decode(*key)
+    return json.dumps([fact[0], *map(_value, fact[1:])], ensure_ascii=False)
+
+
+def fact_key(engine: FullyDynamic, text: str) -> Key:
+    item = json.loads(text)
+    return engine.encode((item[0], *map(_from_value, item[1:])))
+
+
+@dataclass
+class StateChanges:
+    """Absolute values to write: None means "remove this entry"."""
+
+    meta: dict[str, object]
+    explicit: dict[str, bool] = field(default_factory=dict)
+    facts: dict[str, int | None] = field(default_factory=dict)
+    log: dict[str, str | None] = field(default_factory=dict)
+    full: bool = False  # replace everything stored (first write, or a rebuild)
+
+    def size(self) -> int:
+        return len(self.explicit) + len(self.facts) + len(self.log)
+
+
+@dataclass
+class StateSnapshot:
+    """Everything needed to rebuild an engine (what a state store loads)."""
+
+    meta: dict[str, object]
+    explicit: list[str]
+    facts: dict[str, int]
+    log: list[str]
+
+
+def _log_entry(engine: FullyDynamic, lk) -> tuple[str, str | None]:
+    """The log key as text, and the instance as text (None when not logged)."""
+    rid, pos = lk
+    key = json.dumps([rid, [fact_text(engine, g) for g in pos]], ensure_ascii=False)
+    entry = engine.log.get(lk)  # type: ignore[attr-defined]
+    if entry is None:
+        return key, None
+    inst = entry[0]
+    value = json.dumps(
+        [rid, fact_text(engine, inst[1]), [fact_text(engine, g) for g in inst[2]],
+         [fact_text(engine, g) for g in inst[3]]],
+        ensure_ascii=False,
+    )  # fmt: skip
+    return key, value
+
+
+def meta(engine: FullyDynamic) -> dict[str, object]:
+    return {
+        "fingerprint": fingerprint(engine),
+        "algorithm": engine.name,
+        "clock": engine.clock,
+        "seq": engine.last_seq,
+        "through": engine.last_id,
+    }
+
+
+def export_changes(engine: FullyDynamic) -> StateChanges:
+    """What changed since the previous export, as absolute values; clears the journal."""
+    j: Journal = engine.journal
+    out = StateChanges(meta(engine), full=j.full)
+    if j.full:
+        for pred, fs in engine.E.items():
+            for f in fs:
+                out.explicit[fact_text(engine, (pred, f))] = True
+        for key, born in engine.born.items():
+            out.facts[fact_text(engine, key)] = born
+        for lk in getattr(engine, "log", {}):
+            k, v = _log_entry(engine, lk)
+            out.log[k] = v
+    else:
+        for key in j.explicit:
+            out.explicit[fact_text(engine, key)] = key[1] in engine.E.get(key[0], ())
+        for key in j.facts:
+            out.facts[fact_text(engine, key)] = engine.born.get(key)
+        for lk in j.log:
+            k, v = _log_entry(engine, lk)
+            out.log[k] = v
+    j.clear()
+    return out
+
+
+def restore(engine: FullyDynamic, snap: StateSnapshot) -> None:
+    """Rebuild the engine from a snapshot (the inverse of exporting everything)."""
+    engine.I.clear()
+    engine.E.clear()
+    engine.born.clear()
+    for text in snap.explicit:
+        pred, f = fact_key(engine, text)
+        engine.E.setdefault(pred, set()).add(f)
+    for text, born in snap.facts.items():
+        key = fact_key(engine, text)
+        engine.rel(key[0]).add(key[1])
+        engine.born[key] = int(born)
+    engine.clock = int(snap.meta.get("clock", 0) or 0)
+    engine.last_seq = int(snap.meta.get("seq", 0) or 0)
+    engine.last_id = snap.meta.get("through")
+    engine.seq = engine.last_seq
+    if hasattr(engine, "log"):
+        engine.log.clear()
+        engine.uses.clear()
+        engine.neg_uses.clear()
+        engine.heads.clear()
+        engine.sc.clear()
+        for text in snap.log:
+            rid, head, pos, neg = json.loads(text)
+            inst = (
+                rid,
+                fact_key(engine, head),
+                tuple(fact_key(engine, g) for g in pos),
+                tuple(fact_key(engine, g) for g in neg),
+            )
+            engine._log(inst)
+    engine.prepare()
+    engine.dirty.clear()
+    engine.journal = Journal(full=False)
