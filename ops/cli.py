@@ -20,6 +20,7 @@ from connectors.files import read_facts, read_updates
 from engine import ALGORITHMS, FluxmatError, Reasoner, Report
 from engine.fd import FullyDynamic
 from engine.printer import FactPrinter
+from ops import stream_cli
 
 
 def _env(name: str, default):
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="print every stage: AST, analysis, plans")
     _add_program(e, facts=False)
     e.add_argument("--code", action="store_true", help="also print the generated plan code")
+    stream_cli.add_parsers(sub)
     return ap
 
 
@@ -308,18 +310,23 @@ COMMANDS = {
 }  # fmt: skip
 
 
+STREAM_COMMANDS = {"run": stream_cli.cmd_run, "demo": stream_cli.cmd_demo}
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
-    cfg = Config.from_args(ns)
     try:
-        COMMANDS[ns.command](cfg)
+        if ns.command in STREAM_COMMANDS:
+            STREAM_COMMANDS[ns.command](ns)
+        else:
+            COMMANDS[ns.command](Config.from_args(ns))
     except FluxmatError as exc:
         print(f"fluxmat: error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `fluxmat materialise ... | head`
         sys.stderr.close()
         return 0
-    except OSError as exc:
+    except (OSError, ConnectionError) as exc:
         print(f"fluxmat: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

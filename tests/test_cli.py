@@ -262,7 +262,7 @@ def test_error_unstratifiable(tmp_path):
         ('{"add": []}\n{"add": [["edge", "a", "b"]],}\n', [":2:30: invalid JSON"]),
         ('{"add": [["edge", "a", "b"]], "del": [["edge", "a", "b"]]}\n',
          [":1:", "both added and deleted"]),
-        ('{"add": [["edge", "a"]]}\n', [":1:", "edge(a)", "arguments"]),
+        ('{"add": [["edge", "a"]]}\n', [":1:", "edge(a) has 1 argument but predicate edge has 2"]),
         ('{"add": [["edge", "a", "b"]], "remove": []}\n', [":1:", "unknown key 'remove'"]),
     ],
     ids=["bad_json", "added_and_deleted", "wrong_arity", "unknown_key"],

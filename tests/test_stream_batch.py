@@ -154,7 +154,7 @@ def test_dead_letters_carry_reason_and_offset():
     assert set(reasons) == {0, 1, 2, 3, 4, 5}
     assert "invalid JSON" in reasons[0]
     assert "expected an update object" in reasons[1]
-    assert "arguments" in reasons[2]
+    assert "has 1 argument but predicate edge has 2" in reasons[2]
     assert "both added and deleted" in reasons[3]
     assert "unknown key 'ad'" in reasons[4]
     assert ("path", "c", "d") in p.facts()

@@ -87,6 +87,12 @@ class Maintainer:
             r = table[pred] = Relation()
         return r
 
+    def show_fact(self, fact: PyFact) -> str:
+        """A Python fact in program syntax, with the program's prefixes."""
+        from engine.printer import FactPrinter
+
+        return FactPrinter(self.analysis.program.prefixes).fact(fact)[:-1]
+
     def stratum_of(self, pred: str) -> int:
         return self.analysis.stratum_of.get(pred, 0)
 
@@ -99,7 +105,8 @@ class Maintainer:
             self.arity[pred] = len(args)
         elif known != len(args):
             raise UpdateError(
-                f"fact {_show(fact)} has {len(args)} arguments but predicate {pred} has {known}"
+                f"fact {self.show_fact(fact)} has {_n(len(args), 'argument')} but predicate "
+                f"{self.show_fact((fact[0],))} has {known}"
             )
         intern = self.dictionary.intern
         return pred, tuple(intern(a) for a in args)
@@ -313,7 +320,7 @@ class Maintainer:
                 pred, f = self.encode(fact)
                 if f in plus.get(pred, ()):
                     raise UpdateError(
-                        f"invalid update: fact {_show(fact)} is both added and deleted"
+                        f"invalid update: fact {self.show_fact(fact)} is both added and deleted"
                     )
                 minus.setdefault(pred, set()).add(f)
         except UpdateError:
@@ -428,8 +435,5 @@ class Maintainer:
         return r
 
 
-def _show(fact: PyFact) -> str:
-    from engine.syntax import format_pred, format_value
-
-    return f"{format_pred(fact[0])}({', '.join(format_value(a) for a in fact[1:])})"
-
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -1,0 +1,232 @@
+"""Kafka sink: materialisation deltas and dead letters, as JSON.
+
+Delta messages (deltas topic, partition 0, key `str(batch)`)::
+
+    {"batch": 7, "through": <opaque, e.g. source offsets>, "part": 0, "parts": 2,
+     "added": [["edge", "a", "b"], ...], "removed": [...]}
+
+* One micro-batch's delta is split into `parts` messages of at most
+  `max_facts_per_message` facts (added and removed counted together); an empty
+  delta is still one message, so consumers see every batch id.
+* Everything goes to partition 0, so the topic is one totally ordered log:
+  a consumer that applies messages in log order rebuilds the materialisation
+  without reordering across batches (`read_deltas` does that). The producer
+  keeps one request in flight, so retries cannot reorder messages.
+* Delivery is at-least-once: `publish_delta` returns only after the broker
+  acknowledged every part, and raises otherwise (never drops silently). A
+  batch replayed after a crash, or a part resent after an ambiguous failure,
+  appears again; consumers deduplicate by `(batch, part)` and ignore batch ids
+  they have already applied.
+
+Dead letters (dead-letter topic)::
+
+    {"reason": "...", "source": {"topic": ..., "partition": ..., "offset": ...},
+     "raw": "<original value or null>"}
+
+Clients: a `KafkaPublisher` owns a producer and cannot be pickled; create it
+where it is used (on the driver inside foreachBatch, or inside an executor-side
+function), never capture it in a Spark closure.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from connectors.broker import check_broker
+
+_FLUSH_DEADLINE = 30.0
+
+
+def _encode(message: dict) -> bytes:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+class KafkaPublisher:
+    """Publishes deltas and dead letters to Kafka, synchronously.
+
+    Args:
+        bootstrap: Kafka bootstrap servers.
+        deltas_topic: Topic receiving delta messages (partition 0).
+        dead_letter_topic: Topic receiving bad input; `publish_dead_letter`
+            raises if it is None.
+        max_facts_per_message: Upper bound on facts in one delta message.
+        source_topic: Topic named in dead letters' `source` (informational).
+        connect_timeout: Seconds to wait for the broker at construction.
+
+    Raises:
+        ConnectionError: the broker cannot be reached at construction.
+    """
+
+    def __init__(self, bootstrap: str, deltas_topic: str, dead_letter_topic: str | None = None,
+                 max_facts_per_message: int = 5000, source_topic: str | None = None,
+                 connect_timeout: float = 5.0) -> None:
+        from kafka import KafkaProducer
+        from kafka.errors import KafkaError
+
+        if max_facts_per_message < 1:
+            raise ValueError(f"max_facts_per_message must be >= 1, got {max_facts_per_message}")
+        self.bootstrap = bootstrap
+        self.deltas_topic = deltas_topic
+        self.dead_letter_topic = dead_letter_topic
+        self.max_facts = int(max_facts_per_message)
+        self.source_topic = source_topic
+        check_broker(bootstrap, timeout=connect_timeout)
+        try:
+            self._producer = KafkaProducer(
+                bootstrap_servers=bootstrap,
+                acks="all",
+                retries=5,
+                retry_backoff_ms=200,
+                max_in_flight_requests_per_connection=1,
+                linger_ms=5,
+            )
+        except (KafkaError, OSError) as exc:
+            raise ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
+
+    def __getstate__(self):
+        raise TypeError("KafkaPublisher holds a Kafka client and cannot be pickled; "
+                        "create it where it is used instead of capturing it in a closure")
+
+    def _split(self, added: list, removed: list) -> list[tuple[list, list]]:
+        parts: list[tuple[list, list]] = []
+        cur_a: list = []
+        cur_r: list = []
+        for kind, facts in (("a", added), ("r", removed)):
+            for fact in facts:
+                if len(cur_a) + len(cur_r) == self.max_facts:
+                    parts.append((cur_a, cur_r))
+                    cur_a, cur_r = [], []
+                (cur_a if kind == "a" else cur_r).append(list(fact))
+        parts.append((cur_a, cur_r))
+        return parts
+
+    def publish_delta(self, batch: int, through, added: list[list], removed: list[list]) -> int:
+        """Publish one micro-batch's delta; return the number of messages sent.
+
+        Blocks until the broker acknowledged every part. `through` must be
+        JSON-serialisable (e.g. the source offsets the batch ends at).
+
+        Raises:
+            kafka.errors.KafkaError: a part could not be delivered within ~30 s
+                (after the producer's own retries and resends with backoff).
+        """
+        parts = self._split(added, removed)
+        n = len(parts)
+        key = str(batch).encode("utf-8")
+        messages = [
+            {"batch": batch, "through": through, "part": i, "parts": n,
+             "added": a, "removed": r}
+            for i, (a, r) in enumerate(parts)
+        ]
+        self._send_all(self.deltas_topic, key, messages, partition=0)
+        return n
+
+    def publish_dead_letter(self, reason: str, partition: int, offset: int,
+                            raw: str | None) -> None:
+        """Publish one rejected input record with the reason; blocks until acknowledged.
+
+        Raises:
+            ValueError: no dead-letter topic was configured.
+            kafka.errors.KafkaError: delivery failed within ~30 s.
+        """
+        if self.dead_letter_topic is None:
+            raise ValueError("KafkaPublisher has no dead_letter_topic")
+        message = {"reason": reason,
+                   "source": {"topic": self.source_topic, "partition": partition,
+                              "offset": offset},
+                   "raw": raw}
+        key = f"{partition}:{offset}".encode()
+        self._send_all(self.dead_letter_topic, key, [message], partition=None)
+
+    def _send_all(self, topic: str, key: bytes, messages: list[dict], partition) -> None:
+        """Send in order and wait for acks; resend failed ones with backoff until 30 s."""
+        from kafka.errors import KafkaError
+
+        deadline = time.monotonic() + _FLUSH_DEADLINE
+        pending = list(messages)
+        delay = 0.2
+        while True:
+            futures = [(m, self._producer.send(topic, key=key, value=_encode(m),
+                                               partition=partition))
+                       for m in pending]
+            self._producer.flush(timeout=max(deadline - time.monotonic(), 1.0))
+            failed, last = [], None
+            for m, fut in futures:
+                try:
+                    fut.get(timeout=max(deadline - time.monotonic(), 0.1))
+                except KafkaError as exc:
+                    if not getattr(exc, "retriable", False):
+                        raise
+                    failed.append(m)
+                    last = exc
+            if not failed:
+                return
+            if time.monotonic() + delay > deadline:
+                raise last
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+            pending = failed
+
+    def close(self) -> None:
+        """Flush and close the producer. Idempotent."""
+        producer, self._producer = getattr(self, "_producer", None), None
+        if producer is not None:
+            producer.flush(timeout=10)
+            producer.close(timeout=10)
+
+    def __enter__(self) -> KafkaPublisher:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_deltas(bootstrap: str, topic: str, timeout: float = 10.0) -> list[dict]:
+    """Every message of `topic` from the beginning, decoded, in log order.
+
+    Reads each partition (the publisher uses only partition 0) up to the high
+    watermark seen at the start of the read (taken from fetch responses, since
+    tansu's ListOffsets is wrong) and returns the partitions one after another.
+
+    Raises:
+        ConnectionError: the broker cannot be reached.
+        TimeoutError: the end of the topic was not reached within `timeout`.
+    """
+    from kafka import KafkaConsumer, TopicPartition
+
+    check_broker(bootstrap)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             group_id=None, fetch_max_wait_ms=100)
+    try:
+        deadline = time.monotonic() + timeout
+        parts = None
+        while not parts:
+            consumer.topics()
+            parts = consumer.partitions_for_topic(topic)
+            if not parts and time.monotonic() > deadline:
+                raise TimeoutError(f"topic {topic!r} not found on {bootstrap}")
+            if not parts:
+                time.sleep(0.1)
+        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        consumer.assign(tps)
+        for tp in tps:
+            consumer.seek(tp, 0)
+        got: dict[int, list] = {tp.partition: [] for tp in tps}
+        target: dict[int, int] = {}
+        pos = dict.fromkeys(got, 0)
+        while True:
+            for tp, recs in consumer.poll(timeout_ms=200).items():
+                for rec in recs:
+                    got[tp.partition].append(json.loads(rec.value))
+                    pos[tp.partition] = rec.offset + 1
+            for tp in tps:
+                if tp.partition not in target and consumer.highwater(tp) is not None:
+                    target[tp.partition] = consumer.highwater(tp)
+            if len(target) == len(tps) and all(pos[p] >= target[p] for p in target):
+                return [m for p in sorted(got) for m in got[p]]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading {topic!r} from {bootstrap}: reached {pos}, "
+                                   f"end {target}, after {timeout:.0f} s")
+    finally:
+        consumer.close()

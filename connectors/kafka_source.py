@@ -1,0 +1,347 @@
+"""Kafka source for Spark Structured Streaming, as a PySpark Python Data Source.
+
+Spark's JVM Kafka connector needs jars from Maven Central, so the job reads
+Kafka with this `DataSourceStreamReader` built on kafka-python (DESIGN.md §6)::
+
+    register(spark)
+    df = (spark.readStream.format("fluxmat-kafka")
+          .option("bootstrap", "127.0.0.1:9092").option("topic", "updates")
+          .option("maxOffsetsPerTrigger", 1000).load())
+
+Options:
+    bootstrap: Kafka bootstrap servers (required).
+    topic: Topic to read (required).
+    startingOffsets: "earliest" (default), "latest", or a JSON object
+        `{"<partition>": offset}` (partitions not named start at 0). Used only
+        when the query has no checkpoint yet.
+    maxOffsetsPerTrigger: At most this many records per micro-batch, across all
+        partitions (a rate limit; default: everything available).
+    stallTimeoutSeconds: How long `read` may go without progress before it
+        fails (default 30).
+
+Rows: `partition int, offset long, key string, value string, timestamp long`
+(timestamp is the Kafka record timestamp in ms). Keys and values are decoded
+as UTF-8; invalid bytes become U+FFFD, so downstream parsing rejects them
+rather than the source failing. A record with a null value (tombstone) yields
+`value = None`; the consumer of the rows decides what that means.
+
+Offsets: `{"<partition>": next offset to read}`, one entry per partition. They
+live only in Spark's checkpoint; nothing is committed to Kafka (`commit` is a
+no-op) and no consumer group is used.
+
+Contract:
+    * Each micro-batch reads exactly the records in [start, end) of every
+      partition, so a batch Spark replays after a crash yields the same rows
+      (at-least-once end to end; the operator deduplicates by batch id).
+    * Order: Kafka order within a partition; none across partitions. Producers
+      that need order across facts key by fact (all updates of one fact go to
+      one partition) or use a single partition.
+    * Partitions added to the topic while the query runs are picked up from
+      offset 0 at the next micro-batch.
+    * Data loss (e.g. an in-memory broker restarted under an old checkpoint):
+      planning raises `KafkaSourceError` when a partition ends before its
+      checkpointed offset, and `read` raises it after `stallTimeoutSeconds`
+      without progress, rather than looping forever or silently skipping
+      records. A query restarted on the same checkpoint after Spark crashed
+      mid-batch re-reads that batch's exact range.
+    * Clients: the driver-side reader keeps one metadata consumer (never
+      pickled); each `read` call creates and closes its own consumer.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+try:
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+except ImportError:  # pragma: no cover - depends on the installed pyspark
+    raise ImportError("the fluxmat-kafka source needs pyspark >= 4.2 "
+                      "(streaming ReadLimit / admission-control API)") from None
+
+SCHEMA = "partition int, offset long, key string, value string, timestamp long"
+_DISCOVER_TIMEOUT = 10.0
+_POLL_MS = 200
+
+
+class KafkaSourceError(RuntimeError):
+    """The source cannot continue (missing topic, unreachable broker, lost data)."""
+
+
+@dataclass(frozen=True)
+class KafkaInputPartition(InputPartition):
+    """Records [start, end) of one Kafka partition; one Spark task reads it."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+def _decode(raw: bytes | None) -> str | None:
+    return None if raw is None else raw.decode("utf-8", errors="replace")
+
+
+def _consumer(bootstrap: str):
+    from kafka import KafkaConsumer
+
+    return KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        group_id=None,
+        auto_offset_reset="none",
+        fetch_max_wait_ms=100,
+    )
+
+
+def fair_limit(start: dict[str, int], high: dict[str, int], budget: int) -> dict[str, int]:
+    """End offsets that read at most `budget` records in total, shared fairly.
+
+    Water-filling: every partition gets an equal share of the budget, capped by
+    what it has available; what a small partition does not use goes to the
+    others. The remainder of the integer division goes one record each to
+    partitions in a rotation that depends on the start offsets, so a budget
+    smaller than the number of partitions does not starve the same partition
+    every batch. Never goes beyond `high`.
+    """
+    avail = {p: max(high[p] - start.get(p, 0), 0) for p in high}
+    grant = dict.fromkeys(high, 0)
+    left = max(int(budget), 0)
+    open_ = sorted((p for p in avail if avail[p] > 0), key=lambda p: (avail[p], int(p)))
+    while left > 0 and open_:
+        share = left // len(open_)
+        if share == 0:
+            rot = sum(start.get(p, 0) for p in open_) % len(open_)
+            ids = sorted(open_, key=int)
+            for p in (ids[rot:] + ids[:rot])[:left]:
+                grant[p] += 1
+            break
+        still = []
+        for p in open_:
+            take = min(share, avail[p] - grant[p])
+            grant[p] += take
+            left -= take
+            if grant[p] < avail[p]:
+                still.append(p)
+        open_ = still
+    return {p: start.get(p, 0) + grant[p] for p in high}
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Plans micro-batches from Kafka high watermarks; reads them on executors."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        try:
+            self.bootstrap = options["bootstrap"]
+            self.topic = options["topic"]
+        except KeyError as exc:
+            raise ValueError(f"fluxmat-kafka source needs option {exc.args[0]!r}") from None
+        self.starting = options.get("startingOffsets", "earliest")
+        max_rows = options.get("maxOffsetsPerTrigger")
+        self.max_rows = int(max_rows) if max_rows not in (None, "") else None
+        if self.max_rows is not None and self.max_rows < 1:
+            raise ValueError(f"maxOffsetsPerTrigger must be >= 1, got {max_rows}")
+        self.stall_timeout = float(options.get("stallTimeoutSeconds", 30))
+        self._meta = None  # driver-side metadata consumer, created lazily
+        self._target: dict[str, int] | None = None  # Trigger.AvailableNow cap
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_meta"] = None  # a client never travels to executors
+        return state
+
+    # -- driver side -------------------------------------------------------
+
+    def _metadata(self):
+        if self._meta is None:
+            try:
+                self._meta = _consumer(self.bootstrap)
+            except Exception as exc:
+                raise KafkaSourceError(
+                    f"cannot reach Kafka broker at {self.bootstrap}: {exc}") from None
+        return self._meta
+
+    def _partitions(self) -> list[int]:
+        consumer = self._metadata()
+        deadline = time.monotonic() + _DISCOVER_TIMEOUT
+        while True:
+            consumer.topics()  # forces a metadata refresh, so new partitions show up
+            parts = consumer.partitions_for_topic(self.topic)
+            if parts:
+                return sorted(parts)
+            if time.monotonic() > deadline:
+                raise KafkaSourceError(
+                    f"topic {self.topic!r} not found on {self.bootstrap} "
+                    f"after {_DISCOVER_TIMEOUT:.0f} s")
+            time.sleep(0.2)
+
+    def _high_watermarks(self, start: dict[str, int]) -> dict[str, int]:
+        """Current end offset of every partition, from fetch responses.
+
+        tansu answers ListOffsets wrongly, so instead each partition is fetched
+        from its planned start and the high watermark the response carries is
+        used. Retries until every partition has answered.
+        """
+        from kafka import TopicPartition
+
+        try:
+            consumer = self._metadata()
+            tps = [TopicPartition(self.topic, p) for p in self._partitions()]
+            consumer.unsubscribe()  # fresh partition state: no stale high watermark
+            consumer.assign(tps)
+            for tp in tps:
+                consumer.seek(tp, start.get(str(tp.partition), 0))
+            deadline = time.monotonic() + _DISCOVER_TIMEOUT
+            while True:
+                consumer.poll(timeout_ms=_POLL_MS, max_records=1)
+                high = {str(tp.partition): consumer.highwater(tp) for tp in tps}
+                if all(h is not None for h in high.values()):
+                    return high
+                if time.monotonic() > deadline:
+                    missing = sorted(p for p, h in high.items() if h is None)
+                    raise KafkaSourceError(
+                        f"no high watermark for {self.topic} partitions {missing} "
+                        f"from {self.bootstrap} after {_DISCOVER_TIMEOUT:.0f} s")
+        except KafkaSourceError:
+            self._close_meta()
+            raise
+        except Exception as exc:
+            self._close_meta()
+            raise KafkaSourceError(f"reading offsets of {self.topic!r} from {self.bootstrap} "
+                                   f"failed: {exc}") from exc
+
+    def _close_meta(self) -> None:
+        meta, self._meta = self._meta, None
+        if meta is not None:
+            meta.close()
+
+    def initialOffset(self) -> dict:
+        """Start offsets for a query without checkpoint, per `startingOffsets`."""
+        parts = [str(p) for p in self._partitions()]
+        if self.starting == "earliest":
+            return dict.fromkeys(parts, 0)
+        if self.starting == "latest":
+            return self._high_watermarks({})
+        try:
+            given = json.loads(self.starting)
+            return {p: int(given.get(p, 0)) for p in parts}
+        except (ValueError, TypeError, AttributeError):
+            raise ValueError("startingOffsets must be 'earliest', 'latest' or a JSON object "
+                             f"{{\"<partition>\": offset}}, got {self.starting!r}") from None
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """`ReadMaxRows(maxOffsetsPerTrigger)` when that option is set."""
+        return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Trigger.AvailableNow: read up to the high watermarks of this moment."""
+        self._target = self._high_watermarks({})
+
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        """End offsets of the next micro-batch.
+
+        High watermarks of all partitions (new partitions included, from 0),
+        capped by the Trigger.AvailableNow target and by `ReadMaxRows`; other
+        limits read everything available, as Spark requires.
+        """
+        start = {p: int(o) for p, o in (start or {}).items()}
+        high = self._high_watermarks(start)
+        lost = {p: (start[p], h) for p, h in high.items() if h < start.get(p, 0)}
+        if lost:
+            raise KafkaSourceError(
+                f"topic {self.topic!r} on {self.bootstrap} ends before the checkpointed "
+                f"offsets (partition: (checkpoint, broker end) = {lost}): the broker lost data "
+                "(in-memory broker restarted?); use a new checkpoint location to start over")
+        if self._target is not None:
+            high = {p: min(h, self._target.get(p, 0)) for p, h in high.items()}
+        high = {p: max(h, start.get(p, 0)) for p, h in high.items()}  # never backwards
+        for p, o in start.items():
+            high.setdefault(p, o)
+        if isinstance(limit, ReadMaxRows):
+            return fair_limit(start, high, limit.max_rows)
+        return high
+
+    def partitions(self, start: dict, end: dict) -> list[KafkaInputPartition]:
+        """One input partition per Kafka partition with records in [start, end)."""
+        out = []
+        for p in sorted(end, key=int):
+            lo, hi = int(start.get(p, 0)), int(end[p])
+            if hi > lo:
+                out.append(KafkaInputPartition(self.topic, int(p), lo, hi))
+        return out
+
+    def commit(self, end: dict) -> None:
+        """No-op: offsets live in Spark's checkpoint, not in Kafka."""
+
+    def stop(self) -> None:
+        """Close the driver-side metadata consumer."""
+        self._close_meta()
+
+    # -- executor side -----------------------------------------------------
+
+    def read(self, partition: KafkaInputPartition):
+        """Yield exactly the records [start, end) of one partition, in offset order.
+
+        Creates and closes its own consumer. Raises `KafkaSourceError` after
+        `stallTimeoutSeconds` without a new record (broker down or data lost).
+        """
+        from kafka import TopicPartition
+
+        tp = TopicPartition(partition.topic, partition.partition)
+        consumer = _consumer(self.bootstrap)
+        try:
+            consumer.assign([tp])
+            consumer.seek(tp, partition.start)
+            pos = partition.start
+            last_progress = time.monotonic()
+            while pos < partition.end:
+                batch = consumer.poll(timeout_ms=_POLL_MS).get(tp, [])
+                for rec in batch:
+                    if rec.offset < pos:
+                        continue  # a compressed batch may start before the seek offset
+                    if rec.offset >= partition.end:
+                        pos = partition.end
+                        break
+                    yield (partition.partition, rec.offset, _decode(rec.key),
+                           _decode(rec.value), rec.timestamp)
+                    pos = rec.offset + 1
+                    last_progress = time.monotonic()
+                if pos < partition.end and time.monotonic() - last_progress > self.stall_timeout:
+                    raise KafkaSourceError(
+                        f"no progress reading {partition.topic}[{partition.partition}] at offset "
+                        f"{pos} (batch range {partition.start}..{partition.end}, broker high "
+                        f"watermark {consumer.highwater(tp)}) for {self.stall_timeout:.0f} s: "
+                        "broker unreachable or the records were lost (in-memory broker "
+                        "restarted under an old checkpoint?)")
+        finally:
+            consumer.close()
+
+
+class KafkaUpdatesSource(DataSource):
+    """The `fluxmat-kafka` streaming source; see the module docstring."""
+
+    @classmethod
+    def name(cls) -> str:
+        """Format name used in `spark.readStream.format(...)`."""
+        return "fluxmat-kafka"
+
+    def schema(self) -> str:
+        """Fixed row schema: partition, offset, key, value, timestamp (ms)."""
+        return SCHEMA
+
+    def streamReader(self, schema) -> KafkaStreamReader:
+        """Reader for one streaming query."""
+        return KafkaStreamReader(self.options)
+
+
+def register(spark) -> None:
+    """Register the `fluxmat-kafka` format with a SparkSession."""
+    spark.dataSource.register(KafkaUpdatesSource)

@@ -1,0 +1,168 @@
+"""The Spark Structured Streaming job: Kafka updates -> fully dynamic reasoning -> deltas.
+
+Wiring only; the per-batch logic is `stream.batch.BatchProcessor`. The updates
+topic is read by the Python data source `fluxmat-kafka` (connectors.kafka_source),
+whose offsets live in Spark's checkpoint; each micro-batch is collected on the
+driver and handed to the processor inside `foreachBatch`. The engine itself
+lives in the driver process, its state in the state store (Redis).
+
+Stopping: SIGTERM / SIGINT set a flag; the query is stopped between batches (a
+batch in progress either completes or, if the process is killed, is replayed on
+restart), then Spark and the clients are closed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from connectors.broker import check_broker, ensure_topics
+from connectors.files import read_facts
+from connectors.kafka_sink import KafkaPublisher
+from connectors.state import open_store
+from engine import Reasoner
+from stream.batch import BatchOutcome, BatchProcessor
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """Everything `fluxmat run` needs (built from flags with environment fallbacks)."""
+
+    program: str
+    bootstrap_servers: str
+    updates_topic: str
+    deltas_topic: str
+    checkpoint: str
+    facts: tuple[str, ...] = ()
+    dead_letter_topic: str | None = None
+    redis: str | None = None  # redis://HOST:PORT/DB, or None / memory:// for in-process
+    namespace: str = "default"
+    algorithm: str = "fd-counting"
+    max_updates_per_batch: int | None = None
+    trigger_interval: str = "500 milliseconds"
+    budget: int = 1000
+    master: str = "local[2]"
+    updates_partitions: int = 1
+
+
+def spark_session(master: str, app: str = "fluxmat"):
+    """A SparkSession for the job (loopback only, quiet logs, no UI)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _interval(text: str) -> str:
+    """Accept `500ms`, `2s` as well as Spark's `500 milliseconds`."""
+    t = text.strip()
+    for suffix, unit in (("ms", "milliseconds"), ("s", "seconds")):
+        if t.endswith(suffix) and t[: -len(suffix)].strip().isdigit():
+            return f"{t[: -len(suffix)].strip()} {unit}"
+    return t
+
+
+class Job:
+    """One running streaming job; `run()` blocks until `stop()` or a signal."""
+
+    def __init__(self, cfg: JobConfig, on_batch: Callable[[BatchOutcome], None] | None = None,
+                 log: Callable[[str], None] | None = None):  # fmt: skip
+        self.cfg = cfg
+        self.on_batch = on_batch
+        self.log = log or (lambda msg: print(f"fluxmat: {msg}", file=sys.stderr, flush=True))
+        self._stop = threading.Event()
+        self.error: BaseException | None = None
+        self.outcomes: list[BatchOutcome] = []
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _connect(self):
+        cfg = self.cfg
+        check_broker(cfg.bootstrap_servers)
+        topics = {cfg.updates_topic: cfg.updates_partitions, cfg.deltas_topic: 1}
+        if cfg.dead_letter_topic:
+            topics[cfg.dead_letter_topic] = 1
+        ensure_topics(cfg.bootstrap_servers, topics)
+        store = open_store(cfg.redis, cfg.namespace)
+        publisher = KafkaPublisher(cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic)
+        return store, publisher
+
+    def run(self) -> None:
+        cfg = self.cfg
+        reasoner = Reasoner.from_file(cfg.program, cfg.algorithm)
+        facts = [f for path in cfg.facts for f in read_facts(path, reasoner.prefixes)]
+        store, publisher = self._connect()
+        processor = BatchProcessor(reasoner, store, publisher, cfg.budget)
+        self.processor = processor
+        self.log(processor.start(facts))
+        spark = spark_session(cfg.master)
+        from connectors.kafka_source import register
+
+        register(spark)
+        reader = (
+            spark.readStream.format("fluxmat-kafka")
+            .option("bootstrap", cfg.bootstrap_servers)
+            .option("topic", cfg.updates_topic)
+        )
+        if cfg.max_updates_per_batch:
+            reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_updates_per_batch))
+
+        def each_batch(df, batch_id: int) -> None:
+            rows = [tuple(r) for r in df.collect()]
+            outcome = processor.process(batch_id, rows)
+            self.outcomes.append(outcome)
+            if self.on_batch:
+                self.on_batch(outcome)
+
+        query = (
+            reader.load()
+            .writeStream.foreachBatch(each_batch)
+            .option("checkpointLocation", cfg.checkpoint)
+            .trigger(processingTime=_interval(cfg.trigger_interval))
+            .start()
+        )
+        self.log(f"reading {cfg.updates_topic} at {cfg.bootstrap_servers}; deltas to {cfg.deltas_topic}")
+        try:
+            while not self._stop.is_set() and query.isActive:
+                query.awaitTermination(0.5)
+            if query.exception() is not None:
+                self.error = RuntimeError(str(query.exception()))
+        finally:
+            query.stop()
+            spark.stop()
+            publisher.close()
+            store.close()
+        if self.error is not None:
+            raise self.error
+
+
+def run_until_signalled(cfg: JobConfig) -> None:
+    """`fluxmat run`: run the job until SIGTERM or SIGINT, then stop cleanly."""
+    job = Job(cfg)
+
+    def handler(signum, frame):
+        job.log(f"received signal {signum}, stopping after the current batch")
+        job.stop()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    started = time.monotonic()
+    job.run()
+    job.log(f"stopped after {len(job.outcomes)} batches in {time.monotonic() - started:.1f} s")

@@ -1,0 +1,343 @@
+"""Kafka connectors against a real tansu broker and a real local Spark (DESIGN.md §6).
+
+One broker and one SparkSession per module keep the runtime small.
+"""
+
+import json
+import os
+import pickle
+import sys
+import threading
+import time
+
+import pytest
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+from kafka import KafkaProducer  # noqa: E402
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows  # noqa: E402
+
+from connectors.broker import (  # noqa: E402
+    EmbeddedBroker,
+    _free_port,
+    check_broker,
+    ensure_topics,
+    tansu_path,
+)
+from connectors.kafka_sink import KafkaPublisher, read_deltas  # noqa: E402
+from connectors.kafka_source import (  # noqa: E402
+    KafkaInputPartition,
+    KafkaSourceError,
+    KafkaStreamReader,
+    fair_limit,
+    register,
+)
+
+_topic_counter = iter(range(10_000))
+
+
+def fresh_topic(bs, partitions=1, prefix="t"):
+    name = f"{prefix}{next(_topic_counter)}"
+    ensure_topics(bs, {name: partitions})
+    return name
+
+
+def produce(bs, topic, records):
+    """records: (partition, key, value) with str/None key and value."""
+    producer = KafkaProducer(bootstrap_servers=bs, acks="all")
+    try:
+        for part, key, value in records:
+            producer.send(topic, partition=part,
+                          key=None if key is None else key.encode(),
+                          value=None if value is None else value.encode())
+        producer.flush()
+    finally:
+        producer.close()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    log = tmp_path_factory.mktemp("tansu") / "tansu.log"
+    with EmbeddedBroker(log_path=log) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("test_kafka_connectors")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+# -- broker -----------------------------------------------------------------
+
+
+def test_tansu_binary_is_shipped():
+    assert tansu_path().is_file()
+
+
+def test_embedded_broker_start_stop(tmp_path):
+    b = EmbeddedBroker(log_path=tmp_path / "log")
+    b.start()
+    pid, bs = b.pid, b.bootstrap
+    assert bs.startswith("127.0.0.1:")
+    check_broker(bs)
+    b.stop()
+    b.stop()  # idempotent
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    with pytest.raises(ConnectionError, match="cannot reach Kafka broker"):
+        check_broker(bs, timeout=1.0)
+
+
+def test_check_broker_dead_port():
+    port = _free_port()
+    with pytest.raises(ConnectionError, match=f"cannot reach Kafka broker at 127.0.0.1:{port}"):
+        check_broker(f"127.0.0.1:{port}", timeout=1.0)
+
+
+def test_ensure_topics_idempotent(broker):
+    ensure_topics(broker.bootstrap, {"idem-a": 3, "idem-b": 1})
+    ensure_topics(broker.bootstrap, {"idem-a": 3, "idem-b": 1, "idem-c": 2})
+    reader = KafkaStreamReader({"bootstrap": broker.bootstrap, "topic": "idem-a"})
+    assert reader.initialOffset() == {"0": 0, "1": 0, "2": 0}
+    reader.stop()
+
+
+# -- sink -------------------------------------------------------------------
+
+
+def test_publisher_splits_and_keeps_empty_batches(broker):
+    bs = broker.bootstrap
+    deltas = fresh_topic(bs, prefix="deltas")
+    added = [["edge", "a", i] for i in range(5)]
+    removed = [["edge", "b", i] for i in range(2)]
+    with KafkaPublisher(bs, deltas, max_facts_per_message=3) as pub:
+        assert pub.publish_delta(0, {"0": 7}, added, removed) == 3
+        assert pub.publish_delta(1, {"0": 7}, [], []) == 1
+        assert pub.publish_delta(2, None, [["p", 1]], []) == 1
+    msgs = read_deltas(bs, deltas)
+    assert [(m["batch"], m["part"], m["parts"]) for m in msgs] == [
+        (0, 0, 3), (0, 1, 3), (0, 2, 3), (1, 0, 1), (2, 0, 1)]
+    assert all(len(m["added"]) + len(m["removed"]) <= 3 for m in msgs)
+    batch0 = [m for m in msgs if m["batch"] == 0]
+    assert [f for m in batch0 for f in m["added"]] == added
+    assert [f for m in batch0 for f in m["removed"]] == removed
+    assert msgs[0]["through"] == {"0": 7}
+    assert msgs[3]["added"] == msgs[3]["removed"] == []
+
+
+def test_read_deltas_rebuilds_materialisation(broker):
+    bs = broker.bootstrap
+    deltas = fresh_topic(bs, prefix="deltas")
+    with KafkaPublisher(bs, deltas, max_facts_per_message=2) as pub:
+        pub.publish_delta(0, 1, [["e", 1, 2], ["e", 2, 3], ["t", 1, 3]], [])
+        pub.publish_delta(1, 2, [], [["e", 2, 3], ["t", 1, 3]])
+        pub.publish_delta(2, 3, [["e", "ü", "ß"]], [])
+    state = set()
+    for m in read_deltas(bs, deltas):
+        state -= {tuple(f) for f in m["removed"]}
+        state |= {tuple(f) for f in m["added"]}
+    assert state == {("e", 1, 2), ("e", "ü", "ß")}
+    assert read_deltas(bs, fresh_topic(bs)) == []
+
+
+def test_dead_letters(broker):
+    bs = broker.bootstrap
+    dl = fresh_topic(bs, prefix="dead")
+    with KafkaPublisher(bs, fresh_topic(bs), dead_letter_topic=dl, source_topic="updates") as pub:
+        pub.publish_dead_letter("invalid JSON: Expecting value", 2, 41, "{oops")
+        pub.publish_dead_letter("null value", 0, 3, None)
+    assert read_deltas(bs, dl) == [
+        {"reason": "invalid JSON: Expecting value",
+         "source": {"topic": "updates", "partition": 2, "offset": 41}, "raw": "{oops"},
+        {"reason": "null value", "source": {"topic": "updates", "partition": 0, "offset": 3},
+         "raw": None},
+    ]
+
+
+def test_publisher_errors(broker):
+    with pytest.raises(ConnectionError, match="cannot reach Kafka broker"):
+        KafkaPublisher(f"127.0.0.1:{_free_port()}", "x", connect_timeout=1.0)
+    with KafkaPublisher(broker.bootstrap, fresh_topic(broker.bootstrap)) as pub:
+        with pytest.raises(ValueError, match="dead_letter_topic"):
+            pub.publish_dead_letter("r", 0, 0, "x")
+        with pytest.raises(TypeError, match="cannot be pickled"):
+            pickle.dumps(pub)
+
+
+# -- source, without Spark ----------------------------------------------------
+
+
+def test_fair_limit():
+    start = {"0": 0, "1": 10, "2": 5}
+    high = {"0": 100, "1": 12, "2": 105}
+    # partition 1 has only 2; the rest of the budget is shared by 0 and 2
+    assert fair_limit(start, high, 10) == {"0": 4, "1": 12, "2": 9}
+    assert fair_limit(start, high, 1000) == high
+    assert sum(fair_limit(start, high, 2)[p] - start[p] for p in start) == 2
+    # a budget below the partition count rotates instead of starving a partition
+    seen = set()
+    pos = dict(start)
+    for _ in range(3):
+        end = fair_limit(pos, high, 1)
+        seen |= {p for p in end if end[p] > pos[p]}
+        pos = end
+    assert seen == {"0", "1", "2"}
+
+
+def test_reader_offsets_and_limits(broker):
+    bs = broker.bootstrap
+    topic = fresh_topic(bs, 3)
+    produce(bs, topic, [(i % 3, None, f"v{i}") for i in range(10)])  # 4, 3, 3
+    reader = KafkaStreamReader({"bootstrap": bs, "topic": topic, "maxOffsetsPerTrigger": "5"})
+    try:
+        start = reader.initialOffset()
+        assert start == {"0": 0, "1": 0, "2": 0}
+        assert reader.getDefaultReadLimit() == ReadMaxRows(5)
+        assert reader.latestOffset(start, ReadAllAvailable()) == {"0": 4, "1": 3, "2": 3}
+        end = reader.latestOffset(start, ReadMaxRows(5))
+        assert sum(end.values()) == 5 and all(end[p] <= h for p, h in {"0": 4, "1": 3, "2": 3}.items())
+        # a partition missing from the start offsets (added later) is read from 0
+        assert reader.latestOffset({"0": 4}, ReadAllAvailable()) == {"0": 4, "1": 3, "2": 3}
+        parts = reader.partitions({"0": 4, "1": 1, "2": 0}, {"0": 4, "1": 3, "2": 3})
+        assert [(p.partition, p.start, p.end) for p in parts] == [(1, 1, 3), (2, 0, 3)]
+        rows = list(pickle.loads(pickle.dumps(reader)).read(parts[0]))
+        assert [(r[0], r[1], r[3]) for r in rows] == [(1, 1, "v4"), (1, 2, "v7")]
+        # lost data: checkpoint beyond the broker's end
+        with pytest.raises(KafkaSourceError, match="lost data"):
+            reader.latestOffset({"0": 50, "1": 0, "2": 0}, ReadAllAvailable())
+    finally:
+        reader.stop()
+    latest = KafkaStreamReader({"bootstrap": bs, "topic": topic, "startingOffsets": "latest"})
+    assert latest.initialOffset() == {"0": 4, "1": 3, "2": 3}
+    latest.stop()
+
+
+def test_reader_times_out_instead_of_looping(broker):
+    bs = broker.bootstrap
+    topic = fresh_topic(bs)
+    produce(bs, topic, [(0, "k", "x")])
+    reader = KafkaStreamReader({"bootstrap": bs, "topic": topic, "stallTimeoutSeconds": "1"})
+    t0 = time.monotonic()
+    with pytest.raises(KafkaSourceError, match="no progress .* offset 1 .* high watermark 1"):
+        list(reader.read(KafkaInputPartition(topic, 0, 0, 5)))
+    assert time.monotonic() - t0 < 10
+
+
+def test_reader_needs_options_and_topic(broker):
+    with pytest.raises(ValueError, match="'topic'"):
+        KafkaStreamReader({"bootstrap": broker.bootstrap})
+
+
+# -- source under Spark ---------------------------------------------------------
+
+
+class Collector:
+    """foreachBatch target: records (batch_id, rows) on the driver."""
+
+    def __init__(self):
+        self.batches = []
+        self.lock = threading.Lock()
+
+    def __call__(self, df, batch_id):
+        rows = [tuple(r) for r in df.collect()]
+        with self.lock:
+            self.batches.append((batch_id, rows))
+
+    @property
+    def rows(self):
+        with self.lock:
+            return [r for _, rows in self.batches for r in rows]
+
+
+def run_until(spark, bs, topic, ckpt, expected, options=None, timeout=90):
+    reader = spark.readStream.format("fluxmat-kafka").option("bootstrap", bs).option("topic", topic)
+    for k, v in (options or {}).items():
+        reader = reader.option(k, v)
+    sink = Collector()
+    query = (reader.load().writeStream.foreachBatch(sink)
+             .option("checkpointLocation", str(ckpt))
+             .trigger(processingTime="200 milliseconds").start())
+    try:
+        deadline = time.monotonic() + timeout
+        while len(sink.rows) < expected:
+            assert query.exception() is None, query.exception()
+            assert time.monotonic() < deadline, f"saw {len(sink.rows)} of {expected} rows"
+            time.sleep(0.1)
+        time.sleep(0.6)  # a few more triggers: nothing extra may arrive
+    finally:
+        query.stop()
+    return sink
+
+
+def check_exactly_once(rows, produced):
+    keys = [(r[0], r[1]) for r in rows]
+    assert len(keys) == len(set(keys)), "a (partition, offset) was delivered twice"
+    assert {(r[0], r[1]): (r[2], r[3]) for r in rows} == produced
+
+
+def test_spark_reads_every_record_once_in_partition_order(spark, broker, tmp_path):
+    bs = broker.bootstrap
+    topic = fresh_topic(bs, 3)
+    n = 60
+    records = [(i % 3, f"fact{i % 7}", json.dumps({"add": [["edge", i, i + 1]]}))
+               for i in range(n)]
+    records.append((1, "gone", None))  # tombstone: value None
+    produce(bs, topic, records)
+    before = int(time.time() * 1000)
+    sink = run_until(spark, bs, topic, tmp_path / "ckpt", n + 1)
+    rows = sink.rows
+    produced, next_offset = {}, {0: 0, 1: 0, 2: 0}
+    for part, key, value in records:
+        produced[(part, next_offset[part])] = (key, value)
+        next_offset[part] += 1
+    check_exactly_once(rows, produced)
+    assert all(abs(r[4] - before) < 120_000 for r in rows)  # Kafka timestamps in ms
+    for batch_id, batch in sink.batches:  # Kafka order within each partition
+        for p in range(3):
+            offs = [r[1] for r in batch if r[0] == p]
+            assert offs == sorted(offs), (batch_id, p, offs)
+
+
+def test_spark_max_offsets_per_trigger_and_restart(spark, broker, tmp_path):
+    bs = broker.bootstrap
+    topic = fresh_topic(bs, 3)
+    ckpt = tmp_path / "ckpt"
+    first = [(i % 3, None, f"a{i}") for i in range(23)]
+    produce(bs, topic, first)
+    sink = run_until(spark, bs, topic, ckpt, 23, {"maxOffsetsPerTrigger": 5})
+    sizes = [len(rows) for _, rows in sink.batches if rows]
+    assert sum(sizes) == 23 and max(sizes) <= 5 and len(sizes) >= 5, sizes
+    assert len({(r[0], r[1]) for r in sink.rows}) == 23
+
+    # restart on the same checkpoint: only the records produced since are delivered
+    second = [(i % 3, None, f"b{i}") for i in range(7)]
+    produce(bs, topic, second)
+    again = run_until(spark, bs, topic, ckpt, 7, {"maxOffsetsPerTrigger": 5})
+    assert sorted(r[3] for r in again.rows) == sorted(v for _, _, v in second)
+    assert {(r[0], r[1]) for r in again.rows}.isdisjoint({(r[0], r[1]) for r in sink.rows})
+
+
+def test_spark_available_now(spark, broker, tmp_path):
+    bs = broker.bootstrap
+    topic = fresh_topic(bs, 2)
+    produce(bs, topic, [(i % 2, None, str(i)) for i in range(12)])
+    sink = Collector()
+    query = (spark.readStream.format("fluxmat-kafka").option("bootstrap", bs)
+             .option("topic", topic).option("maxOffsetsPerTrigger", 4).load()
+             .writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "c"))
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(90)
+    assert query.exception() is None
+    assert sorted(int(r[3]) for r in sink.rows) == list(range(12))
+    assert all(len(rows) <= 4 for _, rows in sink.batches)
