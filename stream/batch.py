@@ -24,6 +24,7 @@ The first output (batch -1) is the initial materialisation of `--facts`.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -35,6 +36,18 @@ from engine.printer import FactPrinter
 from engine.syntax import Iri
 
 INITIAL_BATCH = -1
+
+
+def _crash_point(point: str, batch: int) -> None:
+    """Fault injection for crash tests.
+
+    `FLUXMAT_CRASH_AT=<point>:<batch>` kills the process (as SIGKILL would: no
+    cleanup) when batch `<batch>` reaches `<point>` (`before-commit`,
+    `after-commit`, `after-publish`). Unset in production.
+    """
+    spec = os.environ.get("FLUXMAT_CRASH_AT")
+    if spec and spec == f"{point}:{batch}":
+        os._exit(137)
 
 
 class StateMismatch(FluxmatError):
@@ -143,8 +156,11 @@ class BatchProcessor:
             "removed": [self._wire(f) for f in point.removed],
             "dead": dead,
         }
+        _crash_point("before-commit", batch)
         self.store.commit(batch, export_changes(self.engine), output)
+        _crash_point("after-commit", batch)
         self._publish(batch, output)
+        _crash_point("after-publish", batch)
         now = self.engine.stats.as_dict()
         outcome.stats = {k: now[k] - before[k] for k in now}
         outcome.dead = len(dead)
