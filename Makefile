@@ -25,11 +25,7 @@ lint: $(STAMP)
 	$(VPY) -m ruff check engine connectors stream ops tests
 
 demo: $(STAMP)
-	@echo "== fluxmat: overlapping updates on the bundled example (fd-counting, interleaved)"
-	@echo "== the Kafka/Spark pipeline demo arrives with the streaming job (issue 4)"
-	$(VENV)/bin/fluxmat replay ops/examples/path.dl --facts ops/examples/path-facts.dl \
-	    --updates ops/examples/path-updates.jsonl --algorithm fd-counting \
-	    --schedule interleaved --budget 2 --seed 1 --stats /dev/stderr
+	$(VENV)/bin/fluxmat demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info

@@ -1,1 +1,6 @@
-"""The Spark Structured Streaming job (issue 4): wiring only. Not built yet."""
+"""The Spark Structured Streaming job: wiring (`stream.job`) and per-batch logic (`stream.batch`).
+
+`stream.batch.BatchProcessor` is plain Python, tested without Spark; `stream.job`
+only wires Spark: the `fluxmat-kafka` source, `foreachBatch`, the checkpoint.
+Depends on connectors/ and engine/.
+"""
