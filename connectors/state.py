@@ -21,11 +21,13 @@ one round trip per fact. With AOF persistence the state survives a Redis restart
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Protocol
 
 from engine.fd.snapshot import StateChanges, StateSnapshot
 
+log = logging.getLogger("fluxmat.state")
 KEEP_OUTPUTS = 16
 CHUNK = 5000
 
@@ -124,9 +126,10 @@ class RedisStateStore:
         while True:
             try:
                 return fn()
-            except (redis.ConnectionError, redis.TimeoutError):
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
                 if time.monotonic() > deadline:
                     raise
+                log.warning("Redis at %s unavailable (%s); retrying in %.1f s", self.url, exc, delay)
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
 

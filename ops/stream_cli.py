@@ -76,8 +76,11 @@ def job_config(ns: argparse.Namespace):
 
 
 def cmd_run(ns: argparse.Namespace) -> None:
+    import logging
+
     from stream.job import run_until_signalled
 
+    logging.basicConfig(level=logging.WARNING, format="fluxmat: %(levelname)s: %(message)s")
     run_until_signalled(job_config(ns))
 
 
