@@ -110,7 +110,10 @@ class RedisStateStore:
         self.url = url
         self.prefix = f"fluxmat:{namespace}:"
         self.retry_seconds = retry_seconds
-        self.client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=10)
+        # large first commits (the whole initial state) can take a while under load
+        self.client = redis.Redis.from_url(
+            url, decode_responses=True, socket_timeout=120, socket_connect_timeout=5
+        )
         try:
             self.client.ping()
         except redis.RedisError as exc:

@@ -1,6 +1,6 @@
 """Benchmark runner: fluxmat's maintenance algorithms against from-scratch peers.
 
-    python3 -m tests.benchmarks.run [--workload dag|lubm|lubm-corpus|streams|all]
+    python3 -m tests.benchmarks.run [--workload dag|lubm|lubm-corpus|streams|pipeline|all]
                                     [--json OUT.json] [--repeat N] [--markdown]
                                     [--cap SECONDS] [--lubm-universities N]
                                     [--lubm-departments N] [--stream-cap SECONDS]
@@ -58,6 +58,7 @@ from tests.benchmarks.workloads import (
 )
 
 STREAMS = "streams"  # --workload streams: tests/benchmarks/fd_streams.py
+PIPELINE = "pipeline"  # --workload pipeline: tests/benchmarks/pipeline.py (servers; not in all)
 FLUXMAT_ALGORITHMS = ("remat", "dred", "dredc", "bf", "counting")
 DELETE_FRACTION = 0.01
 
@@ -346,10 +347,25 @@ def meta(args) -> dict:
     }
 
 
+def _run_pipeline(args) -> int:
+    """`--workload pipeline`: broker + Redis + `fluxmat run` end to end (pipeline.py)."""
+    from tests.benchmarks.pipeline import pipeline_table, run_pipeline, summary, to_json
+
+    info, prows = run_pipeline()
+    print(summary(info))
+    print(pipeline_table(prows, args.markdown))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"meta": meta(args), "pipeline": to_json(info, prows)}, fh, indent=2)
+            fh.write("\n")
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 1 if any(r.check.startswith("MISMATCH") for r in prows) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m tests.benchmarks.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    ap.add_argument("--workload", choices=[*WORKLOADS, STREAMS, "all"], default="all")
+    ap.add_argument("--workload", choices=[*WORKLOADS, STREAMS, PIPELINE, "all"], default="all")
     ap.add_argument("--json", metavar="OUT.json", help="write results as JSON")
     ap.add_argument("--repeat", type=int, default=1, help="runs per task; median reported")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
@@ -369,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--lubm-universities and --lubm-departments must be at least 1")
     options = {"lubm": {"universities": args.lubm_universities,
                         "departments": args.lubm_departments}}  # fmt: skip
+    if args.workload == PIPELINE:
+        return _run_pipeline(args)
     names = list(WORKLOADS) if args.workload == "all" else [args.workload]
     names = [n for n in names if n != STREAMS]
     with_streams = args.workload in (STREAMS, "all")
