@@ -19,11 +19,12 @@ Options:
     stallTimeoutSeconds: How long `read` may go without progress before it
         fails (default 30).
 
-Rows: `partition int, offset long, key string, value string, timestamp long`
-(timestamp is the Kafka record timestamp in ms). Keys and values are decoded
-as UTF-8; invalid bytes become U+FFFD, so downstream parsing rejects them
-rather than the source failing. A record with a null value (tombstone) yields
-`value = None`; the consumer of the rows decides what that means.
+Rows: `partition int, offset long, key string, value string, timestamp long,
+utf8 boolean` (timestamp is the Kafka record timestamp in ms). Keys and values
+are decoded as UTF-8 with invalid bytes replaced by U+FFFD, and `utf8` is False
+when the value was not valid UTF-8, so the consumer can reject it (the stream
+sends it to the dead-letter topic) rather than the source failing. A record
+with a null value (tombstone) yields `value = None`.
 
 Offsets: `{"<partition>": next offset to read}`, one entry per partition. They
 live only in Spark's checkpoint; nothing is committed to Kafka (`commit` is a
@@ -67,7 +68,7 @@ except ImportError:  # pragma: no cover - depends on the installed pyspark
     raise ImportError("the fluxmat-kafka source needs pyspark >= 4.2 "
                       "(streaming ReadLimit / admission-control API)") from None
 
-SCHEMA = "partition int, offset long, key string, value string, timestamp long"
+SCHEMA = "partition int, offset long, key string, value string, timestamp long, utf8 boolean"
 _DISCOVER_TIMEOUT = 10.0
 _POLL_MS = 200
 
@@ -88,6 +89,17 @@ class KafkaInputPartition(InputPartition):
 
 def _decode(raw: bytes | None) -> str | None:
     return None if raw is None else raw.decode("utf-8", errors="replace")
+
+
+def _valid_utf8(raw: bytes | None) -> bool:
+    """Whether a value is valid UTF-8 (the `utf8` column; consumers reject it if not)."""
+    if raw is None:
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _consumer(bootstrap: str):
@@ -311,7 +323,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         pos = partition.end
                         break
                     yield (partition.partition, rec.offset, _decode(rec.key),
-                           _decode(rec.value), rec.timestamp)
+                           _decode(rec.value), rec.timestamp, _valid_utf8(rec.value))
                     pos = rec.offset + 1
                     last_progress = time.monotonic()
                 if pos < partition.end and time.monotonic() - last_progress > self.stall_timeout:

@@ -1,7 +1,7 @@
 """The per-micro-batch logic of the streaming job: plain Python, testable without Spark.
 
-For each micro-batch (rows `(partition, offset, key, value, timestamp)` from the
-updates topic):
+For each micro-batch (rows `(partition, offset, key, value, timestamp, utf8)` from
+the updates topic; `utf8` is False for values that are not valid UTF-8):
 
 1. A batch whose id is <= the last committed one is a replay (Spark re-runs a
    batch after a crash): nothing is applied; its stored output is re-published
@@ -131,6 +131,9 @@ class BatchProcessor:
         for row in sorted(rows, key=lambda r: (r[0], r[1])):
             partition, offset, value, ts = row[0], row[1], row[3], row[4]
             where = f"partition {partition} offset {offset}"
+            if len(row) > 5 and row[5] is False:
+                dead.append(["value is not valid UTF-8", partition, offset, value])
+                continue
             try:
                 item = json.loads(value) if value is not None else None
             except ValueError as exc:

@@ -101,7 +101,10 @@ class Job:
             topics[cfg.dead_letter_topic] = 1
         ensure_topics(cfg.bootstrap_servers, topics)
         store = open_store(cfg.redis, cfg.namespace)
-        publisher = KafkaPublisher(cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic)
+        publisher = KafkaPublisher(
+            cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
+            source_topic=cfg.updates_topic,
+        )  # fmt: skip
         return store, publisher
 
     def run(self) -> None:
