@@ -590,8 +590,8 @@ def test_dead_letters_and_the_job_keeps_going(setup):
         (encode({"add": [], "remove": [["edge", "a", "b"]]}), "unknown key 'remove'"),
         (encode({"add": [["edge", "a"]]}), "has 1 argument but predicate edge has 2"),
         (encode({"add": [["edge", "a", "f"]], "del": [["edge", "a", "f"]]}), "both added and deleted"),
-        (b"\xff\xfe\x00{", "invalid JSON"),  # not UTF-8, not JSON
-        (b'{"add": [["edge", "\xff\xfe", "a"]]}', None),  # not UTF-8 inside a JSON string
+        (b"\xff\xfe\x00{", "not valid UTF-8"),  # not UTF-8, not JSON
+        (b'{"add": [["edge", "\xff\xfe", "a"]]}', "not valid UTF-8"),  # not UTF-8 inside a JSON string
         (b"", "invalid JSON"),  # empty value
         (None, "expected an update object"),  # tombstone (null value)
     ]
