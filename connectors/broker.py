@@ -209,13 +209,7 @@ class EmbeddedBroker:
         proc, self._proc = self._proc, None
         if proc is not None:
             atexit.unregister(self.stop)
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=_STOP_GRACE)
-                except subprocess.TimeoutExpired:
-                    os.kill(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            stop_process(proc, _STOP_GRACE)
         if self._log not in (None, subprocess.DEVNULL):
             self._log.close()
         self._log = None
@@ -225,3 +219,18 @@ class EmbeddedBroker:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def stop_process(proc: subprocess.Popen, grace: float) -> int | None:
+    """Stop a child process by PID: SIGTERM, then SIGKILL after `grace` seconds.
+
+    Returns its exit code.
+    """
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from connectors.broker import EmbeddedBroker
 from tests.servers import RedisServer
 
 
@@ -12,3 +13,11 @@ def redis_server(tmp_path_factory):
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """An embedded tansu broker per test module (stopped by PID)."""
+    log = tmp_path_factory.mktemp("tansu") / "tansu.log"
+    with EmbeddedBroker(log_path=log) as b:
+        yield b

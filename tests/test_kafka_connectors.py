@@ -58,13 +58,6 @@ def produce(bs, topic, records):
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    log = tmp_path_factory.mktemp("tansu") / "tansu.log"
-    with EmbeddedBroker(log_path=log) as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
 def spark():
     from pyspark.sql import SparkSession
 

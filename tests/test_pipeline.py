@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
-from connectors.broker import EmbeddedBroker, ensure_topics
+from connectors.broker import ensure_topics
 from connectors.kafka_sink import read_deltas
 from engine import Reasoner
 from tests.servers import RedisServer, free_port
@@ -61,13 +61,6 @@ _names = count()
 
 
 # ------------------------------------------------------------------ fixtures
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    log = tmp_path_factory.mktemp("tansu") / "tansu.log"
-    with EmbeddedBroker(log_path=log) as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

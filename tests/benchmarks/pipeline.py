@@ -53,7 +53,6 @@ import json
 import math
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -65,6 +64,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
+from connectors.broker import stop_process
 from tests.benchmarks.workloads import SEED, corpus_dir, render_table
 
 PROGRAM = Path("programs") / "lubm.dlog"
@@ -198,15 +198,7 @@ def _cmdline(pid: int) -> str:
 
 
 def _stop_process(proc: subprocess.Popen, grace: float = 30.0) -> int | None:
-    """SIGTERM by PID, SIGKILL after `grace` seconds; returns the exit code."""
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-    return proc.returncode
+    return stop_process(proc, grace)
 
 
 class DeltaReader(threading.Thread):
