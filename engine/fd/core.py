@@ -119,7 +119,7 @@ class FullyDynamic(Maintainer):
     """
 
     name = "fd"
-    keeps_log = False  # the policy logs applied rule instances
+    wants_present_heads = False  # counting also logs instances whose head exists
 
     def __init__(
         self,
@@ -281,9 +281,7 @@ class FullyDynamic(Maintainer):
 
     def show(self, key: Key) -> str:
         """A fact key in program syntax (for traces and tests)."""
-        from engine.printer import FactPrinter
-
-        return FactPrinter(self.analysis.program.prefixes).fact(self.decode(*key))[:-1]
+        return self.show_fact(self.decode(*key))
 
     def describe(self, item: tuple) -> str:
         """A pending work item as text, e.g. `add b(x)` or `del a(x) [wave 2]`."""
@@ -464,8 +462,6 @@ class FullyDynamic(Maintainer):
             return
         self.stats.determined += 1
         self._push(update, ("a", head, inst, False, update))
-
-    wants_present_heads = False  # counting also logs instances whose head exists
 
     def _exec_del(self, key: Key, wave: int) -> None:
         if self.pending_del.get(key) != wave:

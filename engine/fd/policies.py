@@ -68,7 +68,6 @@ class FDDRed(FullyDynamic):
 
 class FDCounting(FullyDynamic):
     name = "fd-counting"
-    keeps_log = True
     wants_present_heads = True
 
     def __init__(self, analysis: Analysis, dictionary: Dictionary | None = None, **kw):
