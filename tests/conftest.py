@@ -1,6 +1,17 @@
-"""Shared fixtures: real servers on loopback, stopped by PID."""
+"""Shared fixtures: real servers on loopback, stopped by PID.
+
+Where a Docker engine is running and `testcontainers` is installed, the broker
+and Redis fixtures use real Apache Kafka and Redis containers instead (set
+`FLUXMAT_TEST_CONTAINERS=0` to force local processes). Without Docker (as on the
+development machines and CI here) they run the embedded tansu broker and a local
+redis-server; the tests never skip for lack of Docker.
+"""
 
 from __future__ import annotations
+
+import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -8,16 +19,56 @@ from connectors.broker import EmbeddedBroker
 from tests.servers import RedisServer
 
 
+def docker_available() -> bool:
+    if os.environ.get("FLUXMAT_TEST_CONTAINERS") == "0" or not shutil.which("docker"):
+        return False
+    try:
+        import testcontainers  # noqa: F401
+    except ImportError:
+        return False
+    probe = subprocess.run(["docker", "info"], capture_output=True, timeout=20)
+    return probe.returncode == 0
+
+
+class _ContainerRedis:
+    """The subset of RedisServer the shared fixture offers (no restarts)."""
+
+    def __init__(self, url: str):
+        self.url = url
+
+
+class _ContainerKafka:
+    def __init__(self, bootstrap: str):
+        self.bootstrap = bootstrap
+
+
 @pytest.fixture(scope="session")
-def redis_server(tmp_path_factory):
+def use_containers() -> bool:
+    return docker_available()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory, use_containers):
+    if use_containers:
+        from testcontainers.redis import RedisContainer
+
+        with RedisContainer("redis:7") as c:
+            yield _ContainerRedis(f"redis://{c.get_container_host_ip()}:{c.get_exposed_port(6379)}/0")
+        return
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    """An embedded tansu broker per test module (stopped by PID)."""
+def broker(tmp_path_factory, use_containers):
+    """A Kafka broker per test module: an Apache Kafka container, or embedded tansu."""
+    if use_containers:
+        from testcontainers.kafka import KafkaContainer
+
+        with KafkaContainer() as c:
+            yield _ContainerKafka(c.get_bootstrap_server())
+        return
     log = tmp_path_factory.mktemp("tansu") / "tansu.log"
     with EmbeddedBroker(log_path=log) as b:
         yield b
