@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import random
 import time
+from abc import abstractmethod
 from dataclasses import dataclass, field
 
 from engine.analysis import Analysis
@@ -558,15 +559,17 @@ class FullyDynamic(Maintainer):
     def on_inserted(self, key: Key, inst: Inst | None) -> None:
         """A fact was inserted (justified by `inst`, or explicit when None)."""
 
-    def on_deleted(self, key: Key, wave: Wave) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def on_deleted(self, key: Key, wave: Wave) -> None:
+        """A fact was deleted by `wave`: determine the deletions it implies."""
 
-    def on_negated_inserted(self, key: Key, update: int) -> None:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def on_negated_inserted(self, key: Key, update: int) -> None:
+        """A fact used under negation was inserted: retract what it falsified."""
 
-    def find_support(self, key: Key, wave: Wave):  # pragma: no cover - abstract
+    @abstractmethod
+    def find_support(self, key: Key, wave: Wave):
         """At rederivation: an instance deriving `key` now, True, or None."""
-        raise NotImplementedError
 
     def keep_candidates(self, key: Key, wave: Wave) -> None:
         """Hook at rederivation when `key` is present: keep what still derives it."""

@@ -14,6 +14,7 @@ added and deleted by one update is rejected with `UpdateError`.
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -50,7 +51,7 @@ class Report:
         return sum(self.rule_applications.values())
 
 
-class Maintainer:
+class Maintainer(ABC):
     """Base class: storage, encoding, initial materialisation and the update driver."""
 
     name = "abstract"
@@ -383,8 +384,9 @@ class Maintainer:
             return True
         return any(self.D.get(p) or self.A.get(p) for p in self.body_preds[s.index])
 
-    def update_stratum(self, s: Stratum) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError(f"{type(self).__name__} must implement update_stratum")
+    @abstractmethod
+    def update_stratum(self, s: Stratum) -> None:
+        """Maintain stratum `s` for the current update (D, A, E+, E- are set)."""
 
     def commit(self, report: Report) -> None:
         r"""I := (I \\ D) u A; record the exact delta in `report`."""
