@@ -339,8 +339,7 @@ def compile_plan(
         h = "h"
         e.emit("for h in D:")
         e.depth += 1
-        comp.match(h, tuple(a if not isinstance(a, BinOp) else Const(0) for a in head.args),
-                   {p for p, a in enumerate(head.args) if isinstance(a, BinOp)})
+        comp.match(h, head.args, {p for p, a in enumerate(head.args) if isinstance(a, BinOp)})
         comp.order.append("head bound")
     elif kind == "delta":
         assert delta is not None

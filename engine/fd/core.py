@@ -452,7 +452,7 @@ class FullyDynamic(Maintainer):
         self.on_inserted(key, inst)
         rules = self.pos_rules.get(pred)
         if rules:
-            for inst2 in self._instances(rules, self._with(pred, f), self.OLD, {pred: {f}}, None):
+            for inst2 in self._instances(rules, self.OLD, self.OLD, {pred: {f}}, None):
                 self._enqueue_add(inst2, update)
         if pred in self.neg_rules:
             self.on_negated_inserted(key, update)

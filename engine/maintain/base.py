@@ -76,10 +76,7 @@ class Maintainer(ABC):
 
     # ------------------------------------------------------------ storage helpers
     def rel(self, pred: str) -> Relation:
-        r = self.I.get(pred)
-        if r is None:
-            r = self.I[pred] = Relation()
-        return r
+        return self._get(self.I, pred)
 
     @staticmethod
     def _get(table: dict[str, Relation], pred: str) -> Relation:
