@@ -195,7 +195,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"after {_DISCOVER_TIMEOUT:.0f} s")
             time.sleep(0.2)
 
-    def _high_watermarks(self, start: dict[str, int]) -> dict[str, int]:
+    def high_watermarks(self, start: dict[str, int]) -> dict[str, int]:
         """Current end offset of every partition, from fetch responses.
 
         tansu answers ListOffsets wrongly, so instead each partition is fetched
@@ -241,7 +241,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.starting == "earliest":
             return dict.fromkeys(parts, 0)
         if self.starting == "latest":
-            return self._high_watermarks({})
+            return self.high_watermarks({})
         try:
             given = json.loads(self.starting)
             return {p: int(given.get(p, 0)) for p in parts}
@@ -255,7 +255,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Trigger.AvailableNow: read up to the high watermarks of this moment."""
-        self._target = self._high_watermarks({})
+        self._target = self.high_watermarks({})
 
     def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
         """End offsets of the next micro-batch.
@@ -265,7 +265,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         limits read everything available, as Spark requires.
         """
         start = {p: int(o) for p, o in (start or {}).items()}
-        high = self._high_watermarks(start)
+        high = self.high_watermarks(start)
         lost = {p: (start[p], h) for p, h in high.items() if h < start.get(p, 0)}
         if lost:
             raise KafkaSourceError(

@@ -43,6 +43,8 @@ class StateStore(Protocol):
 
     def size(self) -> int: ...
 
+    def memory_bytes(self) -> int | None: ...
+
     def close(self) -> None: ...
 
 
@@ -88,6 +90,9 @@ class MemoryStateStore:
 
     def size(self) -> int:
         return sum(len(t) for t in self.tables.values())
+
+    def memory_bytes(self) -> int | None:
+        return None  # not measured for the in-process store
 
     def close(self) -> None:
         pass
@@ -187,6 +192,10 @@ class RedisStateStore:
             return sum(pipe.execute())
 
         return self._retry(count)
+
+    def memory_bytes(self) -> int | None:
+        """Memory used by the Redis server (all namespaces): INFO's `used_memory`."""
+        return int(self._retry(lambda: self.client.info("memory"))["used_memory"])
 
     def clear(self) -> None:
         """Remove this namespace (used by tests and by `fluxmat run --reset-state`)."""

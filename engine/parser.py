@@ -499,6 +499,19 @@ def parse_facts(
     return [p.ground(head, arg_toks) for head, _, arg_toks in p.clauses(allow_rules=False)]
 
 
+def parse_pattern(text: str, prefixes: dict[str, str] | None = None, source: str = "<pattern>") -> Atom:
+    """Parse one atom whose arguments may be variables, e.g. `path(a, ?X)` (a query).
+
+    A trailing `.` is optional; `_` matches anything. Errors carry the column.
+    """
+    body = text.rstrip()
+    p = _Parser(body if body.endswith(".") else body + ".", source, prefixes)
+    clauses = list(p.clauses(allow_rules=False))
+    if len(clauses) != 1:
+        raise ParseError(f"expected one atom, found {len(clauses)}", Pos(source, 1, 1))
+    return clauses[0][0]
+
+
 # --------------------------------------------------------------------------- JSON facts
 
 

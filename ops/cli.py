@@ -20,7 +20,7 @@ from connectors.files import read_facts, read_updates
 from engine import ALGORITHMS, FluxmatError, Reasoner, Report
 from engine.fd import FullyDynamic
 from engine.printer import FactPrinter
-from ops import stream_cli
+from ops import inspect_cli, stream_cli
 
 
 def _env(name: str, default):
@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_program(e, facts=False)
     e.add_argument("--code", action="store_true", help="also print the generated plan code")
     stream_cli.add_parsers(sub)
+    inspect_cli.add_parsers(sub)
     return ap
 
 
@@ -310,7 +311,7 @@ COMMANDS = {
 }  # fmt: skip
 
 
-STREAM_COMMANDS = {"run": stream_cli.cmd_run, "demo": stream_cli.cmd_demo}
+STREAM_COMMANDS = {"run": stream_cli.cmd_run, "demo": stream_cli.cmd_demo, **inspect_cli.COMMANDS}
 
 
 def main(argv: list[str] | None = None) -> int:

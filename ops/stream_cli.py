@@ -31,6 +31,11 @@ RUN_FLAGS = [
     ("--budget", "BUDGET", "1000", "units of work between two submitted updates"),
     ("--algorithm", "ALGORITHM", "fd-counting", "fd-counting or fd-dred"),
     ("--master", "MASTER", "local[2]", "Spark master URL"),
+    ("--metrics-port", "METRICS_PORT", None, "serve Prometheus metrics on this port (off when unset)"),
+    ("--metrics-host", "METRICS_HOST", "127.0.0.1", "address the metrics server binds to"),
+    ("--dashboard-port", "DASHBOARD_PORT", None, "serve the live dashboard on this port (off when unset)"),
+    ("--dashboard-host", "DASHBOARD_HOST", "127.0.0.1", "address the dashboard binds to"),
+    ("--auth-token", "AUTH_TOKEN", None, "token the dashboard requires (needed beyond 127.0.0.1)"),
 ]
 REQUIRED = {"--bootstrap-servers", "--updates-topic", "--deltas-topic", "--redis", "--checkpoint"}
 
@@ -71,7 +76,9 @@ def job_config(ns: argparse.Namespace):
         checkpoint=ns.checkpoint, algorithm=ns.algorithm,
         max_updates_per_batch=_int(ns.max_updates_per_batch, "--max-updates-per-batch"),
         trigger_interval=ns.trigger_interval, budget=_int(ns.budget, "--budget") or 0,
-        master=ns.master,
+        master=ns.master, metrics_port=_int(ns.metrics_port, "--metrics-port"),
+        metrics_host=ns.metrics_host, dashboard_port=_int(ns.dashboard_port, "--dashboard-port"),
+        dashboard_host=ns.dashboard_host, auth_token=ns.auth_token or None,
     )  # fmt: skip
 
 

@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 from connectors.files import parse_update
 from engine import FluxmatError, Reasoner
 from engine.fd import FullyDynamic
-from engine.fd.snapshot import export_changes, fingerprint, restore
+from engine.fd.snapshot import StateMismatch, check_fingerprint, export_changes, restore
 from engine.printer import FactPrinter
 from engine.syntax import Iri
 
 INITIAL_BATCH = -1
+__all__ = ["INITIAL_BATCH", "BatchOutcome", "BatchProcessor", "StateMismatch"]
 
 
 def _crash_point(point: str, batch: int) -> None:
@@ -50,15 +51,14 @@ def _crash_point(point: str, batch: int) -> None:
         os._exit(137)
 
 
-class StateMismatch(FluxmatError):
-    """The state store holds a state built for another program or algorithm."""
-
-
 @dataclass
 class BatchOutcome:
     batch: int
     replayed: bool = False
     updates: int = 0
+    adds: int = 0  # fact operations in the applied updates
+    deletes: int = 0
+    peak_pending: int = 0  # largest backlog of engine operations during the batch
     dead: int = 0
     added: int = 0
     removed: int = 0
@@ -66,6 +66,7 @@ class BatchOutcome:
     seconds: float = 0.0
     oldest_timestamp_ms: int | None = None
     stats: dict[str, int] = field(default_factory=dict)
+    output: dict | None = field(default=None, repr=False)  # what was published
 
 
 class BatchProcessor:
@@ -77,9 +78,11 @@ class BatchProcessor:
         publisher: has `publish_delta(batch, through, added, removed)` and
             `publish_dead_letter(reason, partition, offset, raw)`.
         budget: units of work between two submitted updates.
+        progress: optional callable receiving the engine's pending operations
+            after each submitted update (the job's metrics sample it).
     """
 
-    def __init__(self, reasoner: Reasoner, store, publisher, budget: int = 1000):
+    def __init__(self, reasoner: Reasoner, store, publisher, budget: int = 1000, progress=None):
         if not isinstance(reasoner.maintainer, FullyDynamic):
             raise FluxmatError(
                 f"the streaming job needs a fully dynamic algorithm (fd-dred or fd-counting), "
@@ -91,21 +94,15 @@ class BatchProcessor:
         self.store = store
         self.publisher = publisher
         self.budget = budget
+        self.progress = progress
         self.printer = FactPrinter(reasoner.program.prefixes)
 
     # ------------------------------------------------------------ start
     def start(self, initial_facts: list[tuple]) -> str:
         """Rebuild the engine from the store, or load the initial facts; returns what happened."""
         snap = self.store.load()
-        mine = fingerprint(self.engine)
         if snap is not None:
-            theirs = snap.meta.get("fingerprint")
-            if theirs != mine:
-                raise StateMismatch(
-                    f"the stored state was built for another program or algorithm "
-                    f"(fingerprint {theirs}, this job {mine}, algorithm "
-                    f"{snap.meta.get('algorithm')}); use another namespace or reset the state"
-                )
+            check_fingerprint(self.engine, snap)
             restore(self.engine, snap)
             batch = self.store.last_batch()
             return f"restored state of batch {batch}: {sum(len(r) for r in self.engine.I.values())} facts"
@@ -147,11 +144,18 @@ class BatchProcessor:
                 dead.append([str(exc), partition, offset, value])
                 continue
             outcome.updates += 1
+            outcome.adds += len(upd.add)
+            outcome.deletes += len(upd.delete)
             if ts is not None:
                 oldest = outcome.oldest_timestamp_ms
                 outcome.oldest_timestamp_ms = ts if oldest is None else min(oldest, ts)
+            outcome.peak_pending = max(outcome.peak_pending, self.engine.pending)
             self.engine.step(self.budget)
+            if self.progress is not None:
+                self.progress(self.engine.pending)
         self.engine.run()
+        if self.progress is not None:
+            self.progress(0)
         point = self.engine.poll()
         output = {
             "through": self.engine.last_id,
@@ -169,6 +173,7 @@ class BatchProcessor:
         outcome.dead = len(dead)
         outcome.added, outcome.removed = len(point.added), len(point.removed)
         outcome.through = output["through"]
+        outcome.output = output
         outcome.seconds = time.perf_counter() - start
         return outcome
 

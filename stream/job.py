@@ -6,6 +6,12 @@ whose offsets live in Spark's checkpoint; each micro-batch is collected on the
 driver and handed to the processor inside `foreachBatch`. The engine itself
 lives in the driver process, its state in the state store (Redis).
 
+Observability: `ops.metrics.JobMetrics` is fed after every batch and serves
+Prometheus metrics on `--metrics-port`; a sampler thread records one point per
+second and the consumer lag (high watermarks against the offsets Spark has
+processed); `--dashboard-port` serves the live page (ops.dashboard), whose
+questions read the engine under the same lock as the batches.
+
 Stopping: SIGTERM / SIGINT set a flag; the query is stopped between batches (a
 batch in progress either completes or, if the process is killed, is replayed on
 restart), then Spark and the clients are closed.
@@ -13,6 +19,7 @@ restart), then Spark and the clients are closed.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -48,6 +55,11 @@ class JobConfig:
     budget: int = 1000
     master: str = "local[2]"
     updates_partitions: int = 1
+    metrics_port: int | None = None  # Prometheus /metrics (off when None)
+    metrics_host: str = "127.0.0.1"
+    dashboard_port: int | None = None  # the live dashboard (off when None)
+    dashboard_host: str = "127.0.0.1"
+    auth_token: str | None = None  # required by the dashboard beyond loopback
 
 
 def spark_session(master: str, app: str = "fluxmat"):
@@ -89,6 +101,11 @@ class Job:
         self._stop = threading.Event()
         self.error: BaseException | None = None
         self.outcomes: list[BatchOutcome] = []
+        self.lock = threading.Lock()  # held while a batch mutates the engine
+        self.metrics = None
+        self.metrics_address: tuple[str, int] | None = None
+        self.dashboard_address: tuple[str, int] | None = None
+        self._servers: list = []
 
     def stop(self) -> None:
         self._stop.set()
@@ -109,12 +126,24 @@ class Job:
 
     def run(self) -> None:
         cfg = self.cfg
+        if cfg.dashboard_port is not None:
+            from ops.dashboard import check_binding
+
+            check_binding(cfg.dashboard_host, cfg.auth_token)  # before anything is written
         reasoner = Reasoner.from_file(cfg.program, cfg.algorithm)
         facts = [f for path in cfg.facts for f in read_facts(path, reasoner.prefixes)]
         store, publisher = self._connect()
-        processor = BatchProcessor(reasoner, store, publisher, cfg.budget)
+        from ops.metrics import JobMetrics
+
+        metrics = self.metrics = JobMetrics(cfg.program, cfg.algorithm, cfg.namespace, cfg.updates_topic)
+        processor = BatchProcessor(reasoner, store, publisher, cfg.budget, progress=metrics.on_pending)
         self.processor = processor
-        self.log(processor.start(facts))
+        with self.lock:
+            self.log(processor.start(facts))
+            metrics.on_start(processor, store)
+        self._serve(metrics, reasoner)
+        consumed: dict[str, int] = {}
+        sampler = threading.Thread(target=self._sample, args=(metrics, consumed), daemon=True)
         spark = spark_session(cfg.master)
         from connectors.kafka_source import register
 
@@ -129,12 +158,21 @@ class Job:
 
         def each_batch(df, batch_id: int) -> None:
             rows = [tuple(r) for r in df.collect()]
-            outcome = processor.process(batch_id, rows)
+            try:
+                with self.lock:
+                    outcome = processor.process(batch_id, rows)
+            except BaseException as exc:
+                metrics.on_error(exc)
+                raise
+            for row in rows:
+                p = str(row[0])
+                consumed[p] = max(consumed.get(p, 0), row[1] + 1)
+            metrics.on_batch(outcome, processor, store)
             self.outcomes.append(outcome)
             if self.on_batch:
                 self.on_batch(outcome)
 
-        query = (
+        query = self.query = (
             reader.load()
             .writeStream.foreachBatch(each_batch)
             .option("checkpointLocation", cfg.checkpoint)
@@ -142,18 +180,80 @@ class Job:
             .start()
         )
         self.log(f"reading {cfg.updates_topic} at {cfg.bootstrap_servers}; deltas to {cfg.deltas_topic}")
+        sampler.start()
         try:
             while not self._stop.is_set() and query.isActive:
                 query.awaitTermination(0.5)
             if query.exception() is not None:
                 self.error = RuntimeError(str(query.exception()))
         finally:
+            self._stop.set()
+            for server in self._servers:
+                server.shutdown()
+                server.server_close()
             query.stop()
             spark.stop()
             publisher.close()
             store.close()
         if self.error is not None:
             raise self.error
+
+
+    def _serve(self, metrics, reasoner) -> None:
+        """Start the metrics and dashboard servers the configuration asks for."""
+        cfg = self.cfg
+        if cfg.metrics_port is not None:
+            from ops.metrics import serve_metrics
+
+            server, _thread = serve_metrics(metrics, cfg.metrics_host, cfg.metrics_port)
+            self._servers.append(server)
+            self.metrics_address = server.server_address[:2]
+            self.log(f"metrics on http://{cfg.metrics_host}:{self.metrics_address[1]}/metrics")
+        if cfg.dashboard_port is not None:
+            from ops.dashboard import LiveSource, serve
+            from ops.inspect import StateView
+
+            source = LiveSource(metrics, StateView(reasoner, self.lock))
+            server = serve(source, cfg.dashboard_host, cfg.dashboard_port, cfg.auth_token)
+            self._servers.append(server)
+            self.dashboard_address = server.server_address[:2]
+            self.log(f"dashboard on http://{cfg.dashboard_host}:{self.dashboard_address[1]}/")
+
+    def _sample(self, metrics, consumed: dict[str, int]) -> None:
+        """Once a second: a history point; every few seconds: the consumer lag."""
+        from connectors.kafka_source import KafkaStreamReader
+
+        reader = KafkaStreamReader({"bootstrap": self.cfg.bootstrap_servers, "topic": self.cfg.updates_topic})
+        last_lag = 0.0
+        try:
+            while not self._stop.wait(1.0):
+                if time.monotonic() - last_lag >= 3.0:
+                    last_lag = time.monotonic()
+                    try:
+                        self._progress_offsets(consumed)
+                        high = reader.high_watermarks(dict(consumed))
+                        metrics.set_lag({p: max(h - consumed.get(p, 0), 0) for p, h in high.items()})
+                    except Exception as exc:  # the lag is advisory; the job goes on
+                        self.log(f"cannot read the consumer lag: {exc}")
+                metrics.sample()
+        finally:
+            reader.stop()
+
+
+    def _progress_offsets(self, consumed: dict[str, int]) -> None:
+        """Merge the end offsets of Spark's last progress (known before any row after a restart)."""
+        query = getattr(self, "query", None)
+        progress = query.lastProgress if query is not None else None
+        if not progress:
+            return
+        try:
+            end = progress["sources"][0]["endOffset"]
+        except (KeyError, IndexError, TypeError):
+            return
+        if isinstance(end, str):
+            end = json.loads(end)
+        for p, offset in (end or {}).items():
+            consumed[str(p)] = max(consumed.get(str(p), 0), int(offset))
 
 
 def run_until_signalled(cfg: JobConfig) -> None:

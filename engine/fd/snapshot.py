@@ -20,6 +20,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from engine.errors import FluxmatError
 from engine.fd.core import FullyDynamic, Journal, Key
 from engine.syntax import Iri
 
@@ -97,6 +98,9 @@ def meta(engine: FullyDynamic) -> dict[str, object]:
         "clock": engine.clock,
         "seq": engine.last_seq,
         "through": engine.last_id,
+        "facts": len(engine.born),
+        "explicit": sum(len(s) for s in engine.E.values()),
+        "log": engine.log_size(),
     }
 
 
@@ -123,6 +127,21 @@ def export_changes(engine: FullyDynamic) -> StateChanges:
             out.log[k] = v
     j.clear()
     return out
+
+
+class StateMismatch(FluxmatError):
+    """A stored state was built for another program or algorithm."""
+
+
+def check_fingerprint(engine: FullyDynamic, snap: StateSnapshot) -> None:
+    """Raise `StateMismatch` unless `snap` was built for this engine's program and algorithm."""
+    mine, theirs = fingerprint(engine), snap.meta.get("fingerprint")
+    if theirs != mine:
+        raise StateMismatch(
+            f"the stored state was built for another program or algorithm "
+            f"(fingerprint {theirs}, this job {mine}, algorithm "
+            f"{snap.meta.get('algorithm')}); use another namespace or reset the state"
+        )
 
 
 def restore(engine: FullyDynamic, snap: StateSnapshot) -> None:

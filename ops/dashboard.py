@@ -1,0 +1,228 @@
+"""The live dashboard: one web page and a small JSON API, served from the standard library.
+
+Routes (GET):
+  /             the page (ops/dashboard.html): charts and tables fed by /api/status
+  /api/status   totals, current values, per-second history, recent batches,
+                deltas and errors (the shape of `ops.metrics.JobMetrics.status`)
+  /api/query    ?pattern=pred(a, ?X)&limit=N  -> facts matching the pattern
+  /api/why      ?fact=pred(a, b)              -> a proof of the fact (engine.why)
+  /healthz      "ok" (never needs the token)
+
+Binding: 127.0.0.1 unless told otherwise; any other address needs an auth token.
+With a token every route except /healthz requires `Authorization: Bearer TOKEN`
+or `?token=TOKEN` (the page passes on the token it was opened with); a wrong or
+missing token gets 401. Bad questions (syntax errors, unknown predicates) get 400
+with the error message; a job busy with a long batch gets 503.
+
+Two sources: `LiveSource` inside `fluxmat run` (the job's metrics, its engine
+under its lock) and `StoredSource` for `fluxmat dashboard` (the Redis state,
+reloaded when the job commits a new batch, plus the job's /metrics when given).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import threading
+import time
+import urllib.request
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+from engine import FluxmatError
+from ops.inspect import Busy, StateView, from_store
+
+PAGE = Path(__file__).with_name("dashboard.html")
+DEFAULT_LIMIT = 200
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(host: str, token: str | None) -> None:
+    """Refuse to serve beyond loopback without an auth token."""
+    if not is_loopback(host) and not token:
+        raise FluxmatError(
+            f"the dashboard on {host} would be reachable from other machines: "
+            "give --auth-token (or FLUXMAT_AUTH_TOKEN), or bind to 127.0.0.1"
+        )
+
+
+class LiveSource:
+    """The running job: its metrics and its engine (questions wait for the job's lock)."""
+
+    def __init__(self, metrics, view: StateView):
+        self.metrics = metrics
+        self._view = view
+
+    def status(self) -> dict:
+        return self.metrics.status()
+
+    def view(self) -> StateView:
+        return self._view
+
+
+class StoredSource:
+    """The job's Redis state, for a dashboard running apart from the job."""
+
+    def __init__(self, program: str, url: str, namespace: str = "default",
+                 metrics_url: str | None = None):  # fmt: skip
+        from connectors.state import RedisStateStore
+
+        self.program, self.url, self.namespace = program, url, namespace
+        self.metrics_url = metrics_url
+        self.store = RedisStateStore(url, namespace)
+        self._view: StateView | None = None
+        self._view_batch: int | None = None
+        self._lock = threading.Lock()
+        self.started = time.time()
+        self.history: deque[dict] = deque(maxlen=900)
+        self.errors: deque[dict] = deque(maxlen=20)
+
+    def view(self) -> StateView:
+        """The state as of the last committed batch (reloaded when the job moved on)."""
+        with self._lock:
+            batch = self.store.last_batch()
+            if self._view is None or batch != self._view_batch:
+                self._view = from_store(self.program, self.url, self.namespace)
+                self._view_batch = batch
+            return self._view
+
+    def _scrape(self) -> dict[str, float]:
+        if not self.metrics_url:
+            return {}
+        from prometheus_client.parser import text_string_to_metric_families
+
+        try:
+            with urllib.request.urlopen(self.metrics_url, timeout=2) as resp:
+                text = resp.read().decode("utf-8")
+        except OSError as exc:
+            self.errors.append({"t": time.time(), "message": f"scraping {self.metrics_url}: {exc}"})
+            return {}
+        values: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                key = s.name + "".join(f"|{k}={v}" for k, v in sorted(s.labels.items()))
+                values[key] = s.value
+        return values
+
+    def status(self) -> dict:
+        meta = self.store.client.hgetall(self.store._k("meta"))
+        batch = int(meta["batch"]) if "batch" in meta else None
+        scraped = self._scrape()
+
+        def metric(name: str, **labels) -> int:
+            key = name + "".join(f"|{k}={v}" for k, v in sorted(labels.items()))
+            return int(scraped.get(key, 0))
+
+        lag = {k.split("partition=")[1].split("|")[0]: int(v) for k, v in scraped.items()
+               if k.startswith("fluxmat_consumer_lag_messages|")}  # fmt: skip
+        totals = {
+            "updates": metric("fluxmat_updates_consumed_total"),
+            "adds": metric("fluxmat_fact_operations_total", op="add"),
+            "deletes": metric("fluxmat_fact_operations_total", op="delete"),
+            "deltas": metric("fluxmat_deltas_published_total"),
+            "dead_letters": metric("fluxmat_dead_letters_total"),
+            "failures": metric("fluxmat_batch_failures_total"),
+            "recursion_stops": metric("fluxmat_recursion_stops_total"),
+            "rederivations": metric("fluxmat_rederivations_total"),
+            "cancelled": metric("fluxmat_operations_cancelled_total"),
+        }
+        facts = int(json.loads(meta.get("facts", "0")))
+        now = {
+            "facts": facts, "explicit": int(json.loads(meta.get("explicit", "0"))),
+            "log": int(json.loads(meta.get("log", "0"))), "pending": metric("fluxmat_pending_operations"),
+            "state_entries": self.store.size(), "state_bytes": self.store.memory_bytes(), "lag": lag,
+            "last_batch": batch, "through": json.loads(meta["through"]) if "through" in meta else None,
+            "last_commit": None,
+        }  # fmt: skip
+        self.history.append({"t": time.time(), "updates": totals["updates"],
+                             "fact_ops": totals["adds"] + totals["deletes"], "deltas": totals["deltas"],
+                             "facts": facts, "pending": now["pending"], "lag": sum(lag.values())})  # fmt: skip
+        deltas = []
+        if batch is not None:
+            for b in range(batch, max(batch - 16, -2), -1):
+                out = self.store.output(b)
+                if out and (out["added"] or out["removed"]):
+                    deltas.append({"batch": b, "through": out["through"], "t": None,
+                                   "n_added": len(out["added"]), "n_removed": len(out["removed"]),
+                                   "added": out["added"][:8], "removed": out["removed"][:8]})  # fmt: skip
+        return {
+            "mode": "stored",
+            "job": {"program": self.program, "algorithm": json.loads(meta.get("algorithm", "null")),
+                    "namespace": self.namespace, "topic": None, "started": self.started,
+                    "uptime": time.time() - self.started},  # fmt: skip
+            "totals": totals, "now": now, "history": list(self.history), "batches": [],
+            "deltas": deltas[::-1], "errors": list(self.errors),
+        }  # fmt: skip
+
+
+def _handler(source, token: str | None):
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "fluxmat-dashboard"
+
+        def log_message(self, fmt, *args):  # quiet: the job logs what matters
+            pass
+
+        def _send(self, code: int, body: bytes, kind: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _json(self, code: int, obj) -> None:
+            self._send(code, json.dumps(obj, default=str).encode("utf-8"), "application/json")
+
+        def _authorised(self, query: dict) -> bool:
+            if not token:
+                return True
+            given = query.get("token", [""])[0]
+            header = self.headers.get("Authorization", "")
+            if header.startswith("Bearer "):
+                given = header[len("Bearer ") :]
+            return hmac.compare_digest(given.encode(), token.encode())
+
+        def do_GET(self):  # noqa: N802 - the http.server API
+            url = urlparse(self.path)
+            query = parse_qs(url.query)
+            if url.path == "/healthz":
+                return self._send(200, b"ok\n", "text/plain")
+            if not self._authorised(query):
+                return self._json(401, {"error": "missing or wrong token"})
+            try:
+                if url.path in ("/", "/index.html"):
+                    return self._send(200, PAGE.read_bytes(), "text/html; charset=utf-8")
+                if url.path == "/api/status":
+                    return self._json(200, source.status())
+                if url.path == "/api/query":
+                    limit = int(query.get("limit", [DEFAULT_LIMIT])[0])
+                    return self._json(200, source.view().query(query.get("pattern", [""])[0], limit))
+                if url.path == "/api/why":
+                    return self._json(200, source.view().why(query.get("fact", [""])[0]))
+            except Busy as exc:
+                return self._json(503, {"error": str(exc)})
+            except (FluxmatError, ValueError) as exc:
+                return self._json(400, {"error": str(exc)})
+            return self._json(404, {"error": f"no such page: {url.path}"})
+
+    return Handler
+
+
+def serve(source, host: str = "127.0.0.1", port: int = 0, token: str | None = None):
+    """Start the dashboard in a daemon thread; returns the server (`.server_address`)."""
+    check_binding(host, token)
+    server = ThreadingHTTPServer((host, port), _handler(source, token))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="fluxmat-dashboard", daemon=True).start()
+    return server

@@ -1,0 +1,101 @@
+"""`fluxmat query`, `fluxmat why` and `fluxmat dashboard`: questions about a materialisation.
+
+The state is the streaming job's (`--redis URL [--namespace NS]`, env
+FLUXMAT_REDIS / FLUXMAT_NAMESPACE) or, with `--facts FILE`, mat(P, E) computed
+from files. `query` prints the matching facts, sorted, one per line (a count on
+stderr); `why` prints a proof tree down to explicit facts; `--json` prints the
+dashboard API's JSON instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from engine import FluxmatError
+
+
+def _source_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("program", help="the Datalog program the state was built for")
+    p.add_argument("--redis", default=os.environ.get("FLUXMAT_REDIS"),
+                   help="the job's state store redis://HOST:PORT/DB (env FLUXMAT_REDIS)")
+    p.add_argument("--namespace", default=os.environ.get("FLUXMAT_NAMESPACE", "default"),
+                   help="the job's namespace (env FLUXMAT_NAMESPACE; default: %(default)s)")
+    p.add_argument("--facts", action="append", default=[], metavar="FILE",
+                   help="instead of --redis: compute mat(P, E) from these explicit facts")
+    p.add_argument("--json", action="store_true", help="print JSON (as the dashboard's API)")
+
+
+def add_parsers(sub) -> None:
+    q = sub.add_parser("query", help="print the facts matching a pattern such as 'path(a, ?X)'")
+    _source_flags(q)
+    q.add_argument("pattern", help="an atom with constants and variables (?X, X or _)")
+    q.add_argument("--limit", type=int, default=None, help="print at most this many facts")
+    w = sub.add_parser("why", help="explain why a fact is in the materialisation")
+    _source_flags(w)
+    w.add_argument("fact", help="a ground fact such as 'path(a, b)'")
+    d = sub.add_parser("dashboard", help="serve the live dashboard over the job's Redis state")
+    d.add_argument("program", help="the Datalog program the job runs")
+    d.add_argument("--redis", default=os.environ.get("FLUXMAT_REDIS"), required=not os.environ.get("FLUXMAT_REDIS"),
+                   help="the job's state store (env FLUXMAT_REDIS)")
+    d.add_argument("--namespace", default=os.environ.get("FLUXMAT_NAMESPACE", "default"),
+                   help="the job's namespace (env FLUXMAT_NAMESPACE; default: %(default)s)")
+    d.add_argument("--metrics-url", default=os.environ.get("FLUXMAT_METRICS_URL"),
+                   help="the job's /metrics URL, for live counters and lag (env FLUXMAT_METRICS_URL)")
+    d.add_argument("--host", default=os.environ.get("FLUXMAT_DASHBOARD_HOST", "127.0.0.1"),
+                   help="address to bind (env FLUXMAT_DASHBOARD_HOST; default: %(default)s)")
+    d.add_argument("--port", type=int, default=int(os.environ.get("FLUXMAT_DASHBOARD_PORT", 8088)),
+                   help="port (env FLUXMAT_DASHBOARD_PORT; default: %(default)s)")
+    d.add_argument("--auth-token", default=os.environ.get("FLUXMAT_AUTH_TOKEN"),
+                   help="token required by every page (env FLUXMAT_AUTH_TOKEN; needed beyond 127.0.0.1)")
+
+
+def _view(ns: argparse.Namespace):
+    from ops.inspect import from_files, from_store
+
+    if ns.redis and ns.facts:
+        raise FluxmatError("give either --redis (the job's state) or --facts (files), not both")
+    if ns.redis:
+        return from_store(ns.program, ns.redis, ns.namespace)
+    return from_files(ns.program, ns.facts)
+
+
+def cmd_query(ns: argparse.Namespace) -> None:
+    result = _view(ns).query(ns.pattern, ns.limit)
+    if ns.json:
+        print(json.dumps(result, ensure_ascii=False))
+        return
+    sys.stdout.write("".join(f + ".\n" for f in result["facts"]))
+    more = f" (showing {len(result['facts'])})" if result["truncated"] else ""
+    print(f"{result['count']} fact{'s' * (result['count'] != 1)}{more}", file=sys.stderr)
+
+
+def cmd_why(ns: argparse.Namespace) -> None:
+    result = _view(ns).why(ns.fact)
+    if ns.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print("\n".join(result["lines"]))
+    if not result["found"]:
+        raise SystemExit(3)
+
+
+def cmd_dashboard(ns: argparse.Namespace) -> None:
+    from ops.dashboard import StoredSource, serve
+
+    source = StoredSource(ns.program, ns.redis, ns.namespace, ns.metrics_url)
+    source.view()  # load (and check) the state before announcing the page
+    server = serve(source, ns.host, ns.port, ns.auth_token)
+    host, port = server.server_address[:2]
+    print(f"fluxmat: dashboard on http://{host}:{port}/ (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    finally:
+        server.shutdown()
+
+
+COMMANDS = {"query": cmd_query, "why": cmd_why, "dashboard": cmd_dashboard}

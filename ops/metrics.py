@@ -1,0 +1,202 @@
+"""The streaming job's metrics: Prometheus collectors plus the dashboard's recent history.
+
+`JobMetrics` is fed by the job (stream.job) from the driver: `on_start` after the
+state is loaded, `on_batch` after every micro-batch, `on_pending` while a batch is
+processed, `on_error` when a batch raises, `set_lag` from the lag sampler. It
+keeps its own registry (names and help in ops.metric_names), serves it with
+`serve_metrics`, and keeps short histories (`status()`) for the dashboard. All
+methods are thread-safe: the batch thread writes, HTTP threads read.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    start_http_server,
+)
+
+from ops.metric_names import METRICS
+
+disable_created_metrics()  # no `_created` series: they only clutter dashboards
+DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+SHOWN_FACTS = 8  # facts of each delta kept for the dashboard
+
+
+def _collectors(registry: CollectorRegistry) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for name, (kind, text, labels) in METRICS.items():
+        if kind == "counter":
+            base = name[: -len("_total")] if name.endswith("_total") else name
+            out[name] = Counter(base, text, labels, registry=registry)
+        elif kind == "gauge":
+            out[name] = Gauge(name, text, labels, registry=registry)
+        elif kind == "histogram":
+            out[name] = Histogram(name, text, labels, buckets=DURATION_BUCKETS, registry=registry)
+        else:  # pragma: no cover - guarded by tests/test_deployment.py
+            raise ValueError(f"unknown metric type {kind!r} for {name}")
+    return out
+
+
+class JobMetrics:
+    """Counters, gauges and recent history of one running job."""
+
+    def __init__(self, program: str, algorithm: str, namespace: str, topic: str):
+        self.registry = CollectorRegistry()
+        self.c = _collectors(self.registry)
+        self.c["fluxmat_info"].labels(program=program, algorithm=algorithm, namespace=namespace).set(1)
+        for name, label, values in (("fluxmat_fact_operations_total", "op", ("add", "delete")),
+                                    ("fluxmat_batches_total", "outcome", ("applied", "replayed")),
+                                    ("fluxmat_delta_facts_total", "change", ("added", "removed"))):  # fmt: skip
+            for v in values:  # every series exists from the start (rate() needs a first sample)
+                self.c[name].labels(**{label: v})
+        self.info = {"program": program, "algorithm": algorithm, "namespace": namespace, "topic": topic}
+        self.topic = topic
+        self.started = time.time()
+        self._lock = threading.Lock()
+        self.totals = dict.fromkeys(
+            ("updates", "adds", "deletes", "batches", "replayed", "deltas", "added", "removed",
+             "dead_letters", "failures", "cancelled", "recursion_stops", "rederivations"), 0,
+        )  # fmt: skip
+        self.now: dict[str, object] = {"facts": 0, "explicit": 0, "log": 0, "pending": 0,
+                                       "state_entries": 0, "state_bytes": None, "lag": {},
+                                       "last_batch": None, "through": None, "last_commit": None}  # fmt: skip
+        self.history: deque[dict] = deque(maxlen=900)  # one sample per second: 15 minutes
+        self.batches: deque[dict] = deque(maxlen=120)
+        self.deltas: deque[dict] = deque(maxlen=20)
+        self.errors: deque[dict] = deque(maxlen=20)
+
+    # ------------------------------------------------------------ feeding
+    def _gauges(self, processor, store) -> None:
+        engine = processor.engine
+        internal = engine.analysis.internal
+        facts = sum(len(r) for p, r in engine.I.items() if p not in internal)
+        explicit = sum(len(s) for s in engine.E.values())
+        log = engine.log_size()
+        entries = store.size()
+        memory = store.memory_bytes()
+        c = self.c
+        c["fluxmat_materialisation_facts"].set(facts)
+        c["fluxmat_explicit_facts"].set(explicit)
+        c["fluxmat_derivation_log_entries"].set(log)
+        c["fluxmat_state_entries"].set(entries)
+        if memory is not None:
+            c["fluxmat_state_memory_bytes"].set(memory)
+        self.now.update(facts=facts, explicit=explicit, log=log, state_entries=entries, state_bytes=memory)
+
+    def on_start(self, processor, store) -> None:
+        """After the state is restored or the initial materialisation committed."""
+        with self._lock:
+            self._gauges(processor, store)
+            batch = store.last_batch()
+            self.now.update(last_batch=batch, through=processor.engine.last_id, last_commit=time.time())
+            self.c["fluxmat_last_consistency_point_batch"].set(batch if batch is not None else -1)
+            self.c["fluxmat_last_consistency_point_timestamp_seconds"].set(time.time())
+
+    def on_pending(self, pending: int) -> None:
+        self.c["fluxmat_pending_operations"].set(pending)
+        self.now["pending"] = pending
+
+    def on_batch(self, outcome, processor, store) -> None:
+        """Account for one finished micro-batch (a `stream.batch.BatchOutcome`)."""
+        c, t = self.c, self.totals
+        output = outcome.output
+        now = time.time()
+        with self._lock:
+            if outcome.replayed:
+                c["fluxmat_batches_total"].labels(outcome="replayed").inc()
+                c["fluxmat_deltas_published_total"].inc()
+                t["replayed"] += 1
+                t["deltas"] += 1
+                return
+            c["fluxmat_batches_total"].labels(outcome="applied").inc()
+            c["fluxmat_updates_consumed_total"].inc(outcome.updates)
+            c["fluxmat_fact_operations_total"].labels(op="add").inc(outcome.adds)
+            c["fluxmat_fact_operations_total"].labels(op="delete").inc(outcome.deletes)
+            c["fluxmat_deltas_published_total"].inc()
+            c["fluxmat_delta_facts_total"].labels(change="added").inc(outcome.added)
+            c["fluxmat_delta_facts_total"].labels(change="removed").inc(outcome.removed)
+            c["fluxmat_dead_letters_total"].inc(outcome.dead)
+            c["fluxmat_batch_duration_seconds"].observe(outcome.seconds)
+            latency = None
+            if outcome.oldest_timestamp_ms is not None:
+                latency = max(now - outcome.oldest_timestamp_ms / 1000.0, 0.0)
+                c["fluxmat_update_latency_seconds"].observe(latency)
+            for key, metric in (("cancelled", "fluxmat_operations_cancelled_total"),
+                                ("recursion_stops", "fluxmat_recursion_stops_total"),
+                                ("rederivations", "fluxmat_rederivations_total")):  # fmt: skip
+                n = outcome.stats.get(key, 0)
+                c[metric].inc(n)
+                t[key] += n
+            c["fluxmat_last_consistency_point_batch"].set(outcome.batch)
+            c["fluxmat_last_consistency_point_timestamp_seconds"].set(now)
+            for key, n in (("updates", outcome.updates), ("adds", outcome.adds),
+                           ("deletes", outcome.deletes), ("batches", 1), ("deltas", 1),
+                           ("added", outcome.added), ("removed", outcome.removed),
+                           ("dead_letters", outcome.dead)):  # fmt: skip
+                t[key] += n
+            self._gauges(processor, store)
+            self.now.update(last_batch=outcome.batch, through=outcome.through, last_commit=now)
+            self.batches.append({
+                "batch": outcome.batch, "t": now, "seconds": round(outcome.seconds, 4),
+                "latency": None if latency is None else round(latency, 4),
+                "updates": outcome.updates, "added": outcome.added, "removed": outcome.removed,
+                "dead": outcome.dead, "peak_pending": outcome.peak_pending,
+            })  # fmt: skip
+            if output is not None and (output["added"] or output["removed"]):
+                self.deltas.append({
+                    "batch": outcome.batch, "through": outcome.through, "t": now,
+                    "n_added": len(output["added"]), "n_removed": len(output["removed"]),
+                    "added": output["added"][:SHOWN_FACTS], "removed": output["removed"][:SHOWN_FACTS],
+                })  # fmt: skip
+
+    def on_error(self, exc: BaseException) -> None:
+        with self._lock:
+            self.c["fluxmat_batch_failures_total"].inc()
+            self.totals["failures"] += 1
+            self.errors.append({"t": time.time(), "message": f"{type(exc).__name__}: {exc}"})
+
+    def set_lag(self, lag: dict[str, int]) -> None:
+        gauge = self.c["fluxmat_consumer_lag_messages"]
+        with self._lock:
+            for partition, n in lag.items():
+                gauge.labels(topic=self.topic, partition=str(partition)).set(n)
+            self.now["lag"] = {str(p): int(n) for p, n in lag.items()}
+
+    def sample(self) -> None:
+        """Append one point to the history (called once a second by the job)."""
+        with self._lock:
+            t = self.totals
+            self.history.append({
+                "t": round(time.time(), 3), "updates": t["updates"],
+                "fact_ops": t["adds"] + t["deletes"], "deltas": t["deltas"],
+                "facts": self.now["facts"], "pending": self.now["pending"],
+                "lag": sum(self.now["lag"].values()),
+            })  # fmt: skip
+
+    # ------------------------------------------------------------ reading
+    def status(self) -> dict:
+        """Everything the dashboard shows, as one JSON-ready dict."""
+        with self._lock:
+            return {
+                "mode": "live",
+                "job": {**self.info, "started": self.started, "uptime": time.time() - self.started},
+                "totals": dict(self.totals),
+                "now": {**self.now, "lag": dict(self.now["lag"])},
+                "history": list(self.history),
+                "batches": list(self.batches),
+                "deltas": list(self.deltas),
+                "errors": list(self.errors),
+            }
+
+
+def serve_metrics(metrics: JobMetrics, host: str, port: int):
+    """Serve `/metrics` on host:port in a daemon thread; returns (server, thread)."""
+    return start_http_server(port, addr=host, registry=metrics.registry)
