@@ -1,0 +1,82 @@
+"""The Prometheus metrics `fluxmat run` exports: one table, the single source of truth.
+
+`METRICS` maps each *exported* name to `(type, help text, label names)`. The
+metrics code creates its collectors from it; the Grafana dashboard and the alert
+rules under `ops/` may only use names from it (tests/test_deployment.py checks).
+
+Types are "counter", "gauge" and "histogram". Keys are the names as scraped:
+
+* counters end in `_total`. prometheus_client's `Counter()` appends `_total`
+  on export (and strips a `_total` it is given), so a Counter is created with
+  the suffix stripped, which says what it does::
+
+      Counter(name.removesuffix("_total"), help, labels)
+
+* a histogram `X` is scraped as `X_bucket`, `X_sum` and `X_count`; its key here
+  is the bare `X`, the name `Histogram()` takes.
+
+Everything lives under the `fluxmat_` prefix. Nothing here imports
+prometheus_client, so the table can be read without it.
+"""
+
+from __future__ import annotations
+
+COUNTER, GAUGE, HISTOGRAM = "counter", "gauge", "histogram"
+
+METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "fluxmat_info": (
+        GAUGE, "Always 1; the labels describe the running job.",
+        ("program", "algorithm", "namespace")),
+    "fluxmat_updates_consumed_total": (
+        COUNTER, "Update messages applied to the engine.", ()),
+    "fluxmat_fact_operations_total": (
+        COUNTER, "Explicit fact operations in applied updates.", ("op",)),
+    "fluxmat_batches_total": (
+        COUNTER, "Micro-batches processed: applied, or replayed (already committed).",
+        ("outcome",)),
+    "fluxmat_batch_duration_seconds": (
+        HISTOGRAM, "Wall time of one micro-batch, from its rows to its published output.", ()),
+    "fluxmat_update_latency_seconds": (
+        HISTOGRAM, "Producer timestamp of an update to the publication of its delta.", ()),
+    "fluxmat_deltas_published_total": (
+        COUNTER, "Delta messages published to the deltas topic.", ()),
+    "fluxmat_delta_facts_total": (
+        COUNTER, "Facts that entered (added) or left (removed) the materialisation.",
+        ("change",)),
+    "fluxmat_dead_letters_total": (
+        COUNTER, "Bad update messages sent to the dead-letter topic.", ()),
+    "fluxmat_batch_failures_total": (
+        COUNTER, "Micro-batches that raised (not committed; Spark replays them).", ()),
+    "fluxmat_consumer_lag_messages": (
+        GAUGE, "Messages in the updates topic not yet read by the job.",
+        ("topic", "partition")),
+    "fluxmat_pending_operations": (
+        GAUGE, "Operations queued in the fully dynamic engine.", ()),
+    "fluxmat_operations_cancelled_total": (
+        COUNTER, "Pending add/del operations cancelled against each other.", ()),
+    "fluxmat_recursion_stops_total": (
+        COUNTER, "Additions stopped by recursion tagging.", ()),
+    "fluxmat_rederivations_total": (
+        COUNTER, "Facts rederived after a deletion wave.", ()),
+    "fluxmat_materialisation_facts": (
+        GAUGE, "Facts in the materialisation mat(P, E).", ()),
+    "fluxmat_explicit_facts": (
+        GAUGE, "Explicit facts E.", ()),
+    "fluxmat_derivation_log_entries": (
+        GAUGE, "Entries in the derivation log (applied rule instances).", ()),
+    "fluxmat_state_entries": (
+        GAUGE, "Hash entries in the Redis state (explicit facts, facts, log).", ()),
+    "fluxmat_state_memory_bytes": (
+        GAUGE, "Memory used by Redis (INFO used_memory).", ()),
+    "fluxmat_last_consistency_point_batch": (
+        GAUGE, "Id of the last committed micro-batch.", ()),
+    "fluxmat_last_consistency_point_timestamp_seconds": (
+        GAUGE, "Unix time of the last committed micro-batch.", ()),
+}  # fmt: skip
+
+SUFFIXES = {COUNTER: ("",), GAUGE: ("",), HISTOGRAM: ("_bucket", "_sum", "_count")}
+
+
+def exported_names() -> set[str]:
+    """Every series name a scrape can show (histograms as `_bucket`/`_sum`/`_count`)."""
+    return {name + s for name, (kind, _, _) in METRICS.items() for s in SUFFIXES[kind]}
