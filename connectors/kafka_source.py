@@ -271,7 +271,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise KafkaSourceError(
                 f"topic {self.topic!r} on {self.bootstrap} ends before the checkpointed "
                 f"offsets (partition: (checkpoint, broker end) = {lost}): the broker lost data "
-                "(in-memory broker restarted?); use a new checkpoint location to start over")
+                "(in-memory broker restarted?); start over with a new checkpoint and a new state "
+                "namespace, or continue the state with --starting-offsets (see ops/RUNBOOK.md)")
         if self._target is not None:
             high = {p: min(h, self._target.get(p, 0)) for p, h in high.items()}
         high = {p: max(h, start.get(p, 0)) for p, h in high.items()}  # never backwards

@@ -10,6 +10,9 @@ Contract (both stores):
     be applied again; `output(batch)` returns what it produced so it can be
     re-published identically (the last `KEEP_OUTPUTS` batches are kept).
   * `load()` returns the whole state, or None for an empty store.
+  * `rebase()` stores `base` = last batch + 1 in the metadata: a job that
+    continues the state with a new Spark checkpoint (whose batch ids restart at
+    0) numbers its batches `base + id`, so batch ids stay increasing.
   * One writer per namespace: two jobs must not share a `--redis` namespace.
 
 `MemoryStateStore` is the in-process store of `fluxmat demo` (nothing survives
@@ -29,6 +32,7 @@ from engine.fd.snapshot import StateChanges, StateSnapshot
 
 log = logging.getLogger("fluxmat.state")
 KEEP_OUTPUTS = 16
+INITIAL = -1  # the batch id of the initial materialisation
 CHUNK = 5000
 
 
@@ -44,6 +48,10 @@ class StateStore(Protocol):
     def size(self) -> int: ...
 
     def memory_bytes(self) -> int | None: ...
+
+    def rebase(self) -> int: ...
+
+    def batch_base(self) -> int: ...
 
     def close(self) -> None: ...
 
@@ -93,6 +101,15 @@ class MemoryStateStore:
 
     def memory_bytes(self) -> int | None:
         return None  # not measured for the in-process store
+
+    def rebase(self) -> int:
+        """Number the batches of a new checkpoint after the stored ones; returns the offset."""
+        base = int(self.meta.get("batch", INITIAL)) + 1
+        self.meta["base"] = base
+        return base
+
+    def batch_base(self) -> int:
+        return int(self.meta.get("base", 0))
 
     def close(self) -> None:
         pass
@@ -197,8 +214,19 @@ class RedisStateStore:
         """Memory used by the Redis server (all namespaces): INFO's `used_memory`."""
         return int(self._retry(lambda: self.client.info("memory"))["used_memory"])
 
+    def rebase(self) -> int:
+        """Number the batches of a new checkpoint after the stored ones; returns the offset."""
+        last = self.last_batch()
+        base = (INITIAL if last is None else last) + 1
+        self._retry(lambda: self.client.hset(self._k("meta"), "base", json.dumps(base)))
+        return base
+
+    def batch_base(self) -> int:
+        raw = self._retry(lambda: self.client.hget(self._k("meta"), "base"))
+        return 0 if raw is None else int(raw)
+
     def clear(self) -> None:
-        """Remove this namespace (used by tests and by `fluxmat run --reset-state`)."""
+        """Remove this namespace (used by tests)."""
         self.client.delete(*(self._k(k) for k in ("meta", "E", "I", "log", "out")))
 
     def close(self) -> None:

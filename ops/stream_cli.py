@@ -36,6 +36,9 @@ RUN_FLAGS = [
     ("--dashboard-port", "DASHBOARD_PORT", None, "serve the live dashboard on this port (off when unset)"),
     ("--dashboard-host", "DASHBOARD_HOST", "127.0.0.1", "address the dashboard binds to"),
     ("--auth-token", "AUTH_TOKEN", None, "token the dashboard requires (needed beyond 127.0.0.1)"),
+    ("--starting-offsets", "STARTING_OFFSETS", None,
+     "with a new checkpoint: earliest (default), latest, or JSON {\"<partition>\": offset}; "
+     "also lets a stored state continue with a new checkpoint"),
 ]
 REQUIRED = {"--bootstrap-servers", "--updates-topic", "--deltas-topic", "--redis", "--checkpoint"}
 
@@ -79,6 +82,7 @@ def job_config(ns: argparse.Namespace):
         master=ns.master, metrics_port=_int(ns.metrics_port, "--metrics-port"),
         metrics_host=ns.metrics_host, dashboard_port=_int(ns.dashboard_port, "--dashboard-port"),
         dashboard_host=ns.dashboard_host, auth_token=ns.auth_token or None,
+        starting_offsets=ns.starting_offsets or None,
     )  # fmt: skip
 
 

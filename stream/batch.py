@@ -95,6 +95,7 @@ class BatchProcessor:
         self.publisher = publisher
         self.budget = budget
         self.progress = progress
+        self.base = 0  # added to Spark's batch ids (see connectors.state: rebase)
         self.printer = FactPrinter(reasoner.program.prefixes)
 
     # ------------------------------------------------------------ start
@@ -104,6 +105,7 @@ class BatchProcessor:
         if snap is not None:
             check_fingerprint(self.engine, snap)
             restore(self.engine, snap)
+            self.base = int(snap.meta.get("base", 0) or 0)
             batch = self.store.last_batch()
             return f"restored state of batch {batch}: {sum(len(r) for r in self.engine.I.values())} facts"
         self.reasoner.load(initial_facts)
@@ -114,8 +116,10 @@ class BatchProcessor:
         return f"initial materialisation: {len(added)} facts"
 
     # ------------------------------------------------------------ batches
-    def process(self, batch: int, rows: list) -> BatchOutcome:
+    def process(self, batch_id: int, rows: list) -> BatchOutcome:
+        """Apply one micro-batch (Spark's `batch_id`) and publish its delta."""
         start = time.perf_counter()
+        batch = batch_id + self.base
         last = self.store.last_batch()
         if last is not None and batch <= last:
             stored = self.store.output(batch)

@@ -27,12 +27,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from connectors.broker import check_broker, ensure_topics
 from connectors.files import read_facts
 from connectors.kafka_sink import KafkaPublisher
 from connectors.state import open_store
-from engine import Reasoner
+from engine import FluxmatError, Reasoner
 from stream.batch import BatchOutcome, BatchProcessor
 
 
@@ -60,6 +61,7 @@ class JobConfig:
     dashboard_port: int | None = None  # the live dashboard (off when None)
     dashboard_host: str = "127.0.0.1"
     auth_token: str | None = None  # required by the dashboard beyond loopback
+    starting_offsets: str | None = None  # for a new checkpoint: earliest (default), latest, JSON
 
 
 def spark_session(master: str, app: str = "fluxmat"):
@@ -133,13 +135,18 @@ class Job:
         reasoner = Reasoner.from_file(cfg.program, cfg.algorithm)
         facts = [f for path in cfg.facts for f in read_facts(path, reasoner.prefixes)]
         store, publisher = self._connect()
+        rebase = self._check_checkpoint(store)
         from ops.metrics import JobMetrics
 
         metrics = self.metrics = JobMetrics(cfg.program, cfg.algorithm, cfg.namespace, cfg.updates_topic)
         processor = BatchProcessor(reasoner, store, publisher, cfg.budget, progress=metrics.on_pending)
         self.processor = processor
         with self.lock:
-            self.log(processor.start(facts))
+            self.log(processor.start(facts))  # refuses a state built for another program
+            if rebase:
+                processor.base = store.rebase()
+                self.log(f"continuing the stored state with a new checkpoint from offsets "
+                         f"{cfg.starting_offsets}; batches numbered from {processor.base}")  # fmt: skip
             metrics.on_start(processor, store)
         self._serve(metrics, reasoner)
         consumed: dict[str, int] = {}
@@ -155,6 +162,8 @@ class Job:
         )
         if cfg.max_updates_per_batch:
             reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_updates_per_batch))
+        if cfg.starting_offsets:
+            reader = reader.option("startingOffsets", cfg.starting_offsets)
 
         def each_batch(df, batch_id: int) -> None:
             rows = [tuple(r) for r in df.collect()]
@@ -198,6 +207,50 @@ class Job:
         if self.error is not None:
             raise self.error
 
+
+    def _check_checkpoint(self, store) -> bool:
+        """Refuse a state store and a checkpoint that do not belong together; True: rebase.
+
+        Batch ids restart at 0 with a new checkpoint, and the processor treats a
+        batch id <= the stored one as a replay: a stored state with a new
+        checkpoint would silently skip updates. With `--starting-offsets` given,
+        the operator asks for exactly that (continue the stored state from chosen
+        offsets), so the new checkpoint's batches are numbered after the stored
+        ones instead (a rebase). An empty store with a
+        checkpoint that has read batches would lose those updates: refused.
+        """
+        cfg = self.cfg
+        if "://" in cfg.checkpoint and not cfg.checkpoint.startswith("file:"):
+            self.log(f"checkpoint {cfg.checkpoint} is not local: its agreement with the state is not checked")
+            return False
+        planned = checkpoint_last_batch(cfg.checkpoint)
+        last = store.last_batch()
+        where = f"the state store (namespace {cfg.namespace!r})"
+        if last is None and planned is not None:
+            raise FluxmatError(
+                f"{where} is empty, but checkpoint {cfg.checkpoint} has read batches up to {planned}: "
+                "the updates already read would be lost. Restore the state (Redis AOF or backup), "
+                "or rebuild it with a new checkpoint, which re-reads the topic (see ops/RUNBOOK.md)"
+            )
+        if last is None or last < 0:
+            return False
+        if planned is None:
+            if cfg.starting_offsets is None:
+                raise FluxmatError(
+                    f"{where} is at batch {last}, but checkpoint {cfg.checkpoint} is new: batch ids "
+                    "would restart and updates would be skipped as replays. Use the checkpoint the "
+                    "state was built with, a new namespace, or --starting-offsets to continue this "
+                    "state from chosen offsets (see ops/RUNBOOK.md)"
+                )
+            return True
+        elif last - store.batch_base() > planned:
+            raise FluxmatError(
+                f"{where} is at batch {last}, ahead of checkpoint {cfg.checkpoint} "
+                f"(batch {planned + store.batch_base()}): "
+                "they belong to different runs. Use the checkpoint the state was built with, or a "
+                "new namespace (see ops/RUNBOOK.md)"
+            )
+        return False
 
     def _serve(self, metrics, reasoner) -> None:
         """Start the metrics and dashboard servers the configuration asks for."""
@@ -254,6 +307,13 @@ class Job:
             end = json.loads(end)
         for p, offset in (end or {}).items():
             consumed[str(p)] = max(consumed.get(str(p), 0), int(offset))
+
+
+def checkpoint_last_batch(checkpoint: str) -> int | None:
+    """The last batch id Spark planned in a local checkpoint (`offsets/<id>`), None when new."""
+    path = Path(checkpoint.removeprefix("file://").removeprefix("file:")) / "offsets"
+    ids = [int(p.name) for p in path.glob("*") if p.name.isdigit()] if path.is_dir() else []
+    return max(ids) if ids else None
 
 
 def run_until_signalled(cfg: JobConfig) -> None:
