@@ -244,6 +244,31 @@ def encode(update: dict) -> bytes:
     return json.dumps(update).encode("utf-8")
 
 
+def assert_refused(job: Proc, fragment: str, timeout: float = 90) -> str:
+    """The job exits 1 with exactly one `fluxmat: error:` line containing `fragment`."""
+    try:
+        code = job.wait(timeout)
+    finally:
+        job.cleanup()
+    err = job.stderr()
+    assert code == 1, job.tail()
+    assert "Traceback" not in err, job.tail()
+    lines = [ln for ln in err.splitlines() if ln.startswith("fluxmat: error:")]
+    assert len(lines) == 1 and fragment in lines[0], job.tail()
+    return lines[0]
+
+
+def run_until_through(s: Setup, name: str, target, *extra: str) -> Proc:
+    """Start a job, wait for the delta `through` = target, stop it cleanly."""
+    job = start_job(s, name, None, *extra)
+    try:
+        wait_for_through(s, job, target)
+        assert job.terminate() == 0, job.tail()
+    finally:
+        job.cleanup()
+    return job
+
+
 def wait_for_log(job: Proc, text: str, timeout: float = SPARK_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     while text not in job.stderr():
@@ -695,16 +720,7 @@ def test_state_built_for_another_program(setup):
     assert meta.get("batch") == "-1", meta
     other = s.logs / "other.dl"
     other.write_text(OTHER_PROGRAM, encoding="utf-8")
-    job2 = start_job(s, "other-program", program=other)
-    try:
-        code = job2.wait(60)
-    finally:
-        job2.cleanup()
-    err = job2.stderr()
-    assert code == 1, job2.tail()
-    assert "Traceback" not in err, job2.tail()
-    lines = [ln for ln in err.splitlines() if ln.startswith("fluxmat: error:")]
-    assert len(lines) == 1 and "another program" in lines[0], job2.tail()
+    assert_refused(start_job(s, "other-program", program=other), "another program")
     assert client.hgetall(f"fluxmat:{s.namespace}:meta") == meta, "the refused job changed the state"
     client.close()
     msgs = read_deltas(s.bootstrap, s.deltas)

@@ -15,40 +15,23 @@ import redis
 from connectors.kafka_sink import read_deltas
 from tests.test_pipeline import (
     INITIAL,
+    assert_refused,
     encode,
     final_explicit,
     make_setup,
     produce,
     rebuild,
     remat,
+    run_until_through,
     start_job,
-    wait_for_through,
 )
-
-
-def _refused(job, fragment: str) -> str:
-    try:
-        code = job.wait(90)
-    finally:
-        job.cleanup()
-    err = job.stderr()
-    assert code == 1, job.tail()
-    assert "Traceback" not in err, job.tail()
-    lines = [ln for ln in err.splitlines() if ln.startswith("fluxmat: error:")]
-    assert len(lines) == 1 and fragment in lines[0], job.tail()
-    return lines[0]
 
 
 def test_new_checkpoint_old_state_empty_state_old_checkpoint_and_resuming(broker, redis_server, tmp_path):
     s = make_setup(broker, redis_server, tmp_path / "a")
     first = [{"add": [["edge", "d", "e"]], "id": "one"}]
     produce(s.bootstrap, s.updates, [(0, encode(u)) for u in first])
-    job = start_job(s, "first")
-    try:
-        wait_for_through(s, job, "one")
-        assert job.terminate() == 0, job.tail()
-    finally:
-        job.cleanup()
+    run_until_through(s, "first", "one")
     client = redis.Redis.from_url(s.redis_url, decode_responses=True)
     meta = client.hgetall(f"fluxmat:{s.namespace}:meta")
     assert int(meta["batch"]) >= 0
@@ -56,7 +39,7 @@ def test_new_checkpoint_old_state_empty_state_old_checkpoint_and_resuming(broker
     # 1. the same namespace with a new checkpoint: refused, nothing changed
     old_checkpoint = s.checkpoint
     s.checkpoint = tmp_path / "new-checkpoint"
-    _refused(start_job(s, "new-checkpoint"), "checkpoint")
+    assert_refused(start_job(s, "new-checkpoint"), "checkpoint")
     assert client.hgetall(f"fluxmat:{s.namespace}:meta") == meta
     assert not (s.checkpoint / "offsets").exists()
 
@@ -65,12 +48,7 @@ def test_new_checkpoint_old_state_empty_state_old_checkpoint_and_resuming(broker
     before = read_deltas(s.bootstrap, s.deltas)
     second = [{"del": [["edge", "a", "b"]], "id": "two"}]
     produce(s.bootstrap, s.updates, [(0, encode(u)) for u in second])
-    job = start_job(s, "resume", None, "--starting-offsets", '{"0": 1, "1": 0}')
-    try:
-        wait_for_through(s, job, "two")
-        assert job.terminate() == 0, job.tail()
-    finally:
-        job.cleanup()
+    job = run_until_through(s, "resume", "two", "--starting-offsets", '{"0": 1, "1": 0}')
     assert "continuing the stored state" in job.stderr(), job.tail()
     msgs = read_deltas(s.bootstrap, s.deltas)
     assert rebuild(msgs) == remat(final_explicit(INITIAL, first + second)), job.tail()
@@ -80,12 +58,7 @@ def test_new_checkpoint_old_state_empty_state_old_checkpoint_and_resuming(broker
     # 2b. a restart on the new checkpoint goes on numbering after the stored batches
     third = [{"add": [["edge", "a", "f"]], "id": "three"}]
     produce(s.bootstrap, s.updates, [(0, encode(u)) for u in third])
-    job = start_job(s, "after-resume")
-    try:
-        wait_for_through(s, job, "three")
-        assert job.terminate() == 0, job.tail()
-    finally:
-        job.cleanup()
+    job = run_until_through(s, "after-resume", "three")
     msgs = read_deltas(s.bootstrap, s.deltas)
     assert rebuild(msgs) == remat(final_explicit(INITIAL, first + second + third)), job.tail()
     batches = [m["batch"] for m in msgs]
@@ -94,6 +67,6 @@ def test_new_checkpoint_old_state_empty_state_old_checkpoint_and_resuming(broker
     # 3. the state emptied (Redis lost) while the checkpoint has read batches: refused
     client.delete(*(f"fluxmat:{s.namespace}:{k}" for k in ("meta", "E", "I", "log", "out")))
     s.checkpoint = old_checkpoint
-    _refused(start_job(s, "empty-state"), "is empty")
+    assert_refused(start_job(s, "empty-state"), "is empty")
     assert client.hgetall(f"fluxmat:{s.namespace}:meta") == {}, "the refused job wrote a state"
     client.close()
