@@ -6,11 +6,18 @@ STAMP   := $(VENV)/.installed
 
 .PHONY: test test-all bench lint demo clean
 
+BSTAMP  := $(VENV)/.installed-bench
+
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e '.[test,bench]'
+	$(VPY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
+
+# the benchmark peers (DuckDB, Pathway, owlrl, matplotlib, ...) only for `make bench`
+$(BSTAMP): $(STAMP)
+	$(VPY) -m pip install -q -e '.[test,bench]'
+	touch $(BSTAMP)
 
 test: $(STAMP)
 	$(VPY) -m pytest
@@ -18,7 +25,7 @@ test: $(STAMP)
 test-all: $(STAMP)
 	FLUXMAT_FULL_CORPUS=1 $(VPY) -m pytest -m "slow or not slow"
 
-bench: $(STAMP)
+bench: $(BSTAMP)
 	$(VPY) -m tests.benchmarks.run
 
 lint: $(STAMP)

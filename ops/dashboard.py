@@ -9,9 +9,9 @@ Routes (GET):
   /healthz      "ok" (never needs the token)
 
 Binding: 127.0.0.1 unless told otherwise; any other address needs an auth token.
-With a token every route except /healthz requires `Authorization: Bearer TOKEN`
-or `?token=TOKEN` (the page passes on the token it was opened with); a wrong or
-missing token gets 401. Bad questions (syntax errors, unknown predicates) get 400
+With a token every API route requires `Authorization: Bearer TOKEN` or
+`?token=TOKEN` (the page, which holds no data itself, passes on the token it was
+opened with); a wrong or missing token gets 401. Bad questions (syntax errors, unknown predicates) get 400
 with the error message; a job busy with a long batch gets 503.
 
 Two sources: `LiveSource` inside `fluxmat run` (the job's metrics, its engine
@@ -198,11 +198,13 @@ def _handler(source, token: str | None):
             query = parse_qs(url.query)
             if url.path == "/healthz":
                 return self._send(200, b"ok\n", "text/plain")
+            if url.path == "/favicon.ico":
+                return self._send(204, b"", "image/x-icon")
+            if url.path in ("/", "/index.html"):  # static: holds no data, fetches it with the token
+                return self._send(200, PAGE.read_bytes(), "text/html; charset=utf-8")
             if not self._authorised(query):
-                return self._json(401, {"error": "missing or wrong token"})
+                return self._json(401, {"error": "missing or wrong token (open the page as /?token=...)"})
             try:
-                if url.path in ("/", "/index.html"):
-                    return self._send(200, PAGE.read_bytes(), "text/html; charset=utf-8")
                 if url.path == "/api/status":
                     return self._json(200, source.status())
                 if url.path == "/api/query":

@@ -11,16 +11,19 @@ chromium) lives in tests/test_dashboard_browser.py and uses this module's job.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.browser import Browser
 from tests.servers import free_port
 from tests.test_pipeline import (
     INITIAL,
@@ -249,3 +252,51 @@ def test_dashboard_refuses_an_open_binding_without_a_token(live, tmp_path):
                           capture_output=True, text=True, timeout=120, env=job_env())  # fmt: skip
     assert proc.returncode == 1
     assert "give --auth-token" in proc.stderr
+
+
+# ------------------------------------------------------------------ a real browser
+
+ARTIFACTS = Path(os.environ.get("FLUXMAT_ARTIFACTS", Path(__file__).resolve().parent.parent / ".artifacts"))
+
+
+@pytest.mark.skipif(not Browser.available(), reason="chromium is not installed (apt-get install chromium)")
+def test_dashboard_in_a_real_browser(live):
+    with Browser() as browser:
+        page = browser.open(f"{live.base}/?token={TOKEN}")
+        page.wait_for("document.getElementById('status').textContent === 'live'")
+        page.wait_for("document.getElementById('facts').textContent !== '–'")
+        number = lambda id_: int(page.evaluate(  # noqa: E731
+            f"document.getElementById('{id_}').textContent.replace(/,/g, '')"))
+        assert number("facts") == len(live.expected_facts)
+        assert number("updates") == live.counts["updates"]
+        assert number("dead-letters") == 1
+        assert number("lag") == 0
+        assert "fd-counting" in page.evaluate("document.getElementById('job-info').textContent")
+        assert page.evaluate("document.querySelectorAll('#deltas tr').length") > 0
+        assert "z1" in page.evaluate("document.getElementById('deltas').textContent")
+        drawn = page.evaluate(  # the charts have data: some non-white pixels on each canvas
+            "[...document.querySelectorAll('canvas')].map(c => c.getContext('2d')"
+            ".getImageData(0, 0, c.width, c.height).data.some((v, i) => i % 4 === 3 && v > 0))")
+        assert drawn == [True] * 5
+        page.fill("#query-pattern", "path(n2, ?X)")
+        page.click("#query-run")
+        text = page.wait_for("document.getElementById('query-result').textContent.includes('facts') && "
+                             "document.getElementById('query-result').textContent")  # fmt: skip
+        want = sorted(f"path(n2, {f[2]})" for f in live.expected_facts if f[0] == "path" and f[1] == "n2")
+        assert text.splitlines() == [f"{len(want)} facts", *want]
+        page.fill("#why-fact", "path(n2, n4)")
+        page.click("#why-run")
+        why = page.wait_for("document.getElementById('why-result').textContent.includes('explicit') && "
+                            "document.getElementById('why-result').textContent")  # fmt: skip
+        assert why.splitlines()[0].startswith("path(n2, n4)  <- path(X, Z)")
+        assert page.console_errors == []
+        page.fill("#why-fact", "path(n2,")
+        page.click("#why-run")
+        page.wait_for("document.getElementById('why-result').classList.contains('err')")
+        shot = page.screenshot(ARTIFACTS / "dashboard.png")
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+        print(f"dashboard screenshot: {shot}")
+        assert [e for e in page.console_errors if "400 (Bad Request)" not in e] == []
+    with Browser() as browser:  # without the token the page says why it shows nothing
+        page = browser.open(f"{live.base}/")
+        page.wait_for("document.getElementById('status').textContent.includes('token')")
