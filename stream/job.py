@@ -148,10 +148,14 @@ class Job:
                 self.log(f"continuing the stored state with a new checkpoint from offsets "
                          f"{cfg.starting_offsets}; batches numbered from {processor.base}")  # fmt: skip
             metrics.on_start(processor, store)
-        self._serve(metrics, reasoner)
         consumed: dict[str, int] = {}
         sampler = threading.Thread(target=self._sample, args=(metrics, consumed), daemon=True)
-        spark = spark_session(cfg.master)
+        try:
+            self._serve(metrics, reasoner)
+            spark = spark_session(cfg.master)
+        except BaseException:
+            self._close_servers()
+            raise
         from connectors.kafka_source import register
 
         register(spark)
@@ -197,9 +201,7 @@ class Job:
                 self.error = RuntimeError(str(query.exception()))
         finally:
             self._stop.set()
-            for server in self._servers:
-                server.shutdown()
-                server.server_close()
+            self._close_servers()
             query.stop()
             spark.stop()
             publisher.close()
@@ -251,6 +253,12 @@ class Job:
                 "new namespace (see ops/RUNBOOK.md)"
             )
         return False
+
+    def _close_servers(self) -> None:
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
+        self._servers.clear()
 
     def _serve(self, metrics, reasoner) -> None:
         """Start the metrics and dashboard servers the configuration asks for."""
