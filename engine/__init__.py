@@ -41,21 +41,24 @@ class Reasoner:
     'path(b, c).'
     """
 
-    def __init__(self, program: Program, algorithm: str = "dredc"):
+    def __init__(self, program: Program, algorithm: str = "dredc", modules: bool = True):
+        """`modules` enables the tc/stc modules where `algorithm` supports them."""
         self.program = program
         self.analysis = analyse(program)
-        self.maintainer: Maintainer = create(algorithm, self.analysis)
+        self.maintainer: Maintainer = create(algorithm, self.analysis, modules=modules)
         self.prefixes = dict(program.prefixes)
         self.printer = FactPrinter(program.prefixes)
 
     @classmethod
-    def from_text(cls, text: str, algorithm: str = "dredc", source: str = "<input>") -> Reasoner:
-        return cls(parse_program(text, source), algorithm)
+    def from_text(
+        cls, text: str, algorithm: str = "dredc", source: str = "<input>", modules: bool = True
+    ) -> Reasoner:
+        return cls(parse_program(text, source), algorithm, modules)
 
     @classmethod
-    def from_file(cls, path: str | Path, algorithm: str = "dredc") -> Reasoner:
+    def from_file(cls, path: str | Path, algorithm: str = "dredc", modules: bool = True) -> Reasoner:
         path = Path(path)
-        return cls(parse_program(path.read_text(encoding="utf-8"), str(path)), algorithm)
+        return cls(parse_program(path.read_text(encoding="utf-8"), str(path)), algorithm, modules)
 
     def program_facts(self) -> list[tuple]:
         return [atom_to_fact(a) for a in self.program.facts]

@@ -9,7 +9,11 @@ Computed once, then only queried:
   * safety and arity checks (errors name file, line and column);
   * the predicate dependency graph, its strongly connected components, one
     stratum per component in dependency order, and recursive vs non-recursive
-    rules (a rule is recursive when a positive body atom is in its head's stratum).
+    rules (a rule is recursive when a positive body atom is in its head's stratum);
+  * specialised modules (Hu, Motik & Horrocks 2019), found by a pattern matcher:
+    `R(x, z) :- R(x, y), R(y, z).` over a binary R is a transitive-closure module
+    tc(R); together with `R(y, x) :- R(x, y).` a symmetric-transitive-closure
+    module stc(R). The stratum's other recursive rules stay generic.
 
 Nothing here evaluates rules.
 """
@@ -76,6 +80,23 @@ class Stratum:
 
 
 @dataclass(frozen=True)
+class ModuleSpec:
+    """A recursive module of one stratum: `kind` is "tc" or "stc" over binary `pred`.
+
+    `rules` are the ids of the rules the module evaluates instead of the generic
+    semi-naive loop (duplicates of the pattern included).
+    """
+
+    kind: str
+    pred: str
+    stratum: int
+    rules: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return f"{self.kind}({self.pred})"
+
+
+@dataclass(frozen=True)
 class Analysis:
     program: Program
     rules: tuple[AnalysedRule, ...]
@@ -85,6 +106,11 @@ class Analysis:
     internal: frozenset[str]
     overloads: dict[str, dict[int, str]] = field(default_factory=dict)
     display: dict[str, str] = field(default_factory=dict)  # internal relation -> predicate
+    modules: tuple[ModuleSpec, ...] = ()
+
+    def modules_of(self, stratum: Stratum) -> tuple[ModuleSpec, ...]:
+        """The specialised modules detected in `stratum` (empty for most strata)."""
+        return tuple(m for m in self.modules if m.stratum == stratum.index)
 
     def relation(self, pred: str, arity: int) -> str:
         """The relation holding `pred` facts of `arity` (differs for RDFox overloads)."""
@@ -397,6 +423,56 @@ def analyse(program: Program) -> Analysis:
     internal = frozenset(p for p in arity if p.startswith(INTERNAL_PREFIX))
     display = {name: p for p, by_arity in table.items() for name in by_arity.values()}
     return Analysis(
-        program, tuple(rules), arity, tuple(strata), stratum_of, internal, table, display
-    )
+        program, tuple(rules), arity, tuple(strata), stratum_of, internal, table, display,
+        detect_modules(rules, strata),
+    )  # fmt: skip
 
+
+# ---------------------------------------------------------------- modules
+
+
+def _pattern(rule: AnalysedRule) -> tuple[str, str] | None:
+    """("tc" | "sym", R) when `rule` is `R(x, z) :- R(x, y), R(y, z).` or `R(y, x) :- R(x, y).`.
+
+    Variables must be distinct, named (not `_`) and the rule must have no other
+    literal; the order of the two body atoms does not matter.
+    """
+    if rule.negatives or rule.builtins or len(rule.rule.body) != len(rule.positives):
+        return None
+    head, body = rule.head, rule.positives
+    atoms = (head, *body)
+    if len(head.args) != 2 or any(a.pred != head.pred or len(a.args) != 2 for a in atoms):
+        return None
+    if not all(isinstance(t, Var) and not t.name.startswith("_") for a in atoms for t in a.args):
+        return None
+    x, z = (t.name for t in head.args)
+    names = [[t.name for t in a.args] for a in body]
+    if x == z:
+        return None
+    if len(body) == 1:
+        return ("sym", head.pred) if names[0] == [z, x] else None
+    if len(body) == 2:
+        for (a1, y1), (y2, b2) in (names, names[::-1]):
+            if a1 == x and b2 == z and y1 == y2 and y1 not in (x, z):
+                return "tc", head.pred
+    return None
+
+
+def detect_modules(rules: list[AnalysedRule], strata: list[Stratum]) -> tuple[ModuleSpec, ...]:
+    """tc(R) / stc(R) modules among the recursive rules of each stratum (compile time)."""
+    out: list[ModuleSpec] = []
+    for s in strata:
+        found: dict[tuple[str, str], list[int]] = {}
+        for rid in s.recursive:
+            match = _pattern(rules[rid])
+            if match is not None:
+                found.setdefault(match, []).append(rid)
+        for (kind, pred), tc_rules in sorted(found.items()):
+            if kind != "tc":
+                continue
+            sym = found.get(("sym", pred))
+            if sym:
+                out.append(ModuleSpec("stc", pred, s.index, tuple(sorted(tc_rules + sym))))
+            else:
+                out.append(ModuleSpec("tc", pred, s.index, tuple(tc_rules)))
+    return tuple(out)

@@ -9,6 +9,9 @@ avoid the delta sets. With `P = N = None` it is the plain Pi<Ip, In>.
 
 `saturate` is the single semi-naive loop every algorithm uses: it feeds the facts
 it is given back into `derive` until an `accept` callback returns nothing new.
+Specialised modules (engine.modules) take part in the same loop: each round
+every module step sees the round's facts of its relation, minus those it
+produced itself in the previous round (Hu, Motik & Horrocks 2019, Algorithm 2).
 
 Views map a predicate to a list of sources `(Relation, excluded)`: the union of
 each relation minus its excluded set (a set, several sets, or None).
@@ -17,7 +20,7 @@ each relation minus its excluded set (a set, several sets, or None).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from engine.analysis import AnalysedRule, Analysis
@@ -27,7 +30,8 @@ from engine.storage import Dictionary, Fact, Relation
 Source = tuple[Relation, object]
 View = Callable[[str], list[Source]]
 Facts = dict[str, set[Fact]] | dict[str, Relation]
-Derived = list[tuple[AnalysedRule, list[Fact]]]
+Derived = list[tuple[AnalysedRule, list[Fact]]]  # (modules add (Module, set) entries)
+Step = Callable[[set[Fact]], set[Fact]]
 EMPTY: frozenset = frozenset()
 
 
@@ -36,6 +40,7 @@ class Counts:
     """Work counters accumulated by an evaluator; reports take snapshots of them."""
 
     applications: Counter = field(default_factory=Counter)  # rule id -> instances
+    module_work: Counter = field(default_factory=Counter)  # module name -> candidate facts
     backward_queries: int = 0
     backward_matches: int = 0
     backward_reads: int = 0  # facts read while evaluating rules backwards
@@ -199,13 +204,39 @@ def saturate(
     In: View,
     delta: dict[str, set[Fact]],
     accept: Callable[[Derived, dict[str, set[Fact]]], dict[str, set[Fact]]],
+    modules: Sequence[tuple[object, Step]] = (),
+    full: bool = False,
+    own: dict | None = None,
 ) -> None:
     """The semi-naive fixpoint loop shared by every algorithm.
 
     Repeats `delta = accept(derive(rule_ids, Ip, In |> delta), delta)` until `delta`
     is empty. `accept` updates the algorithm's state (so that the views see it) and
     returns the facts that are new in this round.
+
+    `modules` are `(module, step)` pairs: each round, `step` gets the round's
+    facts of `module.pred` minus those it returned in the previous round (`own`
+    gives them for the first round) and returns facts that `accept` receives as
+    `(module, facts)` entries of the derived list. With `full`, the rules of the
+    first round are evaluated over all of Ip (Pi<Ip, In>) instead of the delta.
     """
+    own = dict(own or {})
     while any(delta.values()):
         ev.counts.iterations += 1
-        delta = accept(ev.derive(rule_ids, Ip, In, delta, None) if rule_ids else [], delta)
+        if not rule_ids:
+            derived: Derived = []
+        elif full:
+            derived = ev.derive(rule_ids, Ip, In)
+            full = False
+        else:
+            derived = ev.derive(rule_ids, Ip, In, delta, None)
+        for module, step in modules:
+            fs = delta.get(module.pred)  # type: ignore[attr-defined]
+            mine = own.get(module)
+            if fs and mine:
+                fs = fs - mine
+            out = step(fs) if fs else set()
+            own[module] = out
+            if out:
+                derived.append((module, out))  # type: ignore[arg-type]
+        delta = accept(derived, delta)

@@ -41,6 +41,7 @@ class Config:
     output: str | None = None
     stats: str | None = None
     code: bool = False
+    modules: str = "on"
 
     @classmethod
     def from_args(cls, ns: argparse.Namespace) -> Config:
@@ -53,6 +54,11 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
         p.add_argument(
             "--facts", action="append", default=[], metavar="FILE",
             help="explicit facts: program syntax, or JSON Lines when named *.jsonl (repeatable)",
+        )  # fmt: skip
+        p.add_argument(
+            "--modules", default=_env("MODULES", "on"), choices=["on", "off"],
+            help="transitive / symmetric-transitive closure modules where the algorithm "
+            "supports them (remat, dredc) (env FLUXMAT_MODULES; default: %(default)s)",
         )  # fmt: skip
 
 
@@ -116,7 +122,7 @@ def _reasoner(cfg: Config) -> Reasoner:
     path = Path(cfg.program)
     if not path.is_file():
         raise FluxmatError(f"{cfg.program}: no such file")
-    return Reasoner.from_file(path, cfg.algorithm)
+    return Reasoner.from_file(path, cfg.algorithm, modules=cfg.modules == "on")
 
 
 def _facts(cfg: Config, reasoner: Reasoner) -> list[tuple]:
@@ -145,6 +151,7 @@ def _stats_line(label, report: Report, update_id=None) -> str:
         "noop_adds": report.noop_adds,
         "noop_deletes": report.noop_deletes,
         "rule_applications": report.total_applications,
+        "module_inferences": report.total_module_inferences,
         "iterations": report.iterations,
         "backward_matches": report.backward_matches,
         "backward_reads": report.backward_reads,
@@ -280,6 +287,15 @@ def cmd_check(cfg: Config) -> None:
     for s in comps:
         names = ", ".join(sorted({reasoner.printer.pred(an.display.get(p, p)) for p in s.preds}))
         print(f"    stratum {s.index}: {names} ({len(s.recursive)} recursive rules)")
+    print(f"  modules: {len(an.modules)}")
+    for m in an.modules:
+        rules = f"{len(m.rules)} rule{'s' if len(m.rules) != 1 else ''}"
+        print(f"    stratum {m.stratum}: {_module(reasoner, m)} ({rules})")
+
+
+def _module(reasoner: Reasoner, m) -> str:
+    """`tc(path)`: a detected module with its predicate as the program writes it."""
+    return f"{m.kind}({reasoner.printer.pred(reasoner.analysis.display.get(m.pred, m.pred))})"
 
 
 def cmd_explain(cfg: Config) -> None:
@@ -289,12 +305,18 @@ def cmd_explain(cfg: Config) -> None:
     print("== AST")
     print(reasoner.program)
     print("\n== analysis")
+    module_of = {rid: m for m in an.modules for rid in m.rules}
     for s in an.strata:
         preds = ", ".join(sorted(pr.pred(p) for p in s.preds))
         print(f"stratum {s.index}: {preds}")
+        for m in an.modules_of(s):
+            print(f"  module {_module(reasoner, m)}: rules {', '.join(map(str, m.rules))}")
         for rid in s.rules:
             r = an.rules[rid]
-            print(f"  [{rid}] {'recursive' if r.recursive else 'non-recursive'}: {r}")
+            kind = "recursive" if r.recursive else "non-recursive"
+            if rid in module_of:
+                kind += f", module {_module(reasoner, module_of[rid])}"
+            print(f"  [{rid}] {kind}: {r}")
     print("\n== plans")
     for r in an.rules:
         kinds = [("full", None)] + [("delta", i) for i in range(len(r.positives) + len(r.negatives))]

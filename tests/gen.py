@@ -21,7 +21,10 @@ recursion and mutual recursion (predicates of one layer may use each other),
 `!=`, `=`, `<`, `<=` filters, bounded arithmetic (`N = M + 1, N < 4` and head
 terms `M + 1` guarded by `M < 3`), and stratified negation (only predicates of
 strictly lower layers are negated, with bound variables, constants, `_` or a
-variable local to the negated atom).
+variable local to the negated atom). Binary IDB predicates whose columns have
+one type sometimes also get the transitivity rule `p(X, Z) :- p(X, Y), p(Y, Z).`
+and sometimes the symmetry rule `p(Y, X) :- p(X, Y).` besides their other rules
+(the tc / stc modules of Hu, Motik & Horrocks 2019; higher layers may negate p).
 """
 
 from __future__ import annotations
@@ -200,12 +203,16 @@ class _RuleBuilder:
 
 
 @st.composite
-def program_cases(draw, recursion: bool | None = None) -> GenProgram:
+def program_cases(draw, recursion: bool | None = None, closure: bool = False) -> GenProgram:
     """A safe, stratifiable program over EDB e/2, f/1 and 1-5 layered IDB predicates.
 
     `recursion=False` forbids positive atoms of a rule's own layer (the program is
-    then non-recursive); None lets hypothesis choose.
+    then non-recursive); None lets hypothesis choose. `closure=True` makes p1
+    binary with one column type and gives it a transitivity rule (and sometimes
+    the symmetry rule): the program then always has a tc or stc module.
     """
+    if closure:
+        recursion = True
     if recursion is None:
         recursion = draw(st.booleans())
     kinds = st.sampled_from((SYM, INT))
@@ -219,12 +226,24 @@ def program_cases(draw, recursion: bool | None = None) -> GenProgram:
         for _ in range(draw(st.integers(1, 2))):
             pred = f"p{n}"
             n += 1
-            schema[pred] = tuple(draw(kinds) for _ in range(draw(st.integers(1, 2))))
+            if closure and n == 2:
+                schema[pred] = (draw(kinds),) * 2
+            else:
+                schema[pred] = tuple(draw(kinds) for _ in range(draw(st.integers(1, 2))))
             layer_of[pred] = layer
     rules = []
     for head in sorted(p for p in schema if layer_of[p] > 0):
         for _ in range(draw(st.integers(1, 2))):
             rules.append(_RuleBuilder(draw, schema, layer_of, recursion).build(head))
+        if recursion and len(schema[head]) == 2 and len(set(schema[head])) == 1:
+            kinds_ = (
+                ("tc", "stc") if closure and head == "p1" else ("", "", "tc", "tc", "stc", "sym")
+            )
+            kind = draw(st.sampled_from(kinds_))
+            if "tc" in kind:
+                rules.append(f"{head}(X, Z) :- {head}(X, Y), {head}(Y, Z).")
+            if kind in ("stc", "sym"):
+                rules.append(f"{head}(Y, X) :- {head}(X, Y).")
     return GenProgram("\n".join(rules) + "\n", schema, layer_of, recursion)
 
 
@@ -278,9 +297,9 @@ def update_sequences(
 
 
 @st.composite
-def scenarios(draw, recursion: bool | None = None):
-    """(GenProgram, initial facts, update sequence)."""
-    gp = draw(program_cases(recursion))
+def scenarios(draw, recursion: bool | None = None, closure: bool = False):
+    """(GenProgram, initial facts, update sequence); see `program_cases`."""
+    gp = draw(program_cases(recursion, closure))
     initial = draw(facts(gp.schema))
     updates = draw(update_sequences(gp.schema, initial))
     return gp, initial, updates

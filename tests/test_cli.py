@@ -209,6 +209,44 @@ def test_explain_prints_every_stage(tmp_path):
     assert "def run(" in code
 
 
+def test_check_and_explain_show_modules(tmp_path):
+    """Hu, Motik & Horrocks 2019: tc(R) and stc(R) modules are detected at compile time."""
+    program = write(
+        tmp_path / "m.dl",
+        "r(X, Z) :- r(X, Y), r(Y, Z).\nr(Y, X) :- r(X, Y).\n"
+        "path(X, Z) :- path(X, Y), path(Y, Z).\npath(X, Y) :- r(X, Y).\n",
+    )
+    out = ok(fluxmat("check", program))
+    assert "modules: 2" in out
+    assert re.search(r"stratum \d: stc\(r\) \(2 rules\)", out)
+    assert re.search(r"stratum \d: tc\(path\) \(1 rule\)", out)
+    out = ok(fluxmat("explain", program))
+    assert "module stc(r): rules 0, 1" in out
+    assert "[2] recursive, module tc(path): path(X, Z) :- path(X, Y), path(Y, Z)." in out
+
+
+@pytest.mark.parametrize("algorithm", ["remat", "dredc", "dred"])
+def test_modules_flag_and_environment(tmp_path, algorithm):
+    """`--modules on|off` (env FLUXMAT_MODULES): same output; module work only when on."""
+    program = write(tmp_path / "m.dl", "r(X, Z) :- r(X, Y), r(Y, Z).\nr(a, b). r(b, c). r(c, d).\n")
+    updates = write(tmp_path / "u.jsonl", '{"del": [["r", "b", "c"]]}\n{"add": [["r", "b", "c"]]}\n')
+    outs, work = [], []
+    for flags, env in (([], {}), (["--modules", "off"], {}), ([], {"FLUXMAT_MODULES": "off"})):
+        stats = tmp_path / "s.jsonl"
+        outs.append(ok(fluxmat(
+            "replay", program, "--updates", updates, "--algorithm", algorithm,
+            "--stats", str(stats), *flags, env=env,
+        )))  # fmt: skip
+        lines = [json.loads(x) for x in stats.read_text().splitlines()]
+        work.append(sum(x["module_inferences"] for x in lines))
+    assert outs[0] == outs[1] == outs[2]
+    assert "r(a, d)." in outs[0]
+    assert (work[0] > 0) == (algorithm != "dred")
+    assert work[1] == work[2] == 0
+    assert ok(fluxmat("materialise", program, "--modules", "off")) == ok(fluxmat("materialise", program))
+    user_error(fluxmat("materialise", program, "--modules", "maybe"), "--modules")
+
+
 @pytest.mark.parametrize("program", sorted(CORPUS.glob("*.dlog")), ids=lambda p: p.name)
 def test_corpus_programs_pass_check(program):
     out = ok(fluxmat("check", program))

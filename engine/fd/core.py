@@ -128,8 +128,9 @@ class FullyDynamic(Maintainer):
         dictionary: Dictionary | None = None,
         seed: int = 0,
         interleaved: bool = True,
+        modules: bool = True,  # accepted for a uniform interface; modules are not used
     ):
-        super().__init__(analysis, dictionary)
+        super().__init__(analysis, dictionary, modules)
         self.rng = random.Random(seed)
         self.interleaved = interleaved
         self.queues: dict[int, list] = {}

@@ -23,14 +23,20 @@ ALGORITHMS: dict[str, type[Maintainer]] = {
 }
 
 
-def create(name: str, analysis: Analysis, dictionary: Dictionary | None = None) -> Maintainer:
-    """Instantiate the algorithm called `name` for an analysed program."""
+def create(
+    name: str, analysis: Analysis, dictionary: Dictionary | None = None, modules: bool = True
+) -> Maintainer:
+    """Instantiate the algorithm called `name` for an analysed program.
+
+    `modules` selects the tc/stc modules where the algorithm supports them
+    (`Maintainer.supports_modules`); other algorithms ignore it.
+    """
     cls = ALGORITHMS.get(name)
     if cls is None:
         raise AlgorithmError(
             f"unknown algorithm '{name}'; choose one of: {', '.join(sorted(ALGORITHMS))}"
         )
-    return cls(analysis, dictionary)
+    return cls(analysis, dictionary, modules=modules)
 
 
 __all__ = ["ALGORITHMS", "Maintainer", "Report", "create"]

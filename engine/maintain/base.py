@@ -6,6 +6,11 @@ materialisation; `update(add, delete)` applies one update and returns a
 `Report`. Facts cross this boundary as Python values `(pred, arg, ...)`;
 inside, they are dictionary-encoded int tuples keyed by predicate.
 
+Specialised modules (engine.modules, Hu, Motik & Horrocks 2019) take over the
+rules they capture in algorithms with `supports_modules`, when the maintainer is
+created with `modules=True` (the default); otherwise every rule is evaluated
+generically. C_r then counts only the instances of generic recursive rules.
+
 Update semantics (shared by all algorithms): adding an already-explicit fact or
 deleting a non-explicit fact is a no-op, counted in the report; a fact both
 added and deleted by one update is rejected with `UpdateError`.
@@ -21,6 +26,7 @@ from dataclasses import dataclass, field
 from engine.analysis import Analysis, Stratum
 from engine.errors import UpdateError
 from engine.evaluate import Derived, Evaluator, saturate
+from engine.modules import Module, build
 from engine.storage import Dictionary, Fact, Relation, Weighted, paused_gc
 
 PyFact = tuple  # (pred: str, *args: Value)
@@ -37,6 +43,7 @@ class Report:
     noop_adds: int = 0
     noop_deletes: int = 0
     rule_applications: dict[int, int] = field(default_factory=dict)
+    module_inferences: dict[str, int] = field(default_factory=dict)  # module -> candidates
     iterations: int = 0
     backward_queries: int = 0
     backward_matches: int = 0
@@ -50,6 +57,10 @@ class Report:
     def total_applications(self) -> int:
         return sum(self.rule_applications.values())
 
+    @property
+    def total_module_inferences(self) -> int:
+        return sum(self.module_inferences.values())
+
 
 class Maintainer(ABC):
     """Base class: storage, encoding, initial materialisation and the update driver."""
@@ -58,8 +69,11 @@ class Maintainer(ABC):
     counts_nonrecursive = False  # keep C_nr (explicit + non-recursive derivations)
     counts_recursive = False  # keep C_r (recursive derivations)
     incremental = True  # compile delta plans and build their indexes at load time
+    supports_modules = False  # use tc/stc modules (materialisation and updates)
 
-    def __init__(self, analysis: Analysis, dictionary: Dictionary | None = None):
+    def __init__(
+        self, analysis: Analysis, dictionary: Dictionary | None = None, modules: bool = True
+    ):
         self.analysis = analysis
         self.dictionary = dictionary or Dictionary()
         self.arity = dict(analysis.arity)
@@ -73,6 +87,18 @@ class Maintainer(ABC):
         self.A: dict[str, Relation] = {}
         self._dma: dict[str, set[Fact]] = {}
         self._amd: dict[str, set[Fact]] = {}
+        self.modules: dict[int, list[Module]] = {}  # stratum -> its active modules
+        if modules and self.supports_modules:
+            for spec in analysis.modules:
+                self.modules.setdefault(spec.stratum, []).append(build(spec, self.ev.counts))
+        taken = {rid for ms in self.modules.values() for m in ms for rid in m.rules}
+        self.generic = {  # stratum -> recursive rules evaluated semi-naively
+            s.index: tuple(r for r in s.recursive if r not in taken) for s in analysis.strata
+        }
+
+    @property
+    def uses_modules(self) -> bool:
+        return bool(self.modules)
 
     # ------------------------------------------------------------ storage helpers
     def rel(self, pred: str) -> Relation:
@@ -194,13 +220,17 @@ class Maintainer(ABC):
         """The derived heads as a set per predicate (multiplicities dropped)."""
         out: Changes = {}
         for rule, hs in derived:
-            out.setdefault(rule.head.pred, set()).update(hs)
+            pred = rule.pred if isinstance(rule, Module) else rule.head.pred
+            out.setdefault(pred, set()).update(hs)
         return out
 
     def tally(self, derived: Derived, sign: int, into: Changes | None = None) -> Changes:
         """Add `sign` to the counters of derived heads (C_nr or C_r by rule kind)."""
         into = {} if into is None else into
         for rule, heads in derived:
+            if isinstance(rule, Module):  # module inferences are not counted
+                into.setdefault(rule.pred, set()).update(heads)
+                continue
             pred = rule.head.pred
             table = self.cr if rule.recursive else self.cnr
             if (table is self.cr and self.counts_recursive) or (
@@ -241,7 +271,15 @@ class Maintainer(ABC):
         return report
 
     def materialise(self) -> None:
-        """Semi-naive evaluation of every stratum over E, keeping counters if asked."""
+        """Semi-naive evaluation of every stratum over E, keeping counters if asked.
+
+        With modules this is MAT-MOD (Hu, Motik & Horrocks 2019, Algorithm 2): the
+        first round applies the generic recursive rules to the whole stratum and
+        gives each module all facts of its relation; later rounds are semi-naive.
+        """
+        for ms in self.modules.values():
+            for m in ms:
+                m.reset()
         for pred, fs in self.E.items():
             if self.stratum_of(pred) == 0:
                 self._insert_all(pred, fs)
@@ -259,12 +297,13 @@ class Maintainer(ABC):
                 self._insert_all(p, fs)
             if not s.recursive:
                 continue
-            delta = self._absorb(self.tally(self.ev.derive(s.recursive, OLD, OLD), +1))
+            stratum = {p: self.rel(p).facts for p in s.preds}  # live: read before absorbed
 
             def accept(derived: Derived, _delta: Changes) -> Changes:
                 return self._absorb(self.tally(derived, +1))
 
-            saturate(self.ev, s.recursive, OLD, OLD, delta, accept)
+            steps = [(m, lambda d, m=m: m.add(OLD, d)) for m in self.modules.get(s.index, ())]
+            saturate(self.ev, self.generic[s.index], OLD, OLD, stratum, accept, steps, full=True)
 
     def prepare(self) -> None:
         """Compile every delta plan and build the indexes it probes.
@@ -272,7 +311,10 @@ class Maintainer(ABC):
         Done at load time, when relation sizes are known, so that updates never pay
         for planning or index construction.
         """
+        taken = {rid for ms in self.modules.values() for m in ms for rid in m.rules}
         for rule in self.analysis.rules:
+            if rule.id in taken:
+                continue
             for lit in range(len(rule.positives) + len(rule.negatives)):
                 plan = self.ev.plan(rule, "delta", lit)
                 for need in plan.needs:
@@ -416,15 +458,18 @@ class Maintainer(ABC):
         c = self.ev.counts
         return (
             dict(c.applications), c.iterations, c.backward_queries, c.backward_matches,
-            c.backward_reads,
+            c.backward_reads, dict(c.module_work),
         )  # fmt: skip
 
     def _report(self, before, start: float) -> Report:
-        apps, its, bq, bm, br = before
+        apps, its, bq, bm, br, mods = before
         c = self.ev.counts
         r = Report(self.name)
         r.rule_applications = {
             rid: n - apps.get(rid, 0) for rid, n in c.applications.items() if n != apps.get(rid, 0)
+        }
+        r.module_inferences = {
+            m: n - mods.get(m, 0) for m, n in c.module_work.items() if n != mods.get(m, 0)
         }
         r.iterations = c.iterations - its
         r.backward_queries = c.backward_queries - bq

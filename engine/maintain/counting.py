@@ -18,7 +18,7 @@ class Counting(Maintainer):
     name = "counting"
     counts_nonrecursive = True
 
-    def __init__(self, analysis: Analysis, dictionary: Dictionary | None = None):
+    def __init__(self, analysis: Analysis, dictionary: Dictionary | None = None, **kw):
         for s in analysis.strata:
             if s.recursive:
                 rule = analysis.rules[s.recursive[0]]
@@ -27,7 +27,7 @@ class Counting(Maintainer):
                     f"program is recursive: predicate {rule.head.pred} depends on itself "
                     f"(rule '{rule}' at {rule.rule.pos}); use dredc, bf or dred instead"
                 )
-        super().__init__(analysis, dictionary)
+        super().__init__(analysis, dictionary, **kw)
 
     def update_stratum(self, s: Stratum) -> None:
         P, N = self.lower_changes(s)

@@ -46,7 +46,13 @@ class DRed(Maintainer):
                 self._get(self.D, p).update(fs)
             return fresh(nd)
 
-        saturate(self.ev, s.recursive, self.I_MINUS_DMA, self.I_PLUS_A, fresh(nd), accept)
+        steps = []
+        for m in self.modules.get(s.index, ()):
+            m.start_deletion()
+            cnr = self._get_w(self.cnr, m.pred)
+            steps.append((m, lambda d, m=m, cnr=cnr: m.delete(self.I_MINUS_DMA, d, cnr)))
+        generic = self.generic[s.index]
+        saturate(self.ev, generic, self.I_MINUS_DMA, self.I_PLUS_A, fresh(nd), accept, steps)
 
     def may_delete(self, pred: str, fact) -> bool:
         """Whether an affected fact is overdeleted (DRed: always)."""
@@ -82,8 +88,11 @@ class DRed(Maintainer):
                     todo -= found
         return R
 
-    def insert(self, s: Stratum, seeds: Changes) -> None:
-        """Semi-naive insertion (lines 14-20)."""
+    def insert(self, s: Stratum, seeds: Changes, own: dict | None = None) -> None:
+        """Semi-naive insertion (lines 14-20); with modules REDERIVE-INSERT's loop.
+
+        `own` maps a module to the facts it rederived itself (not given back to it).
+        """
         P, N = self.lower_changes(s)
         na = {p: set(fs) for p, fs in seeds.items()}
         for p in s.preds:
@@ -91,8 +100,14 @@ class DRed(Maintainer):
                 if self.counts_nonrecursive:
                     self._get_w(self.cnr, p).add_all(self.plus[p])
                 na.setdefault(p, set()).update(self.plus[p])
-        if P or N:
-            self.tally(self.ev.derive(s.rules, self.NEW, self.NEW, N, P), +1, na)
+        derived = self.ev.derive(s.rules, self.NEW, self.NEW, N, P) if P or N else []
+        self.tally(derived, +1, na)
+        mods = self.modules.get(s.index, ())
+        for m in mods:  # facts whose C_nr became positive (tc keeps them in X)
+            m.external(self.plus.get(m.pred, ()))
+            for rule, hs in derived:
+                if rule.head.pred == m.pred and not rule.recursive:
+                    m.external(hs)
 
         def fresh(na: Changes) -> Changes:
             out = {}
@@ -107,4 +122,6 @@ class DRed(Maintainer):
         def accept(derived: Derived, delta: Changes) -> Changes:
             return fresh(self.tally(derived, +1))
 
-        saturate(self.ev, s.recursive, self.NEW, self.NEW, fresh(na), accept)
+        steps = [(m, lambda d, m=m: m.add(self.NEW, d)) for m in mods]
+        generic = self.generic[s.index]
+        saturate(self.ev, generic, self.NEW, self.NEW, fresh(na), accept, steps, own=own)

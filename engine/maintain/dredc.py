@@ -5,6 +5,11 @@ C_nr (explicit occurrence + non-recursive derivations) is zero; one-step
 rederivation checks the recursive counter C_r instead of evaluating rules
 backwards; counters are decremented during overdeletion and incremented during
 insertion. On a non-recursive program it performs exactly Counting's inferences.
+
+With modules (the default) this is DRed^c-MOD (Hu, Motik & Horrocks 2019,
+Algorithm 3): tc/stc modules overdelete with Del, rederive with Red (in one or
+more steps, over their own state) and insert with Add, inside the same loops as
+the generic recursive rules, whose instances alone C_r counts.
 """
 
 from __future__ import annotations
@@ -18,6 +23,17 @@ class DRedC(DRed):
     name = "dredc"
     counts_nonrecursive = True
     counts_recursive = True
+    supports_modules = True
+
+    def update_stratum(self, s: Stratum) -> None:
+        self.overdelete(s)
+        seeds = self.rederive(s)
+        own = {}
+        for m in self.modules.get(s.index, ()):  # lines 33-35
+            own[m] = m.rederive(self.d_minus_a(m.pred))
+            if own[m]:
+                seeds.setdefault(m.pred, set()).update(own[m])
+        self.insert(s, seeds, own)
 
     def overdelete(self, s: Stratum) -> None:
         """Lines 28-38: decrement counters for affected instances, then propagate."""

@@ -11,6 +11,7 @@ from engine.maintain.base import Maintainer, Report
 class Remat(Maintainer):
     name = "remat"
     incremental = False
+    supports_modules = True
 
     def _update(self, add, delete) -> Report:
         start = time.perf_counter()
