@@ -29,13 +29,14 @@ import time
 from dataclasses import dataclass, field
 
 from connectors.files import parse_update
+from connectors.state import INITIAL
 from engine import FluxmatError, Reasoner
 from engine.fd import FullyDynamic
 from engine.fd.snapshot import StateMismatch, check_fingerprint, export_changes, restore
 from engine.printer import FactPrinter
 from engine.syntax import Iri
 
-INITIAL_BATCH = -1
+INITIAL_BATCH = INITIAL  # the initial materialisation's batch id
 __all__ = ["INITIAL_BATCH", "BatchOutcome", "BatchProcessor", "StateMismatch"]
 
 

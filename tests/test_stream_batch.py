@@ -182,3 +182,23 @@ def test_through_is_partition_offset_without_ids():
     p.start([])
     out = p.process(0, [(2, 41, None, json.dumps({"add": [["edge", "a", "b"]]}), 1)])
     assert out.through == "2:41" and pub.deltas[-1]["through"] == "2:41"
+
+
+def test_a_rebased_state_numbers_new_batches_after_the_stored_ones():
+    store, pub = MemoryStateStore(), Publisher()
+    batches = random_batches(5, n=6)
+    p = processor(store, pub)
+    p.start(INITIAL)
+    for i, rows in enumerate(batches[:3]):
+        p.process(i, rows)
+    assert store.batch_base() == 0
+    assert store.rebase() == 3 and store.batch_base() == 3  # a new checkpoint: Spark ids restart at 0
+    q = processor(store, pub)
+    q.start([])
+    assert q.base == 3
+    for i, rows in enumerate(batches[3:]):
+        out = q.process(i, rows)
+        assert out.batch == 3 + i and not out.replayed
+    assert [d["batch"] for d in pub.deltas] == [-1, 0, 1, 2, 3, 4, 5]
+    assert q.process(1, batches[4]).replayed  # Spark's replay of its batch 1 is batch 4
+    assert rebuild(pub.deltas) == expected(batches, INITIAL)
