@@ -41,24 +41,48 @@ class Reasoner:
     'path(b, c).'
     """
 
-    def __init__(self, program: Program, algorithm: str = "dredc", modules: bool = True):
-        """`modules` enables the tc/stc modules where `algorithm` supports them."""
+    def __init__(
+        self,
+        program: Program,
+        algorithm: str = "dredc",
+        modules: bool = True,
+        hypertree: bool = True,
+    ):
+        """A reasoner running `algorithm` over `program`.
+
+        `modules` enables the tc/stc modules where `algorithm` supports them;
+        `hypertree` evaluates cyclic rules over hypertree decompositions.
+        """
         self.program = program
         self.analysis = analyse(program)
-        self.maintainer: Maintainer = create(algorithm, self.analysis, modules=modules)
+        self.maintainer: Maintainer = create(
+            algorithm, self.analysis, modules=modules, hypertree=hypertree
+        )
         self.prefixes = dict(program.prefixes)
         self.printer = FactPrinter(program.prefixes)
 
     @classmethod
     def from_text(
-        cls, text: str, algorithm: str = "dredc", source: str = "<input>", modules: bool = True
+        cls,
+        text: str,
+        algorithm: str = "dredc",
+        source: str = "<input>",
+        modules: bool = True,
+        hypertree: bool = True,
     ) -> Reasoner:
-        return cls(parse_program(text, source), algorithm, modules)
+        return cls(parse_program(text, source), algorithm, modules, hypertree)
 
     @classmethod
-    def from_file(cls, path: str | Path, algorithm: str = "dredc", modules: bool = True) -> Reasoner:
+    def from_file(
+        cls,
+        path: str | Path,
+        algorithm: str = "dredc",
+        modules: bool = True,
+        hypertree: bool = True,
+    ) -> Reasoner:
         path = Path(path)
-        return cls(parse_program(path.read_text(encoding="utf-8"), str(path)), algorithm, modules)
+        text = path.read_text(encoding="utf-8")
+        return cls(parse_program(text, str(path)), algorithm, modules, hypertree)
 
     def program_facts(self) -> list[tuple]:
         return [atom_to_fact(a) for a in self.program.facts]

@@ -107,6 +107,7 @@ class Analysis:
     overloads: dict[str, dict[int, str]] = field(default_factory=dict)
     display: dict[str, str] = field(default_factory=dict)  # internal relation -> predicate
     modules: tuple[ModuleSpec, ...] = ()
+    decompositions: dict = field(default_factory=dict)  # rule id -> engine.decompose result
 
     def modules_of(self, stratum: Stratum) -> tuple[ModuleSpec, ...]:
         """The specialised modules detected in `stratum` (empty for most strata)."""
@@ -422,9 +423,11 @@ def analyse(program: Program) -> Analysis:
         )
     internal = frozenset(p for p in arity if p.startswith(INTERNAL_PREFIX))
     display = {name: p for p, by_arity in table.items() for name in by_arity.values()}
+    from engine.decompose import decompositions  # it builds on this module's types
+
     return Analysis(
         program, tuple(rules), arity, tuple(strata), stratum_of, internal, table, display,
-        detect_modules(rules, strata),
+        detect_modules(rules, strata), decompositions(rules),
     )  # fmt: skip
 
 

@@ -13,6 +13,10 @@ Specialised modules (engine.modules) take part in the same loop: each round
 every module step sees the round's facts of its relation, minus those it
 produced itself in the previous round (Hu, Motik & Horrocks 2019, Algorithm 2).
 
+Full and delta plans of cyclic rules are evaluated over their hypertree
+decompositions (engine.hypertree) unless the evaluator is built with
+`hypertree=False`; results are the same multisets either way.
+
 Views map a predicate to a list of sources `(Relation, excluded)`: the union of
 each relation minus its excluded set (a set, several sets, or None).
 """
@@ -24,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from engine.analysis import AnalysedRule, Analysis
+from engine.hypertree import compile_decomposed
 from engine.plans import AnyOf, Plan, compile_plan
 from engine.storage import Dictionary, Fact, Relation
 
@@ -67,8 +72,16 @@ def _container(rel: Relation, cols):
 class Evaluator:
     """Compiles plans lazily (once each) and runs them over views."""
 
-    def __init__(self, analysis: Analysis, dictionary: Dictionary, size: Callable[[str], int]):
+    def __init__(
+        self,
+        analysis: Analysis,
+        dictionary: Dictionary,
+        size: Callable[[str], int],
+        hypertree: bool = True,
+    ):
+        """`hypertree` evaluates cyclic rules over their decompositions (engine.hypertree)."""
         self.analysis = analysis
+        self.hypertree = hypertree
         self.dictionary = dictionary
         self.size = size
         self.plans: dict[tuple[int, str, int | None], Plan] = {}
@@ -85,7 +98,13 @@ class Evaluator:
         key = (rule.id, kind, delta, instances)
         p = self.plans.get(key)
         if p is None:
-            p = compile_plan(rule, kind, delta, self.dictionary, self.size, instances)
+            dec = self.analysis.decompositions.get(rule.id) if self.hypertree else None
+            if dec is not None and kind != "backward":
+                p = compile_decomposed(
+                    rule, dec, kind, delta, self.dictionary, self.size, instances
+                )
+            else:
+                p = compile_plan(rule, kind, delta, self.dictionary, self.size, instances)
             self.plans[key] = p
         return p
 

@@ -314,40 +314,15 @@ def _ready_builtin(b, bound: set[str]) -> bool:
     return set(term_vars(b.expr)) <= bound
 
 
-def compile_plan(
-    rule: AnalysedRule,
-    kind: str,
-    delta: int | None,
-    dictionary: Dictionary,
-    size: Callable[[str], int],
-    instances: bool = False,
-) -> Plan:
-    """Compile `rule` entered as `kind` ("full", "delta", "backward").
+def place_body(
+    comp: _Compiler, lits, pos: list[int], neg: list[int], builtins: list, size: Callable
+) -> None:
+    """Emit the body of a plan.
 
-    Plans emit head tuples; with `instances` a full or delta plan emits whole rule
-    instances `(head, positive facts, negated facts)` instead (the fully dynamic
-    algorithms log them).
+    Positive literals `pos` go in a greedy join order, each negated literal of
+    `neg` and each built-in as soon as its variables are bound.
     """
-    comp = _Compiler(rule, dictionary)
-    lits = list(rule.positives) + list(rule.negatives)
-    npos = len(rule.positives)
-    e = comp.e
-    head = rule.head
-
-    if kind == "backward":
-        comp.count_work = True
-        h = "h"
-        e.emit("for h in D:")
-        e.depth += 1
-        comp.match(h, head.args, {p for p, a in enumerate(head.args) if isinstance(a, BinOp)})
-        comp.order.append("head bound")
-    elif kind == "delta":
-        assert delta is not None
-        comp.scan_delta(delta, lits[delta].args)
-
-    remaining_pos = [i for i in range(npos) if i != delta]
-    remaining_neg = [i for i in range(npos, len(lits)) if i != delta]
-    remaining_bi = list(rule.builtins)
+    remaining_pos, remaining_neg, remaining_bi = list(pos), list(neg), list(builtins)
 
     def place_ready() -> None:
         progress = True
@@ -379,6 +354,46 @@ def compile_plan(
         comp.positive(best, lits[best].args)
         place_ready()
     assert not remaining_bi and not remaining_neg, "analysis guarantees every literal is placed"
+
+
+def compile_plan(
+    rule: AnalysedRule,
+    kind: str,
+    delta: int | None,
+    dictionary: Dictionary,
+    size: Callable[[str], int],
+    instances: bool = False,
+    count: bool = False,
+) -> Plan:
+    """Compile `rule` entered as `kind` ("full", "delta", "backward").
+
+    Plans emit head tuples; with `instances` a full or delta plan emits whole rule
+    instances `(head, positive facts, negated facts)` instead (the fully dynamic
+    algorithms log them). With `count` every plan counts the facts it reads in
+    `Plan.work` (backward plans always do).
+    """
+    comp = _Compiler(rule, dictionary)
+    comp.count_work = count
+    lits = list(rule.positives) + list(rule.negatives)
+    npos = len(rule.positives)
+    e = comp.e
+    head = rule.head
+
+    if kind == "backward":
+        comp.count_work = True
+        h = "h"
+        e.emit("for h in D:")
+        e.depth += 1
+        comp.match(h, head.args, {p for p, a in enumerate(head.args) if isinstance(a, BinOp)})
+        comp.order.append("head bound")
+    elif kind == "delta":
+        assert delta is not None
+        comp.scan_delta(delta, lits[delta].args)
+
+    place_body(
+        comp, lits, [i for i in range(npos) if i != delta],
+        [i for i in range(npos, len(lits)) if i != delta], list(rule.builtins), size,
+    )  # fmt: skip
 
     # head
     parts = []

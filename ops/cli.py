@@ -42,6 +42,7 @@ class Config:
     stats: str | None = None
     code: bool = False
     modules: str = "on"
+    hypertree: str = "on"
 
     @classmethod
     def from_args(cls, ns: argparse.Namespace) -> Config:
@@ -59,6 +60,11 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             "--modules", default=_env("MODULES", "on"), choices=["on", "off"],
             help="transitive / symmetric-transitive closure modules where the algorithm "
             "supports them (remat, dredc) (env FLUXMAT_MODULES; default: %(default)s)",
+        )  # fmt: skip
+        p.add_argument(
+            "--hypertree", default=_env("HYPERTREE", "on"), choices=["on", "off"],
+            help="evaluate cyclic rule bodies over a hypertree decomposition "
+            "(env FLUXMAT_HYPERTREE; default: %(default)s)",
         )  # fmt: skip
 
 
@@ -122,7 +128,9 @@ def _reasoner(cfg: Config) -> Reasoner:
     path = Path(cfg.program)
     if not path.is_file():
         raise FluxmatError(f"{cfg.program}: no such file")
-    return Reasoner.from_file(path, cfg.algorithm, modules=cfg.modules == "on")
+    return Reasoner.from_file(
+        path, cfg.algorithm, modules=cfg.modules == "on", hypertree=cfg.hypertree == "on"
+    )
 
 
 def _facts(cfg: Config, reasoner: Reasoner) -> list[tuple]:

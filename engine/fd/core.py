@@ -129,8 +129,9 @@ class FullyDynamic(Maintainer):
         seed: int = 0,
         interleaved: bool = True,
         modules: bool = True,  # accepted for a uniform interface; modules are not used
+        hypertree: bool = True,
     ):
-        super().__init__(analysis, dictionary, modules)
+        super().__init__(analysis, dictionary, modules, hypertree)
         self.rng = random.Random(seed)
         self.interleaved = interleaved
         self.queues: dict[int, list] = {}

@@ -24,19 +24,24 @@ ALGORITHMS: dict[str, type[Maintainer]] = {
 
 
 def create(
-    name: str, analysis: Analysis, dictionary: Dictionary | None = None, modules: bool = True
+    name: str,
+    analysis: Analysis,
+    dictionary: Dictionary | None = None,
+    modules: bool = True,
+    hypertree: bool = True,
 ) -> Maintainer:
     """Instantiate the algorithm called `name` for an analysed program.
 
     `modules` selects the tc/stc modules where the algorithm supports them
-    (`Maintainer.supports_modules`); other algorithms ignore it.
+    (`Maintainer.supports_modules`); other algorithms ignore it. `hypertree`
+    evaluates cyclic rules over hypertree decompositions (all algorithms).
     """
     cls = ALGORITHMS.get(name)
     if cls is None:
         raise AlgorithmError(
             f"unknown algorithm '{name}'; choose one of: {', '.join(sorted(ALGORITHMS))}"
         )
-    return cls(analysis, dictionary, modules=modules)
+    return cls(analysis, dictionary, modules=modules, hypertree=hypertree)
 
 
 __all__ = ["ALGORITHMS", "Maintainer", "Report", "create"]

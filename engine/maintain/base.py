@@ -10,6 +10,8 @@ Specialised modules (engine.modules, Hu, Motik & Horrocks 2019) take over the
 rules they capture in algorithms with `supports_modules`, when the maintainer is
 created with `modules=True` (the default); otherwise every rule is evaluated
 generically. C_r then counts only the instances of generic recursive rules.
+With `hypertree=True` (the default, every algorithm) cyclic rules are evaluated
+over hypertree decompositions (engine.hypertree), with the same results.
 
 Update semantics (shared by all algorithms): adding an already-explicit fact or
 deleting a non-explicit fact is a no-op, counted in the report; a fact both
@@ -72,7 +74,11 @@ class Maintainer(ABC):
     supports_modules = False  # use tc/stc modules (materialisation and updates)
 
     def __init__(
-        self, analysis: Analysis, dictionary: Dictionary | None = None, modules: bool = True
+        self,
+        analysis: Analysis,
+        dictionary: Dictionary | None = None,
+        modules: bool = True,
+        hypertree: bool = True,
     ):
         self.analysis = analysis
         self.dictionary = dictionary or Dictionary()
@@ -81,7 +87,7 @@ class Maintainer(ABC):
         self.E: dict[str, set[Fact]] = {}
         self.cnr: dict[str, Weighted] = {}
         self.cr: dict[str, Weighted] = {}
-        self.ev = Evaluator(analysis, self.dictionary, lambda p: len(self.rel(p)))
+        self.ev = Evaluator(analysis, self.dictionary, lambda p: len(self.rel(p)), hypertree)
         self.body_preds = {s.index: analysis.body_preds(s) for s in analysis.strata}
         self.D: dict[str, Relation] = {}
         self.A: dict[str, Relation] = {}
