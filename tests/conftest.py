@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,18 @@ def broker(tmp_path_factory, use_containers):
     log = tmp_path_factory.mktemp("tansu") / "tansu.log"
     with EmbeddedBroker(log_path=log) as b:
         yield b
+
+
+# ------------------------------------------------------------------ artifacts
+ARTIFACTS = Path(os.environ.get("FLUXMAT_ARTIFACTS") or Path(__file__).resolve().parent.parent / ".artifacts")
+
+
+@pytest.fixture
+def artifacts_dir() -> Path:
+    """Where tests leave files for people to look at (screenshots): kept after the run.
+
+    `$FLUXMAT_ARTIFACTS`, else `<repo>/.artifacts/` (git-ignored); created if
+    missing, never emptied, so name files after the test that writes them.
+    """
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS

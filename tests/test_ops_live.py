@@ -11,14 +11,12 @@ chromium) lives in tests/test_dashboard_browser.py and uses this module's job.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -256,11 +254,8 @@ def test_dashboard_refuses_an_open_binding_without_a_token(live, tmp_path):
 
 # ------------------------------------------------------------------ a real browser
 
-ARTIFACTS = Path(os.environ.get("FLUXMAT_ARTIFACTS", Path(__file__).resolve().parent.parent / ".artifacts"))
-
-
 @pytest.mark.skipif(not Browser.available(), reason="chromium is not installed (apt-get install chromium)")
-def test_dashboard_in_a_real_browser(live):
+def test_dashboard_in_a_real_browser(live, artifacts_dir):
     with Browser() as browser:
         page = browser.open(f"{live.base}/?token={TOKEN}")
         page.wait_for("document.getElementById('status').textContent === 'live'")
@@ -293,7 +288,7 @@ def test_dashboard_in_a_real_browser(live):
         page.fill("#why-fact", "path(n2,")
         page.click("#why-run")
         page.wait_for("document.getElementById('why-result').classList.contains('err')")
-        shot = page.screenshot(ARTIFACTS / "dashboard.png")
+        shot = page.screenshot(artifacts_dir / "dashboard.png")
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
         print(f"dashboard screenshot: {shot}")
         assert [e for e in page.console_errors if "400 (Bad Request)" not in e] == []
