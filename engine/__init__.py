@@ -47,16 +47,20 @@ class Reasoner:
         algorithm: str = "dredc",
         modules: bool = True,
         hypertree: bool = True,
+        equality: str = "off",
     ):
         """A reasoner running `algorithm` over `program`.
 
         `modules` enables the tc/stc modules where `algorithm` supports them;
-        `hypertree` evaluates cyclic rules over hypertree decompositions.
+        `hypertree` evaluates cyclic rules over hypertree decompositions;
+        `equality="rewrite"` treats owl:sameAs as equality (engine.equality);
+        `facts()` is then the expanded materialisation, `rewritten_lines()` the
+        compact one.
         """
         self.program = program
         self.analysis = analyse(program)
         self.maintainer: Maintainer = create(
-            algorithm, self.analysis, modules=modules, hypertree=hypertree
+            algorithm, self.analysis, modules=modules, hypertree=hypertree, equality=equality
         )
         self.prefixes = dict(program.prefixes)
         self.printer = FactPrinter(program.prefixes)
@@ -69,8 +73,9 @@ class Reasoner:
         source: str = "<input>",
         modules: bool = True,
         hypertree: bool = True,
+        equality: str = "off",
     ) -> Reasoner:
-        return cls(parse_program(text, source), algorithm, modules, hypertree)
+        return cls(parse_program(text, source), algorithm, modules, hypertree, equality)
 
     @classmethod
     def from_file(
@@ -79,10 +84,11 @@ class Reasoner:
         algorithm: str = "dredc",
         modules: bool = True,
         hypertree: bool = True,
+        equality: str = "off",
     ) -> Reasoner:
         path = Path(path)
         text = path.read_text(encoding="utf-8")
-        return cls(parse_program(text, str(path)), algorithm, modules, hypertree)
+        return cls(parse_program(text, str(path)), algorithm, modules, hypertree, equality)
 
     def program_facts(self) -> list[tuple]:
         return [atom_to_fact(a) for a in self.program.facts]
@@ -99,3 +105,10 @@ class Reasoner:
 
     def lines(self) -> list[str]:
         return self.printer.lines(self.maintainer.facts())
+
+    def rewritten_lines(self) -> list[str]:
+        """The compact materialisation (equality="rewrite" only): normal facts only."""
+        rewritten = getattr(self.maintainer, "rewritten", None)
+        if rewritten is None:
+            raise AlgorithmError("rewritten facts exist only with equality=rewrite")
+        return self.printer.lines(rewritten())

@@ -43,6 +43,7 @@ class Config:
     code: bool = False
     modules: str = "on"
     hypertree: str = "on"
+    equality: str = "off"
 
     @classmethod
     def from_args(cls, ns: argparse.Namespace) -> Config:
@@ -65,6 +66,11 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             "--hypertree", default=_env("HYPERTREE", "on"), choices=["on", "off"],
             help="evaluate cyclic rule bodies over a hypertree decomposition "
             "(env FLUXMAT_HYPERTREE; default: %(default)s)",
+        )  # fmt: skip
+        p.add_argument(
+            "--equality", default=_env("EQUALITY", "off"), choices=["off", "rewrite"],
+            help="rewrite: owl:sameAs is equality, facts rewritten to representatives "
+            "(remat, dred, dredc, bf) (env FLUXMAT_EQUALITY; default: %(default)s)",
         )  # fmt: skip
 
 
@@ -129,7 +135,8 @@ def _reasoner(cfg: Config) -> Reasoner:
     if not path.is_file():
         raise FluxmatError(f"{cfg.program}: no such file")
     return Reasoner.from_file(
-        path, cfg.algorithm, modules=cfg.modules == "on", hypertree=cfg.hypertree == "on"
+        path, cfg.algorithm, modules=cfg.modules == "on", hypertree=cfg.hypertree == "on",
+        equality=cfg.equality,
     )
 
 

@@ -8,6 +8,7 @@ use the shared evaluator and its single fixpoint loop (engine.evaluate).
 from __future__ import annotations
 
 from engine.analysis import Analysis
+from engine.equality import MODES
 from engine.errors import AlgorithmError
 from engine.fd.policies import FDCounting, FDDRed
 from engine.maintain.base import Maintainer, Report
@@ -16,6 +17,8 @@ from engine.maintain.counting import Counting
 from engine.maintain.dred import DRed
 from engine.maintain.dredc import DRedC
 from engine.maintain.remat import Remat
+from engine.maintain.rewrite import SUPPORTED as EQUALITY_ALGORITHMS
+from engine.maintain.rewrite import Rewrite
 from engine.storage import Dictionary
 
 ALGORITHMS: dict[str, type[Maintainer]] = {
@@ -29,19 +32,34 @@ def create(
     dictionary: Dictionary | None = None,
     modules: bool = True,
     hypertree: bool = True,
+    equality: str = "off",
 ) -> Maintainer:
     """Instantiate the algorithm called `name` for an analysed program.
 
     `modules` selects the tc/stc modules where the algorithm supports them
     (`Maintainer.supports_modules`); other algorithms ignore it. `hypertree`
     evaluates cyclic rules over hypertree decompositions (all algorithms).
+    `equality` is "off" (the default: `owl:sameAs` is an ordinary predicate) or
+    "rewrite" (equality by rewriting to representatives, engine.maintain.rewrite;
+    only the algorithms in `EQUALITY_ALGORITHMS` accept it).
     """
+    if equality not in MODES:
+        raise AlgorithmError(
+            f"unknown equality mode '{equality}'; choose one of: {', '.join(MODES)}"
+        )
     cls = ALGORITHMS.get(name)
     if cls is None:
         raise AlgorithmError(
             f"unknown algorithm '{name}'; choose one of: {', '.join(sorted(ALGORITHMS))}"
         )
+    if equality == "rewrite":
+        if name not in EQUALITY_ALGORITHMS:
+            raise AlgorithmError(
+                f"algorithm '{name}' does not support equality=rewrite; "
+                f"choose one of: {', '.join(EQUALITY_ALGORITHMS)}"
+            )
+        return Rewrite(analysis, dictionary, modules, hypertree, algorithm=name)
     return cls(analysis, dictionary, modules=modules, hypertree=hypertree)
 
 
-__all__ = ["ALGORITHMS", "Maintainer", "Report", "create"]
+__all__ = ["ALGORITHMS", "EQUALITY_ALGORITHMS", "Maintainer", "Report", "create"]

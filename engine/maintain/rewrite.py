@@ -1,0 +1,218 @@
+"""Equality by rewriting (`equality="rewrite"`): the r-materialisation and its upkeep.
+
+Contract (see engine.equality for the semantics). `facts()` returns the
+*expanded* materialisation J -- what P plus the equality axioms entail, so
+`owl:sameAs(a, b)` for all a, b of a class and every fact for every choice of
+class members -- which is what `fluxmat materialise` prints. The compact form
+(pi, I) is kept alongside: `rewritten()` gives I (normal facts only) and
+`classes` gives pi (`classes.find(c)` is c's representative, the smallest
+member of its class by engine.equality.order_key).
+
+Computation (Motik et al. 2015b, by rounds): start with the classes of E's
+sameAs facts; evaluate pi(P) plus the reflexivity rules over pi(E) with the
+chosen algorithm (a fresh maintainer per round); merge the classes of every non-trivial sameAs fact
+derived and repeat until a round derives none. The last round's result is I.
+
+Maintenance. An update that cannot change the classes is maintained
+incrementally: the last round's maintainer (the chosen algorithm, run on pi(P)
+plus the reflexivity rules) receives the update rewritten by pi (a normal fact
+is added when its first explicit preimage arrives and deleted with its last),
+and the expansion of its delta is applied to J. That holds when the update
+adds and deletes no sameAs fact, introduces no new predicate, deletes nothing
+if some rule derives sameAs, and derives no new non-trivial sameAs fact. Any
+other update -- in particular deleting an equality, which can split a class and
+restore rewritten facts (Motik et al. 2015, section 3.1) -- recomputes the
+r-materialisation from scratch over the updated E: correct, but this is NOT yet
+B/F~ (the paper's incremental algorithm for deletions that touch equality).
+`Report.details["equality_recomputed"]` says which path an update took.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from engine.analysis import Analysis, Stratum, analyse
+from engine.equality import (
+    SAME_AS,
+    Classes,
+    PyFact,
+    check_program,
+    expand,
+    order_key,
+    rewrite_rules,
+    signatures,
+)
+from engine.errors import AnalysisError
+from engine.maintain.base import Maintainer, Report
+from engine.maintain.bf import BF
+from engine.maintain.dred import DRed
+from engine.maintain.dredc import DRedC
+from engine.maintain.remat import Remat
+from engine.storage import Dictionary, Relation
+
+SUPPORTED = ("remat", "dred", "dredc", "bf")  # algorithms that accept equality="rewrite"
+
+
+_INNER: dict[str, type[Maintainer]] = {cls.name: cls for cls in (Remat, DRed, DRedC, BF)}
+
+
+class Rewrite(Maintainer):
+    """An algorithm of `SUPPORTED` with owl:sameAs as equality, stored by rewriting."""
+
+    incremental = False
+
+    def __init__(
+        self,
+        analysis: Analysis,
+        dictionary: Dictionary | None = None,
+        modules: bool = True,
+        hypertree: bool = True,
+        algorithm: str = "remat",
+    ):
+        check_program(analysis.program)
+        if analysis.overloads:
+            names = ", ".join(sorted(analysis.overloads))
+            raise AnalysisError(
+                f"equality rewriting does not support predicates used with several arities ({names})"
+            )
+        super().__init__(analysis, dictionary, modules=False, hypertree=hypertree)
+        self.arity.setdefault(SAME_AS, 2)
+        self._modules, self._hypertree = modules, hypertree
+        self.name = algorithm
+        self._inner_cls = _INNER[algorithm]
+        self.inner: Maintainer | None = None  # the last round's maintainer over pi(P)
+        self.preimages: dict[PyFact, int] = {}  # normal fact -> explicit facts rewritten to it
+        self.sigs: set[tuple[str, int]] = set()
+        self.derives_equality = any(r.head.pred == SAME_AS for r in analysis.program.rules)
+        self.classes = Classes()
+        self.compact: set[PyFact] = set()
+
+    # ------------------------------------------------------------ views
+    def rewritten(self) -> list[PyFact]:
+        """The compact materialisation I = pi(J): normal facts only, sorted."""
+        return sorted(self.compact, key=lambda f: (f[0], *(order_key(v) for v in f[1:])))
+
+    def representative(self, value) -> object:
+        """pi(value): the representative of `value`'s class."""
+        return self.classes.find(value)
+
+    # ------------------------------------------------------------ evaluation
+    def _rematerialise(self) -> int:
+        """Recompute (classes, compact) from E and set I to its expansion; return the rounds."""
+        facts = list(self.explicit())
+        classes = Classes()
+        for f in facts:
+            if f[0] == SAME_AS:
+                classes.union(f[1], f[2])
+        sigs = signatures(self.analysis.program, facts)
+        rounds = 0
+        while True:
+            rounds += 1
+            program = rewrite_rules(self.analysis.program, classes, sigs)
+            inner = self._inner_cls(
+                analyse(program), modules=self._modules, hypertree=self._hypertree
+            )
+            inner.load({classes.normal(f) for f in facts})
+            compact = set(inner.facts())
+            merges = [(f[1], f[2]) for f in compact if f[0] == SAME_AS and f[1] != f[2]]
+            for a, b in merges:
+                classes.union(a, b)
+            if not merges:
+                break
+        self.classes, self.compact, self.inner, self.sigs = classes, compact, inner, sigs
+        self.preimages = {}
+        for f in facts:
+            g = classes.normal(f)
+            self.preimages[g] = self.preimages.get(g, 0) + 1
+        self.I = {}
+        for fact in expand(compact, classes):
+            pred, f = self.encode(fact)
+            self.rel(pred).add(f)
+        return rounds
+
+    def _load(self, facts: Iterable[PyFact]) -> Report:
+        start = time.perf_counter()
+        before = self._snapshot_counts()
+        self.E.clear()
+        for fact in facts:
+            pred, f = self.encode(fact)
+            self.E.setdefault(pred, set()).add(f)
+        rounds = self._rematerialise()
+        report = self._report(before, start)
+        report.added = sum(len(r) for r in self.I.values())
+        report.details = {"equality_rounds": rounds, "compact_facts": len(self.compact)}
+        return report
+
+    def _update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Report:
+        start = time.perf_counter()
+        before = self._snapshot_counts()
+        plus, minus, noop_add, noop_del = self.normalise(add, delete)
+        for pred, fs in minus.items():
+            self.E[pred] -= fs
+        for pred, fs in plus.items():
+            self.E.setdefault(pred, set()).update(fs)
+        old = {p: set(r.facts) for p, r in self.I.items()}
+        recomputed = 0
+        if (plus or minus) and not self._incremental(plus, minus):
+            self._rematerialise()
+            recomputed = 1
+        report = self._report(before, start)
+        report.noop_adds, report.noop_deletes = noop_add, noop_del
+        report.details = {"equality_recomputed": recomputed, "compact_facts": len(self.compact)}
+        for pred in set(old) | set(self.I):
+            was, now = old.get(pred, set()), self.I.get(pred, Relation()).facts
+            added, removed = now - was, was - now
+            if added:
+                report.added_facts[pred] = added
+                report.added += len(added)
+            if removed:
+                report.removed_facts[pred] = removed
+                report.removed += len(removed)
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def _incremental(self, plus: dict, minus: dict) -> bool:
+        """Maintain a class-preserving update through `inner`; False if it must be recomputed.
+
+        On False nothing but E has changed yet (the caller recomputes from E), or
+        `inner` is discarded by that recomputation.
+        """
+        if SAME_AS in plus or SAME_AS in minus or (minus and self.derives_equality):
+            return False
+        if any((p, len(next(iter(fs)))) not in self.sigs for p, fs in plus.items()):
+            return False
+        add, delete = set(), set()
+        counts, normal = self.preimages, self.classes.normal
+        for pred, fs in minus.items():
+            for f in fs:
+                g = normal(self.decode(pred, f))
+                counts[g] -= 1
+                if not counts[g]:
+                    del counts[g]
+                    delete.add(g)
+        for pred, fs in plus.items():
+            for f in fs:
+                g = normal(self.decode(pred, f))
+                counts[g] = counts.get(g, 0) + 1
+                if counts[g] == 1:
+                    add.add(g)
+        inner = self.inner
+        assert inner is not None
+        report = inner.update(add - delete, delete - add)
+        gone = {inner.decode(p, f) for p, fs in report.removed_facts.items() for f in fs}
+        new = {inner.decode(p, f) for p, fs in report.added_facts.items() for f in fs}
+        if any(f[0] == SAME_AS and f[1] != f[2] for f in new):
+            return False  # classes merge: recompute
+        self.compact -= gone
+        self.compact |= new
+        for fact in expand(gone, self.classes):
+            pred, f = self.encode(fact)
+            self.rel(pred).discard(f)
+        for fact in expand(new, self.classes):
+            pred, f = self.encode(fact)
+            self.rel(pred).add(f)
+        return True
+
+    def update_stratum(self, s: Stratum) -> None:  # pragma: no cover - not used
+        raise AssertionError("equality rewriting recomputes everything in update()")
