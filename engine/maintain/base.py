@@ -460,6 +460,21 @@ class Maintainer(ABC):
         self.D, self.A, self._dma, self._amd = {}, {}, {}, {}
 
     # ------------------------------------------------------------ reports
+    def record_diff(self, report: Report, old: dict[str, set[Fact]]) -> None:
+        """Add to `report` the facts that entered or left I since `old` (a copy of I)."""
+        for pred in set(old) | set(self.I):
+            if pred in self.analysis.internal:
+                continue
+            rel = self.I.get(pred)
+            was, now = old.get(pred, set()), rel.facts if rel is not None else set()
+            added, removed = now - was, was - now
+            if added:
+                report.added_facts[pred] = added
+                report.added += len(added)
+            if removed:
+                report.removed_facts[pred] = removed
+                report.removed += len(removed)
+
     def _snapshot_counts(self):
         c = self.ev.counts
         return (

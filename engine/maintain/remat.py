@@ -26,17 +26,7 @@ class Remat(Maintainer):
         self.materialise()
         report = self._report(before, start)
         report.noop_adds, report.noop_deletes = noop_add, noop_del
-        for pred in set(old) | set(self.I):
-            if pred in self.analysis.internal:
-                continue
-            was, now = old.get(pred, set()), self.rel(pred).facts
-            added, removed = now - was, was - now
-            if added:
-                report.added_facts[pred] = added
-                report.added += len(added)
-            if removed:
-                report.removed_facts[pred] = removed
-                report.removed += len(removed)
+        self.record_diff(report, old)
         report.seconds = time.perf_counter() - start
         return report
 

@@ -49,7 +49,7 @@ from engine.maintain.bf import BF
 from engine.maintain.dred import DRed
 from engine.maintain.dredc import DRedC
 from engine.maintain.remat import Remat
-from engine.storage import Dictionary, Relation
+from engine.storage import Dictionary
 
 SUPPORTED = ("remat", "dred", "dredc", "bf")  # algorithms that accept equality="rewrite"
 
@@ -160,15 +160,7 @@ class Rewrite(Maintainer):
         report = self._report(before, start)
         report.noop_adds, report.noop_deletes = noop_add, noop_del
         report.details = {"equality_recomputed": recomputed, "compact_facts": len(self.compact)}
-        for pred in set(old) | set(self.I):
-            was, now = old.get(pred, set()), self.I.get(pred, Relation()).facts
-            added, removed = now - was, was - now
-            if added:
-                report.added_facts[pred] = added
-                report.added += len(added)
-            if removed:
-                report.removed_facts[pred] = removed
-                report.removed += len(removed)
+        self.record_diff(report, old)
         report.seconds = time.perf_counter() - start
         return report
 
