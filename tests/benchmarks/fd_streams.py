@@ -151,7 +151,7 @@ def _apps(m) -> int:
 
 
 def run_one(s: Stream, algorithm: str, schedule: str, expected: set, cap_s: float) -> StreamRow:
-    from tests.benchmarks.run import Capped, cap
+    from tests.benchmarks.isolate import Capped, cap
 
     row = StreamRow(s.name, algorithm, schedule)
     r = Reasoner(s.program, algorithm)

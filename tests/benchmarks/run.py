@@ -1,34 +1,35 @@
-"""Benchmark runner: fluxmat's maintenance algorithms against from-scratch peers.
+"""Benchmark suite: fluxmat's algorithms against each other and against peers.
 
-    python3 -m tests.benchmarks.run [--workload dag|lubm|lubm-corpus|streams|pipeline|all]
-                                    [--json OUT.json] [--repeat N] [--markdown]
-                                    [--cap SECONDS] [--lubm-universities N]
-                                    [--lubm-departments N] [--stream-cap SECONDS]
+    python3 -m tests.benchmarks.run [--suite | --workload NAME] [--scale F] [--cap SECONDS]
+                                    [--out DIR] [--json OUT.json] [--markdown] [--repeat N]
+                                    [--no-peers] [--no-plots] [--stream-cap SECONDS]
 
-Per workload (tests/benchmarks/workloads.py):
+`--suite` (the default, also `--workload all`; `make bench`) runs every
+workload of tests/benchmarks/workloads.py at `--scale` (dag-small, dag,
+lubm-small, lubm, stc, sspe, exp), then the fully dynamic update streams
+(fd_streams.py), prints per workload a pivot table (wall seconds and ratio per
+system and task, peak RSS, checks) and the long table, and writes
+`OUT/bench.json` and `OUT/<workload>.png`
+(default OUT: tests/benchmarks/results/). `dag-small` (the DAG at 3% size) and
+`lubm-small` (one department) are there for the pure-Python peers PyDBSP and
+owlrl, which cannot do the full sizes within the caps.
 
-* initial materialisation: fluxmat `remat` (and the `load` of every other
-  algorithm, which also builds its bookkeeping). `remat` loads twice: the
-  second ("initial, warm") load, with rule plans already compiled, is the
-  "remat from scratch" baseline of the ratio column; peers DuckDB (`WITH RECURSIVE`,
-  DAG only) and clingo (ground + solve via its Python API, atoms counted);
-* delete 1% of the explicit facts (random sample, fixed seed), then re-insert
-  them, with each fluxmat algorithm (`counting` only on non-recursive
-  programs), timed by `Report.seconds` and by the wall clock around `update`;
-  every resulting state is checked against a from-scratch `remat`. Peers
-  recompute from scratch after the change; that is their update time;
-* delete+insert 1,000: one mixed update that deletes 1,000 random explicit
-  facts and inserts the workload's 1,000 `extra` (non-explicit) facts, from
-  the state after the re-insert (skipped for workloads without `extra`).
+Tasks (tasks.py): initial materialisation; delete 1% and re-insert it;
+delete+insert 1,000 (1,000 explicit facts out, 1,000 held-out facts in);
+delete 25%. Systems: fluxmat `remat`, `dred`, `dredc`, `bf`, `counting`
+(non-recursive programs only), `fd-dred`, `fd-counting`, all plain (no tc/stc
+modules, no hypertree decompositions), and `remat+opt` / `dredc+opt` with both
+on; peers clingo and
+DuckDB (from scratch), Pathway (incremental), PyDBSP (incremental, small sizes,
+Python 3.12), owlrl (LUBM). Each system runs in its own child process
+(isolate.py): its peak RSS is reported, and a missing package or a crash
+becomes an "n/a (reason)" / "error (...)" row. Every fluxmat result is checked
+against `remat` from scratch (digest of the whole materialisation), peers'
+fact counts against the same. Tasks are capped at --cap seconds; a capped task
+skips the rest of that system's tasks.
 
-`--workload streams` (also part of `all`) is the fully dynamic benchmark of
-tests/benchmarks/fd_streams.py: corpus `overlap` / `random-large` streams and a
-DAG stream under `dredc`, `fd-dred` and `fd-counting` (sequential and
-interleaved schedules); single run each, capped at --stream-cap seconds.
-
-Every figure is the median of --repeat runs (all in this process). Tasks are
-capped at --cap seconds (SIGALRM for fluxmat/clingo, `interrupt()` for DuckDB);
-a capped task is reported as such and its dependants are skipped.
+`--workload pipeline` is the end-to-end streaming benchmark (pipeline.py; it
+starts servers, so it is not part of the suite).
 """
 
 from __future__ import annotations
@@ -37,313 +38,58 @@ import argparse
 import json
 import os
 import platform
-import random
-import signal
-import statistics
 import sys
 import time
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
+from pathlib import Path
 
-from engine import ALGORITHMS, Reasoner
-from tests.benchmarks.fd_streams import STREAM_CAP, run_streams, stream_table
-from tests.benchmarks.peers import AspTranslator, DuckDBClosure, clingo_from_scratch
-from tests.benchmarks.workloads import (
-    LUBM_DEPARTMENTS,
-    LUBM_UNIVERSITIES,
-    SEED,
-    WORKLOADS,
-    Workload,
-    render_table,
-)
+from tests.benchmarks.fd_streams import STREAM_CAP, StreamRow, stream_table
+from tests.benchmarks.isolate import isolated
+from tests.benchmarks.report import memory_line, pivot, plot, table
+from tests.benchmarks.suite import Entry, run_entry, run_streams_child
+from tests.benchmarks.tasks import LARGE, SMALL
+from tests.benchmarks.workloads import LUBM_DEPARTMENTS, LUBM_UNIVERSITIES, SEED, WORKLOADS
 
 STREAMS = "streams"  # --workload streams: tests/benchmarks/fd_streams.py
 PIPELINE = "pipeline"  # --workload pipeline: tests/benchmarks/pipeline.py (servers; not in all)
-FLUXMAT_ALGORITHMS = ("remat", "dred", "dredc", "bf", "counting")
-DELETE_FRACTION = 0.01
+SUITE = ("dag-small", "dag", "lubm-small", "lubm", "stc", "sspe", "exp")
+RESULTS = Path(__file__).resolve().parent / "results"
+DAG_SMALL = 0.03
+LUBM_SMALL = 0.1  # one department
 
 
-class Capped(Exception):
-    pass
-
-
-@contextmanager
-def cap(seconds: float):
-    """Raise `Capped` in the main thread after `seconds` (checked between bytecodes)."""
-
-    def alarm(_sig, _frame):
-        raise Capped(f"capped at {seconds:g} s")
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
-@dataclass
-class Row:
-    workload: str
-    system: str  # fluxmat/<algorithm>, duckdb, clingo
-    task: str  # initial, delete 1%, re-insert 1%
-    seconds: float | None = None  # Report.seconds for fluxmat, wall clock for peers
-    wall: float | None = None
-    applications: int | None = None  # fluxmat rule applications
-    facts: int | None = None  # size of the materialisation afterwards
-    check: str = ""  # ok / MISMATCH ... / capped / error
-    runs: list[float] = field(default_factory=list)
-    ratio: float | None = None  # remat-from-scratch seconds / seconds
-
-
-def _median(xs):
-    return statistics.median(xs) if xs else None
-
-
-def _mixed_label(w: Workload) -> str:
-    return f"delete+insert {len(w.extra):,}"
-
-
-def _after_mixed(w: Workload, mix_delete: list[tuple]) -> list[tuple]:
-    """The explicit facts after the mixed update (from the full explicit set)."""
-    gone = set(mix_delete)
-    return sorted({f for f in w.facts if f not in gone} | set(w.extra), key=repr)
-
-
-def _fluxmat(
-    w: Workload, repeat: int, cap_s: float, sample: list[tuple], mix_delete: list[tuple]
-) -> list[Row]:
-    """Initial load, delete sample, re-insert sample, mixed update, for every algorithm."""
-    explicit = set(w.facts)
-    ref = Reasoner(w.program, "remat")
-    ref.load(w.facts)
-    full = ref.facts()
-    ref.load(sorted(explicit - set(sample), key=repr))
-    after_delete = ref.facts()
-    after_mixed = None
-    if w.extra:
-        ref.load(_after_mixed(w, mix_delete))
-        after_mixed = ref.facts()
-    del ref
-    rows = []
-    for alg in FLUXMAT_ALGORITHMS:
-        if alg not in ALGORITHMS:
-            continue
-        if alg == "counting" and w.recursive:
-            continue
-        init = Row(w.name, f"fluxmat/{alg}", "initial")
-        warm = Row(w.name, f"fluxmat/{alg}", "initial, warm")
-        dele = Row(w.name, f"fluxmat/{alg}", f"delete {DELETE_FRACTION:.0%}")
-        ins = Row(w.name, f"fluxmat/{alg}", f"re-insert {DELETE_FRACTION:.0%}")
-        mix = Row(w.name, f"fluxmat/{alg}", _mixed_label(w))
-        walls: dict[str, list[float]] = {
-            "initial": [], "warm": [], "delete": [], "insert": [], "mixed": [],
-        }  # fmt: skip
-        for _ in range(repeat):
-            r = Reasoner(w.program, alg)
-            steps = [(init, "initial", lambda r=r: r.load(w.facts), full)]
-            if alg == "remat":  # from scratch again, plans compiled: the ratio baseline
-                steps.append((warm, "warm", lambda r=r: r.load(w.facts), full))
-            steps += [
-                (dele, "delete", lambda r=r: r.update((), sample), after_delete),
-                (ins, "insert", lambda r=r: r.update(sample, ()), full),
-            ]
-            if w.extra:
-                steps.append((mix, "mixed", lambda r=r: r.update(w.extra, mix_delete), after_mixed))
-            for row, key, do, expected in steps:
-                if row.check and row.check != "ok":
-                    break
-                try:
-                    with cap(cap_s):
-                        start = time.perf_counter()
-                        report = do()
-                        wall = time.perf_counter() - start
-                except Capped as exc:
-                    row.check = str(exc)
-                    for later in (warm, dele, ins, mix) if alg == "remat" else (dele, ins, mix):
-                        if later is not row and not later.check:
-                            later.check = f"skipped ({key} capped)"
-                    break
-                row.runs.append(report.seconds)
-                walls[key].append(wall)
-                row.applications = report.total_applications
-                got = r.facts()
-                row.facts = len(got)
-                if got == expected:
-                    row.check = row.check or "ok"
-                else:
-                    row.check = (
-                        f"MISMATCH: {len(expected - got)} missing, {len(got - expected)} extra"
-                    )
-            del r
-        parts = [(init, "initial"), (warm, "warm"), (dele, "delete"), (ins, "insert"),
-                 (mix, "mixed")]  # fmt: skip
-        for row, key in parts:
-            row.seconds, row.wall = _median(row.runs), _median(walls[key])
-        rows += [row for row, _ in parts if row.runs or row.check]
-    return rows
-
-
-def _peer_rows(
-    w: Workload, repeat: int, cap_s: float, sample: list[tuple], mix_delete: list[tuple]
-) -> list[Row]:
-    rows = []
-    kept = sorted(set(w.facts) - set(sample), key=repr)
-    tasks = [
-        ("initial", w.facts),
-        (f"delete {DELETE_FRACTION:.0%}", kept),
-        (f"re-insert {DELETE_FRACTION:.0%}", w.facts),
-    ]
-    if w.extra:
-        tasks.append((_mixed_label(w), _after_mixed(w, mix_delete)))
-    # clingo: from scratch over each explicit set
-    try:
-        asp = AspTranslator(w.program)
-    except ValueError as exc:
-        rows.append(Row(w.name, "clingo", "initial", check=f"not translatable: {exc}"))
-        asp = None
-    if asp is not None:
-        for task, facts in tasks:
-            row = Row(w.name, "clingo", task)
-            for _ in range(repeat):
-                try:
-                    with cap(cap_s):
-                        secs, n = clingo_from_scratch(asp, facts)
-                except Capped as exc:
-                    row.check = str(exc)
-                    break
-                row.runs.append(secs)
-                row.facts = n
-            row.seconds = row.wall = _median(row.runs)
-            rows.append(row)
-    # DuckDB: transitive closure only (the DAG workload)
-    if w.name == "dag":
-        task_rows = {t: Row(w.name, "duckdb", t) for t, _ in tasks}
-        threads = None
-        for _ in range(repeat):
-            db = DuckDBClosure(cap_s)
-            threads = db.threads
-            steps = [
-                (tasks[0][0], lambda db=db: db.load(w.facts)),
-                (tasks[1][0], lambda db=db: db.delete(sample)),
-                (tasks[2][0], lambda db=db: db.insert(sample)),
-            ]
-            if w.extra:
-                steps.append((tasks[3][0], lambda db=db: db.update(w.extra, mix_delete)))
-            try:
-                for task, do in steps:
-                    secs, n = do()
-                    task_rows[task].runs.append(secs)
-                    task_rows[task].facts = n
-            except Exception as exc:  # duckdb.InterruptException when capped
-                task_rows[task].check = f"capped/error: {type(exc).__name__}"
-                break
-            finally:
-                db.close()
-        for row in task_rows.values():
-            row.seconds = row.wall = _median(row.runs)
-            if not row.check:
-                row.check = f"threads={threads}"
-            rows.append(row)
-    return rows
-
-
-def run_workload(
-    name: str, repeat: int, cap_s: float, peers: bool = True, options: dict | None = None
-) -> tuple[dict, list]:
-    """`options`: keyword arguments of the workload function (e.g. lubm's `universities`)."""
-    w = WORKLOADS[name](**(options or {}))
-    rng = random.Random(SEED)
-    k = max(1, round(len(w.facts) * DELETE_FRACTION))
-    ordered = sorted(w.facts, key=repr)
-    sample = rng.sample(ordered, k)
-    mix_delete = rng.sample(ordered, min(len(w.extra), len(ordered))) if w.extra else []
-    info = {
-        "workload": name,
-        "source": w.source,
-        "explicit_facts": len(w.facts),
-        "sample": k,
-        "mixed_update": len(w.extra),
-        "recursive": w.recursive,
-    }
-    if name == "dag":
-        info["path_facts"] = None  # filled in below from fluxmat remat
-    print(f"# {name}: {w.source}; {len(w.facts)} explicit facts, deleting {k}", file=sys.stderr)
-    rows = _fluxmat(w, repeat, cap_s, sample, mix_delete)
-    if peers:
-        rows += _peer_rows(w, repeat, cap_s, sample, mix_delete)
-    info["materialisation"] = next(
-        (r.facts for r in rows if r.system == "fluxmat/remat" and r.task == "initial"), None
-    )
-    # baseline: fluxmat remat from scratch with its plans already compiled (second load);
-    # the cold first load also pays one-off compilation
-    base = next(
-        (r.seconds for r in rows if r.system == "fluxmat/remat" and r.task == "initial, warm"),
-        None,
-    )
-    if name == "dag":
-        total = next((r.facts for r in rows if r.system == "fluxmat/remat"), None)
-        info["path_facts"] = None if total is None else total - len(w.facts)
-    for r in rows:
-        if base and r.seconds:
-            r.ratio = base / r.seconds
-    return info, rows
-
-
-# ---------------------------------------------------------------- output
-
-
-def _fmt_s(x: float | None) -> str:
-    return "-" if x is None else f"{x:.4f}" if x < 1 else f"{x:.2f}"
-
-
-def _fmt_ratio(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if 0.995 <= x <= 1.005:
-        return "1.0x (same)"
-    if x > 1:
-        return f"{x:.1f}x faster" if x >= 10 else f"{x:.2f}x faster"
-    return f"{1 / x:.1f}x slower" if x <= 0.1 else f"{1 / x:.2f}x slower"
-
-
-HEADER = ("workload", "system", "task", "seconds", "wall s", "rule apps", "facts",
-          "vs remat from scratch", "check")  # fmt: skip
-
-
-def _cells(r: Row) -> tuple[str, ...]:
-    return (
-        r.workload, r.system, r.task, _fmt_s(r.seconds), _fmt_s(r.wall),
-        "-" if r.applications is None else f"{r.applications:,}",
-        "-" if r.facts is None else f"{r.facts:,}", _fmt_ratio(r.ratio), r.check,
-    )  # fmt: skip
-
-
-def table(rows: list[Row], markdown: bool = False) -> str:
-    return render_table(HEADER, [_cells(r) for r in rows], {3, 4, 5, 6}, markdown)
+def entries(names: list[str], scale: float, args) -> list[Entry]:
+    out = []
+    for name in names:
+        if name == "dag-small":
+            out.append(Entry(name, "dag", {"scale": DAG_SMALL * scale}))
+        elif name in ("lubm", "lubm-small"):
+            f = LUBM_SMALL if name == "lubm-small" else 1.0
+            out.append(Entry(name, "lubm", {"scale": scale * f,
+                                            "universities": args.lubm_universities,
+                                            "departments": args.lubm_departments}))  # fmt: skip
+        else:
+            out.append(Entry(name, name, {"scale": scale}))
+    return out
 
 
 def meta(args) -> dict:
-    versions = {}
-    for mod in ("duckdb", "clingo"):
-        try:
-            versions[mod] = __import__(mod).__version__
-        except Exception as exc:  # pragma: no cover - optional peers
-            versions[mod] = f"unavailable: {exc}"
     return {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": " ".join(["python", "-m", "tests.benchmarks.run", *sys.argv[1:]]),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
+        "scale": args.scale,
         "repeat": args.repeat,
         "cap_seconds": args.cap,
         "seed": SEED,
-        "delete_fraction": DELETE_FRACTION,
+        "small_fraction": SMALL,
+        "large_fraction": LARGE,
         "stream_cap_seconds": args.stream_cap,
-        "peers": versions,
-        "timing": "median of --repeat runs; fluxmat 'seconds' = Report.seconds, "
-        "'wall s' = perf_counter around the call; peers: perf_counter, from scratch",
+        "timing": "median of --repeat runs; fluxmat 'seconds' = Report.seconds, 'wall' = "
+        "perf_counter around the call; peers: perf_counter around evaluation (from scratch) "
+        "or from the first row of an update to its output (Pathway)",
     }
 
 
@@ -362,71 +108,86 @@ def _run_pipeline(args) -> int:
     return 1 if any(r.check.startswith("MISMATCH") for r in prows) else 0
 
 
+def _describe(info: dict) -> str:
+    if "error" in info:
+        return f"{info['label']}: error: {info['error']}"
+    sets = info["explicit_sets"]
+    return (f"{info['label']}: {info['source']}; {info['explicit_facts']:,} explicit facts, "
+            f"materialisation {info['materialisation']:,} facts; 1% = "
+            f"{sets['E0'] - sets['E1']:,} facts, 25% = "
+            f"{max(sets.get('E3', sets['E0']) - sets['E4'], 0):,} facts")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m tests.benchmarks.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    ap.add_argument("--workload", choices=[*WORKLOADS, STREAMS, PIPELINE, "all"], default="all")
-    ap.add_argument("--json", metavar="OUT.json", help="write results as JSON")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per task; median reported")
-    ap.add_argument("--markdown", action="store_true", help="print a markdown table")
+    choices = [*WORKLOADS, "dag-small", "lubm-small", STREAMS, PIPELINE, "all"]
+    ap.add_argument("--workload", default="all", choices=choices)
+    ap.add_argument("--suite", action="store_true", help="every workload and the streams (= all)")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply every workload's size")
+    ap.add_argument("--out", type=Path, default=RESULTS, help=f"JSON and PNG directory ({RESULTS})")
+    ap.add_argument("--json", metavar="OUT.json", help="JSON path (default OUT/bench.json)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per system; median reported")
+    ap.add_argument("--markdown", action="store_true", help="print markdown tables")
     ap.add_argument("--cap", type=float, default=60.0, help="seconds per task before giving up")
     ap.add_argument("--no-peers", action="store_true", help="fluxmat only")
-    ap.add_argument("--lubm-universities", type=int, default=LUBM_UNIVERSITIES, metavar="N",
-                    help="universities of generated data for the lubm workload "
-                    f"(default {LUBM_UNIVERSITIES})")  # fmt: skip
+    ap.add_argument("--no-plots", action="store_true", help="no PNGs")
+    ap.add_argument("--lubm-universities", type=int, default=LUBM_UNIVERSITIES, metavar="N")
     ap.add_argument("--lubm-departments", type=int, default=LUBM_DEPARTMENTS, metavar="N",
-                    help=f"departments per university for lubm (default {LUBM_DEPARTMENTS})")  # fmt: skip
+                    help="departments per university before --scale")  # fmt: skip
     ap.add_argument("--stream-cap", type=float, default=STREAM_CAP, metavar="SECONDS",
-                    help=f"seconds per stream run of --workload streams (default {STREAM_CAP:g})")  # fmt: skip
+                    help=f"seconds per stream run (default {STREAM_CAP:g})")  # fmt: skip
     args = ap.parse_args(argv)
-    if args.repeat < 1:
-        ap.error("--repeat must be at least 1")
-    if args.lubm_universities < 1 or args.lubm_departments < 1:
-        ap.error("--lubm-universities and --lubm-departments must be at least 1")
-    options = {"lubm": {"universities": args.lubm_universities,
-                        "departments": args.lubm_departments}}  # fmt: skip
+    if args.repeat < 1 or args.scale <= 0:
+        ap.error("--repeat must be at least 1 and --scale positive")
     if args.workload == PIPELINE:
         return _run_pipeline(args)
-    names = list(WORKLOADS) if args.workload == "all" else [args.workload]
-    names = [n for n in names if n != STREAMS]
-    with_streams = args.workload in (STREAMS, "all")
+    suite = args.suite or args.workload == "all"
+    names = list(SUITE) if suite else [] if args.workload == STREAMS else [args.workload]
     infos, rows = [], []
-    for name in names:
-        info, rs = run_workload(name, args.repeat, args.cap, peers=not args.no_peers,
-                                options=options.get(name))  # fmt: skip
+    for e in entries(names, args.scale, args):
+        info, rs = run_entry(e, args.cap, args.repeat, peers=not args.no_peers)
         infos.append(info)
         rows += rs
-    for info in infos:
-        print(f"{info['workload']}: {info['source']}; {info['explicit_facts']:,} explicit facts, "
-              f"1% sample = {info['sample']} facts"
-              + (f"; mixed update = {info['mixed_update']:,} + {info['mixed_update']:,} facts"
-                 if info["mixed_update"] else "")
-              + (f"; {info['path_facts']:,} path facts" if info.get("path_facts") else "")
-              + (f"; materialisation {info['materialisation']:,} facts"
-                 if info["materialisation"] is not None else ""))  # fmt: skip
+        print(f"\n## {_describe(info)}\n")
+        print(pivot(rs, args.markdown))
+        line = memory_line(info)
+        if line:
+            print(line)
+        if not args.no_plots and rs:
+            path = plot(e.label, rs, args.out)
+            if path:
+                info["plot"] = str(path)
+                print(f"plot: {path}")
+        sys.stdout.flush()
     if rows:
+        print("\n## all rows\n")
         print(table(rows, args.markdown))
-    stream_infos, stream_rows = [], []
-    if with_streams:
-        stream_infos, stream_rows = run_streams(args.stream_cap)
-        if rows:
-            print()
-        for info in stream_infos:
-            print(f"{info['stream']}: {info['source']}; {info['initial_facts']:,} initial facts, "
-                  f"{info['updates']} updates (+{info['added']:,}/-{info['deleted']:,}); "
-                  f"final E {info['final_explicit']:,} facts, "
-                  f"materialisation {info['final_materialisation']:,} facts")  # fmt: skip
-        print(stream_table(stream_rows, args.markdown))
-    if args.json:
-        out = {"meta": meta(args), "workloads": infos, "rows": [asdict(r) for r in rows]}
-        if with_streams:
-            out["streams"] = stream_infos
-            out["stream_rows"] = [asdict(r) for r in stream_rows]
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(out, fh, indent=2)
-            fh.write("\n")
-        print(f"wrote {args.json}", file=sys.stderr)
-    bad = [r for r in [*rows, *stream_rows] if r.check.startswith("MISMATCH")]
+    streams = None
+    if suite or args.workload == STREAMS:
+        streams = isolated(run_streams_child, {"cap": args.stream_cap},
+                           timeout=args.stream_cap * 60)  # fmt: skip
+        print("\n## fully dynamic update streams\n")
+        if "error" in streams:
+            print(f"streams: error: {streams['error']}")
+        else:
+            for s in streams["infos"]:
+                print(f"{s['stream']}: {s['source']}; {s['initial_facts']:,} initial facts, "
+                      f"{s['updates']} updates (+{s['added']:,}/-{s['deleted']:,})")  # fmt: skip
+            srows = [StreamRow(**r) for r in streams["rows"]]
+            print(stream_table(srows, args.markdown))
+            print(f"peak RSS of the stream runs: {streams['peak_rss_mb']:,.0f} MiB")
+    path = Path(args.json) if args.json else args.out / "bench.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = {"meta": meta(args), "workloads": infos, "rows": [asdict(r) for r in rows]}
+    if streams is not None:
+        out["streams"] = streams
+    path.write_text(json.dumps(out, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"wrote {path}", file=sys.stderr)
+    # exit 1 when a fluxmat result differs from remat's; peers' differences are only reported
+    bad = [r for r in rows if r.check.startswith("MISMATCH") and r.system.startswith("fluxmat")]
+    if streams and "rows" in streams:
+        bad += [r for r in streams["rows"] if r["check"].startswith("MISMATCH")]
     return 1 if bad else 0
 
 

@@ -8,6 +8,13 @@
   66,753 explicit after holding out `extra`; materialisation 168,255 facts).
 * `lubm-corpus`: `lubm.dlog` over the initial line of the largest corpus LUBM
   stream (`streams/scale-data/lubm/run0-400-40-1000.jsonl`, 400 facts).
+* `stc`, `sspe`, `exp`: symmetric-transitive cliques, single-source path
+  enumeration with arithmetic, cyclic expression rules
+  (tests/benchmarks/synthetic.py).
+
+Every generated workload takes `scale` (run.py --scale), which multiplies its
+default size: DAG nodes and edges, LUBM departments, STC components, SSPE
+nodes and edges, Exp expressions.
 
 Each workload also holds `extra`: `EXTRA` facts that are not explicit, for the
 mixed "delete+insert" update task (fresh DAG edges; LUBM facts held out of the
@@ -22,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine import Program, parse_program
+from tests.benchmarks import synthetic as syn
 
 DAG_PROGRAM = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n"
 DAG_NODES = 2_000
@@ -71,7 +79,10 @@ def fresh_edges(facts: list[tuple], nodes: int, n: int, seed: int = SEED) -> lis
     return [("edge", u, v) for u, v in sorted(chosen)]
 
 
-def dag(nodes: int = DAG_NODES, edges: int = DAG_EDGES, seed: int = SEED) -> Workload:
+def dag(
+    nodes: int = DAG_NODES, edges: int = DAG_EDGES, seed: int = SEED, scale: float = 1.0
+) -> Workload:
+    nodes, edges = syn.scaled(nodes, scale), syn.scaled(edges, scale)
     facts = random_dag(nodes, edges, seed)
     return Workload(
         "dag", DAG_PROGRAM, parse_program(DAG_PROGRAM, "<dag>"), facts,
@@ -99,11 +110,15 @@ def _lubm_program() -> tuple[str, Program]:
 
 
 def lubm(
-    universities: int = LUBM_UNIVERSITIES, departments: int = LUBM_DEPARTMENTS, seed: int = SEED
+    universities: int = LUBM_UNIVERSITIES,
+    departments: int = LUBM_DEPARTMENTS,
+    seed: int = SEED,
+    scale: float = 1.0,
 ) -> Workload:
     """Generated LUBM data; `EXTRA` random generated facts are held out as `extra`."""
     from tests.benchmarks.lubm_gen import generate
 
+    departments = syn.scaled(departments, scale)
     text, program = _lubm_program()
     # Python facts are not prefix-expanded by the engine: expand like read_updates does
     generated = generate(universities, departments, seed, prefixes=dict(program.prefixes))
@@ -119,7 +134,8 @@ def lubm(
     )  # fmt: skip
 
 
-def lubm_corpus() -> Workload:
+def lubm_corpus(scale: float = 1.0) -> Workload:
+    """Fixed size (the corpus stream's first line); `scale` is ignored."""
     from connectors.files import read_updates
 
     text, program = _lubm_program()
@@ -131,7 +147,49 @@ def lubm_corpus() -> Workload:
     )  # fmt: skip
 
 
-WORKLOADS = {"dag": dag, "lubm": lubm, "lubm-corpus": lubm_corpus}
+def _synthetic(name: str, text: str, facts: list[tuple], source: str, seed: int) -> Workload:
+    kept, extra = syn.hold_out(facts, EXTRA, seed)
+    return Workload(
+        name, text, parse_program(text, f"<{name}>"), kept,
+        f"{source}, seed {seed} ({len(facts)} generated, {len(extra)} held out)", extra,
+    )  # fmt: skip
+
+
+def stc(
+    components: int = syn.STC_COMPONENTS, size: int = syn.STC_SIZE,
+    degree: int = syn.STC_DEGREE, seed: int = SEED, scale: float = 1.0,
+) -> Workload:  # fmt: skip
+    components = syn.scaled(components, scale)
+    facts = syn.stc_facts(components, size, degree, seed)
+    source = f"{components} cliques x {size} nodes, {degree} edges per node"
+    return _synthetic("stc", syn.STC_PROGRAM, facts, source, seed)
+
+
+def sspe(
+    nodes: int = syn.SSPE_NODES, edges: int = syn.SSPE_EDGES,
+    max_weight: int = syn.SSPE_MAX_WEIGHT, seed: int = SEED, scale: float = 1.0,
+) -> Workload:  # fmt: skip
+    nodes, edges = syn.scaled(nodes, scale), syn.scaled(edges, scale)
+    facts = syn.sspe_facts(nodes, edges, max_weight, seed)
+    return _synthetic("sspe", syn.SSPE_PROGRAM, facts,
+                      f"random DAG: {nodes} nodes, {edges} edges u<v, weights 1..{max_weight}, "
+                      "source 0", seed)  # fmt: skip
+
+
+def exp(
+    expressions: int = syn.EXP_EXPRESSIONS, valuations: int = syn.EXP_VALUATIONS,
+    depth: int = syn.EXP_DEPTH, seed: int = SEED, scale: float = 1.0,
+) -> Workload:  # fmt: skip
+    expressions = syn.scaled(expressions, scale)
+    facts = syn.exp_facts(expressions, valuations, depth, seed)
+    return _synthetic("exp", syn.EXP_PROGRAM, facts,
+                      f"{expressions} expression trees of depth <= {depth} x {valuations} "
+                      "value sets", seed)  # fmt: skip
+
+
+WORKLOADS = {
+    "dag": dag, "lubm": lubm, "lubm-corpus": lubm_corpus, "stc": stc, "sspe": sspe, "exp": exp,
+}  # fmt: skip
 
 
 def render_table(header, rows, right, markdown: bool = False) -> str:
