@@ -209,7 +209,6 @@ class Job:
         if self.error is not None:
             raise self.error
 
-
     def _check_checkpoint(self, store) -> bool:
         """Refuse a state store and a checkpoint that do not belong together; True: rebase.
 
@@ -299,7 +298,6 @@ class Job:
                 metrics.sample()
         finally:
             reader.stop()
-
 
     def _progress_offsets(self, consumed: dict[str, int]) -> None:
         """Merge the end offsets of Spark's last progress (known before any row after a restart)."""
