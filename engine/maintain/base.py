@@ -59,6 +59,15 @@ class Report:
     def total_applications(self) -> int:
         return sum(self.rule_applications.values())
 
+    def note(self, pred: str, added: set, removed: set) -> None:
+        """Record that `added` entered and `removed` left relation `pred`."""
+        if added:
+            self.added_facts[pred] = added
+            self.added += len(added)
+        if removed:
+            self.removed_facts[pred] = removed
+            self.removed += len(removed)
+
     @property
     def total_module_inferences(self) -> int:
         return sum(self.module_inferences.values())
@@ -449,14 +458,8 @@ class Maintainer(ABC):
                 if w:
                     for f in removed:
                         w.pop(f, None)
-            if pred in self.analysis.internal:
-                continue
-            if added:
-                report.added_facts[pred] = added
-                report.added += len(added)
-            if removed:
-                report.removed_facts[pred] = removed
-                report.removed += len(removed)
+            if pred not in self.analysis.internal:
+                report.note(pred, added, removed)
         self.D, self.A, self._dma, self._amd = {}, {}, {}, {}
 
     # ------------------------------------------------------------ reports
@@ -467,13 +470,7 @@ class Maintainer(ABC):
                 continue
             rel = self.I.get(pred)
             was, now = old.get(pred, set()), rel.facts if rel is not None else set()
-            added, removed = now - was, was - now
-            if added:
-                report.added_facts[pred] = added
-                report.added += len(added)
-            if removed:
-                report.removed_facts[pred] = removed
-                report.removed += len(removed)
+            report.note(pred, now - was, was - now)
 
     def _snapshot_counts(self):
         c = self.ev.counts
