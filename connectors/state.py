@@ -170,6 +170,10 @@ class RedisStateStore:
 
         return self._retry(read)
 
+    def meta(self) -> dict[str, object]:
+        """The stored metadata (fingerprint, algorithm, sizes, through, batch, base), decoded."""
+        return _decode_meta(self._retry(lambda: self.client.hgetall(self._k("meta"))))
+
     def last_batch(self) -> int | None:
         b = self._retry(lambda: self.client.hget(self._k("meta"), "batch"))
         return None if b is None else int(b)

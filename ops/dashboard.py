@@ -32,8 +32,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+from connectors.state import INITIAL, KEEP_OUTPUTS
 from engine import FluxmatError
 from ops.inspect import Busy, StateView, from_store
+from ops.metrics import delta_entry, history_point
 
 PAGE = Path(__file__).with_name("dashboard.html")
 DEFAULT_LIMIT = 200
@@ -116,8 +118,8 @@ class StoredSource:
         return values
 
     def status(self) -> dict:
-        meta = self.store.client.hgetall(self.store._k("meta"))
-        batch = int(meta["batch"]) if "batch" in meta else None
+        meta = self.store.meta()
+        batch = meta.get("batch")
         scraped = self._scrape()
 
         def metric(name: str, **labels) -> int:
@@ -137,28 +139,22 @@ class StoredSource:
             "rederivations": metric("fluxmat_rederivations_total"),
             "cancelled": metric("fluxmat_operations_cancelled_total"),
         }
-        facts = int(json.loads(meta.get("facts", "0")))
         now = {
-            "facts": facts, "explicit": int(json.loads(meta.get("explicit", "0"))),
-            "log": int(json.loads(meta.get("log", "0"))), "pending": metric("fluxmat_pending_operations"),
+            "facts": int(meta.get("facts", 0)), "explicit": int(meta.get("explicit", 0)),
+            "log": int(meta.get("log", 0)), "pending": metric("fluxmat_pending_operations"),
             "state_entries": self.store.size(), "state_bytes": self.store.memory_bytes(), "lag": lag,
-            "last_batch": batch, "through": json.loads(meta["through"]) if "through" in meta else None,
-            "last_commit": None,
+            "last_batch": batch, "through": meta.get("through"), "last_commit": None,
         }  # fmt: skip
-        self.history.append({"t": time.time(), "updates": totals["updates"],
-                             "fact_ops": totals["adds"] + totals["deletes"], "deltas": totals["deltas"],
-                             "facts": facts, "pending": now["pending"], "lag": sum(lag.values())})  # fmt: skip
+        self.history.append(history_point(totals, now))
         deltas = []
         if batch is not None:
-            for b in range(batch, max(batch - 16, -2), -1):
+            for b in range(batch, max(batch - KEEP_OUTPUTS, INITIAL - 1), -1):
                 out = self.store.output(b)
                 if out and (out["added"] or out["removed"]):
-                    deltas.append({"batch": b, "through": out["through"], "t": None,
-                                   "n_added": len(out["added"]), "n_removed": len(out["removed"]),
-                                   "added": out["added"][:8], "removed": out["removed"][:8]})  # fmt: skip
+                    deltas.append(delta_entry(b, out, None))
         return {
             "mode": "stored",
-            "job": {"program": self.program, "algorithm": json.loads(meta.get("algorithm", "null")),
+            "job": {"program": self.program, "algorithm": meta.get("algorithm"),
                     "namespace": self.namespace, "topic": None, "started": self.started,
                     "uptime": time.time() - self.started},  # fmt: skip
             "totals": totals, "now": now, "history": list(self.history), "batches": [],

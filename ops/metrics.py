@@ -30,6 +30,24 @@ DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 12
 SHOWN_FACTS = 8  # facts of each delta kept for the dashboard
 
 
+def delta_entry(batch: int, output: dict, t: float | None) -> dict:
+    """A published delta as the dashboard lists it (sizes, and the first facts)."""
+    return {
+        "batch": batch, "through": output["through"], "t": t,
+        "n_added": len(output["added"]), "n_removed": len(output["removed"]),
+        "added": output["added"][:SHOWN_FACTS], "removed": output["removed"][:SHOWN_FACTS],
+    }  # fmt: skip
+
+
+def history_point(totals: dict, now: dict) -> dict:
+    """One point of the dashboard's per-second history (cumulative counters and sizes)."""
+    return {
+        "t": round(time.time(), 3), "updates": totals["updates"],
+        "fact_ops": totals["adds"] + totals["deletes"], "deltas": totals["deltas"],
+        "facts": now["facts"], "pending": now["pending"], "lag": sum(now["lag"].values()),
+    }  # fmt: skip
+
+
 def _collectors(registry: CollectorRegistry) -> dict[str, object]:
     out: dict[str, object] = {}
     for name, (kind, text, labels) in METRICS.items():
@@ -151,11 +169,7 @@ class JobMetrics:
                 "dead": outcome.dead, "peak_pending": outcome.peak_pending,
             })  # fmt: skip
             if output is not None and (output["added"] or output["removed"]):
-                self.deltas.append({
-                    "batch": outcome.batch, "through": outcome.through, "t": now,
-                    "n_added": len(output["added"]), "n_removed": len(output["removed"]),
-                    "added": output["added"][:SHOWN_FACTS], "removed": output["removed"][:SHOWN_FACTS],
-                })  # fmt: skip
+                self.deltas.append(delta_entry(outcome.batch, output, now))
 
     def on_error(self, exc: BaseException) -> None:
         with self._lock:
@@ -173,13 +187,7 @@ class JobMetrics:
     def sample(self) -> None:
         """Append one point to the history (called once a second by the job)."""
         with self._lock:
-            t = self.totals
-            self.history.append({
-                "t": round(time.time(), 3), "updates": t["updates"],
-                "fact_ops": t["adds"] + t["deletes"], "deltas": t["deltas"],
-                "facts": self.now["facts"], "pending": self.now["pending"],
-                "lag": sum(self.now["lag"].values()),
-            })  # fmt: skip
+            self.history.append(history_point(self.totals, self.now))
 
     # ------------------------------------------------------------ reading
     def status(self) -> dict:

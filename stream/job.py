@@ -244,10 +244,10 @@ class Job:
                     "state from chosen offsets (see ops/RUNBOOK.md)"
                 )
             return True
-        elif last - store.batch_base() > planned:
+        elif last - (base := store.batch_base()) > planned:
             raise FluxmatError(
                 f"{where} is at batch {last}, ahead of checkpoint {cfg.checkpoint} "
-                f"(batch {planned + store.batch_base()}): "
+                f"(batch {planned + base}): "
                 "they belong to different runs. Use the checkpoint the state was built with, or a "
                 "new namespace (see ops/RUNBOOK.md)"
             )
