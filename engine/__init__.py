@@ -48,19 +48,22 @@ class Reasoner:
         modules: bool = True,
         hypertree: bool = True,
         equality: str = "off",
+        levels: bool = True,
     ):
         """A reasoner running `algorithm` over `program`.
 
         `modules` enables the tc/stc modules where `algorithm` supports them;
         `hypertree` evaluates cyclic rules over hypertree decompositions;
         `equality="rewrite"` treats owl:sameAs as equality (engine.equality);
+        `levels` lets `dredc` stop overdeletion at well-founded derivations;
         `facts()` is then the expanded materialisation, `rewritten_lines()` the
         compact one.
         """
         self.program = program
         self.analysis = analyse(program)
         self.maintainer: Maintainer = create(
-            algorithm, self.analysis, modules=modules, hypertree=hypertree, equality=equality
+            algorithm, self.analysis, modules=modules, hypertree=hypertree, equality=equality,
+            levels=levels,
         )
         self.prefixes = dict(program.prefixes)
         self.printer = FactPrinter(program.prefixes)
@@ -74,8 +77,9 @@ class Reasoner:
         modules: bool = True,
         hypertree: bool = True,
         equality: str = "off",
+        levels: bool = True,
     ) -> Reasoner:
-        return cls(parse_program(text, source), algorithm, modules, hypertree, equality)
+        return cls(parse_program(text, source), algorithm, modules, hypertree, equality, levels)
 
     @classmethod
     def from_file(
@@ -85,10 +89,13 @@ class Reasoner:
         modules: bool = True,
         hypertree: bool = True,
         equality: str = "off",
+        levels: bool = True,
     ) -> Reasoner:
         path = Path(path)
         text = path.read_text(encoding="utf-8")
-        return cls(parse_program(text, str(path)), algorithm, modules, hypertree, equality)
+        return cls(
+            parse_program(text, str(path)), algorithm, modules, hypertree, equality, levels
+        )
 
     def program_facts(self) -> list[tuple]:
         return [atom_to_fact(a) for a in self.program.facts]

@@ -226,6 +226,7 @@ def saturate(
     modules: Sequence[tuple[object, Step]] = (),
     full: bool = False,
     own: dict | None = None,
+    instances: bool = False,
 ) -> None:
     """The semi-naive fixpoint loop shared by every algorithm.
 
@@ -238,6 +239,7 @@ def saturate(
     gives them for the first round) and returns facts that `accept` receives as
     `(module, facts)` entries of the derived list. With `full`, the rules of the
     first round are evaluated over all of Ip (Pi<Ip, In>) instead of the delta.
+    With `instances`, rules derive `(head, positive facts, negated facts)` triples.
     """
     own = dict(own or {})
     while any(delta.values()):
@@ -245,10 +247,10 @@ def saturate(
         if not rule_ids:
             derived: Derived = []
         elif full:
-            derived = ev.derive(rule_ids, Ip, In)
+            derived = ev.derive(rule_ids, Ip, In, instances=instances)
             full = False
         else:
-            derived = ev.derive(rule_ids, Ip, In, delta, None)
+            derived = ev.derive(rule_ids, Ip, In, delta, None, instances)
         for module, step in modules:
             fs = delta.get(module.pred)  # type: ignore[attr-defined]
             mine = own.get(module)

@@ -44,6 +44,7 @@ class Config:
     modules: str = "on"
     hypertree: str = "on"
     equality: str = "off"
+    levels: str = "on"
 
     @classmethod
     def from_args(cls, ns: argparse.Namespace) -> Config:
@@ -66,6 +67,11 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             "--hypertree", default=_env("HYPERTREE", "on"), choices=["on", "off"],
             help="evaluate cyclic rule bodies over a hypertree decomposition "
             "(env FLUXMAT_HYPERTREE; default: %(default)s)",
+        )  # fmt: skip
+        p.add_argument(
+            "--levels", default=_env("LEVELS", "on"), choices=["on", "off"],
+            help="dredc: keep each fact's derivation level and overdelete only facts "
+            "that lost every well-founded derivation (env FLUXMAT_LEVELS; default: %(default)s)",
         )  # fmt: skip
         p.add_argument(
             "--equality", default=_env("EQUALITY", "off"), choices=["off", "rewrite"],
@@ -136,7 +142,7 @@ def _reasoner(cfg: Config) -> Reasoner:
         raise FluxmatError(f"{cfg.program}: no such file")
     return Reasoner.from_file(
         path, cfg.algorithm, modules=cfg.modules == "on", hypertree=cfg.hypertree == "on",
-        equality=cfg.equality,
+        equality=cfg.equality, levels=cfg.levels == "on",
     )
 
 
@@ -170,6 +176,7 @@ def _stats_line(label, report: Report, update_id=None) -> str:
         "iterations": report.iterations,
         "backward_matches": report.backward_matches,
         "backward_reads": report.backward_reads,
+        **report.details,
     })  # fmt: skip
 
 

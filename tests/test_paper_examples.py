@@ -20,6 +20,12 @@ import pytest
 import engine.evaluate as evaluate
 from engine import ALGORITHMS, AlgorithmError, Reasoner, UpdateError
 
+
+def _paper(text: str, algorithm: str) -> Reasoner:
+    """The papers' algorithms exactly: `dredc` without its levels (engine.maintain.dredc)."""
+    return Reasoner.from_text(text, algorithm, levels=False)
+
+
 # ------------------------------------------------------------------ instrumentation
 
 
@@ -90,7 +96,7 @@ def probes(monkeypatch) -> _Probes:
 
 
 def _remat_lines(program: str, facts) -> list[str]:
-    r = Reasoner.from_text(program, "remat")
+    r = _paper(program, "remat")
     r.maintainer.load(facts)
     return r.lines()
 
@@ -109,7 +115,7 @@ FIGURE1_T3 = {"a": (0, 0), "b": (1, 0), "c": (0, 1), "d": (1, 1), "e": (0, 1)}
 
 
 def _example3(algorithm: str) -> Reasoner:
-    r = Reasoner.from_text(EXAMPLE3, algorithm)
+    r = _paper(EXAMPLE3, algorithm)
     r.maintainer.load(EXAMPLE3_E)
     return r
 
@@ -211,7 +217,7 @@ def example2(n: int):
 
 def _run(example, n: int, algorithm: str, probes: _Probes):
     program, facts, delete = example(n)
-    r = Reasoner.from_text(program, algorithm)
+    r = _paper(program, algorithm)
     r.maintainer.load(facts)
     probes.candidates = 0
     report = r.update(delete=delete)
@@ -223,7 +229,7 @@ def _run(example, n: int, algorithm: str, probes: _Probes):
 def test_example1_materialisation():
     """Example 1: mat(Π, E) is E plus S(b, b), S(b, c_i), S(c_i, b), S(c_i, c_i)."""
     program, facts, _ = example1(3)
-    r = Reasoner.from_text(program, "remat")
+    r = _paper(program, "remat")
     r.maintainer.load(facts)
     s = {f for f in r.facts() if f[0] == "s"}
     expected = {("s", "b", "b")}
@@ -282,7 +288,7 @@ def test_all_algorithms_agree_on_paper_examples(example, probes):
 def test_counting_refuses_recursive_program():
     """Counting "is applicable only to nonrecursive rules" (Section 1): rule (7) is recursive."""
     with pytest.raises(AlgorithmError) as info:
-        Reasoner.from_text(EXAMPLE2, "counting")
+        _paper(EXAMPLE2, "counting")
     message = str(info.value)
     assert "recursive" in message
     assert "predicate d " in message
@@ -290,7 +296,7 @@ def test_counting_refuses_recursive_program():
 
 def test_counting_refuses_mutually_recursive_program():
     with pytest.raises(AlgorithmError, match="recursive.*predicate (even|odd) "):
-        Reasoner.from_text("even(Y) :- odd(X), s(X, Y).\nodd(Y) :- even(X), s(X, Y).\n", "counting")
+        _paper("even(Y) :- odd(X), s(X, Y).\nodd(Y) :- even(X), s(X, Y).\n", "counting")
 
 
 # ------------------------------------------------------------------ update semantics
@@ -302,7 +308,7 @@ NOT_COUNTING = sorted(set(ALGORITHMS) - {"counting"})
 
 
 def _path(algorithm: str) -> Reasoner:
-    r = Reasoner.from_text(PATH, algorithm)
+    r = _paper(PATH, algorithm)
     r.load([("edge", "a", "b"), ("edge", "b", "c")])
     return r
 
@@ -331,7 +337,7 @@ def test_deleting_a_non_explicit_fact_is_a_noop(algorithm):
 @pytest.mark.parametrize("algorithm", ALL)
 def test_fact_both_added_and_deleted_is_rejected(algorithm):
     """An update that both adds and deletes one fact is an UpdateError, applied not at all."""
-    r = Reasoner.from_text(EMPLOYEE, algorithm)
+    r = _paper(EMPLOYEE, algorithm)
     r.load([("manager", "ann")])
     before = r.lines()
     with pytest.raises(UpdateError, match="both added and deleted"):
@@ -343,7 +349,7 @@ def test_fact_both_added_and_deleted_is_rejected(algorithm):
 @pytest.mark.parametrize("algorithm", ALL)
 def test_deleting_explicit_but_derivable_fact_keeps_it(algorithm):
     """mat(Π, E \\ {F}) still contains F when a rule derives it: employee(ann) from manager(ann)."""
-    r = Reasoner.from_text(EMPLOYEE, algorithm)
+    r = _paper(EMPLOYEE, algorithm)
     r.load([("manager", "ann"), ("employee", "ann"), ("employee", "bob")])
     report = r.update(delete=[("employee", "ann"), ("employee", "bob")])
     assert ("employee", "ann") in r.facts() and ("staff", "ann") in r.facts()
@@ -369,7 +375,7 @@ def test_deletion_and_insertion_through_a_recursive_cycle(algorithm):
     """
     program = "reach(X) :- source(X).\nreach(Y) :- reach(X), edge(X, Y).\n"
     facts = [("source", "a")] + [("edge", x, y) for x, y in ("ab", "bc", "be", "ca", "de", "ed")]
-    r = Reasoner.from_text(program, algorithm)
+    r = _paper(program, algorithm)
     r.maintainer.load(facts)
     r.update(add=[("edge", "a", "d")], delete=[("edge", "a", "b")])
     reach = sorted(f[1] for f in r.facts() if f[0] == "reach")

@@ -130,6 +130,7 @@ class FullyDynamic(Maintainer):
         interleaved: bool = True,
         modules: bool = True,  # accepted for a uniform interface; modules are not used
         hypertree: bool = True,
+        levels: bool = True,  # likewise (DRed^c's levels)
     ):
         super().__init__(analysis, dictionary, modules, hypertree)
         self.rng = random.Random(seed)

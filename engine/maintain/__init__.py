@@ -33,6 +33,7 @@ def create(
     modules: bool = True,
     hypertree: bool = True,
     equality: str = "off",
+    levels: bool = True,
 ) -> Maintainer:
     """Instantiate the algorithm called `name` for an analysed program.
 
@@ -41,7 +42,9 @@ def create(
     evaluates cyclic rules over hypertree decompositions (all algorithms).
     `equality` is "off" (the default: `owl:sameAs` is an ordinary predicate) or
     "rewrite" (equality by rewriting to representatives, engine.maintain.rewrite;
-    only the algorithms in `EQUALITY_ALGORITHMS` accept it).
+    only the algorithms in `EQUALITY_ALGORITHMS` accept it). `levels` lets
+    `dredc` stop overdeletion at well-founded derivations (engine.maintain.dredc);
+    other algorithms ignore it.
     """
     if equality not in MODES:
         raise AlgorithmError(
@@ -58,8 +61,8 @@ def create(
                 f"algorithm '{name}' does not support equality=rewrite; "
                 f"choose one of: {', '.join(EQUALITY_ALGORITHMS)}"
             )
-        return Rewrite(analysis, dictionary, modules, hypertree, algorithm=name)
-    return cls(analysis, dictionary, modules=modules, hypertree=hypertree)
+        return Rewrite(analysis, dictionary, modules, hypertree, algorithm=name, levels=levels)
+    return cls(analysis, dictionary, modules=modules, hypertree=hypertree, levels=levels)
 
 
 __all__ = ["ALGORITHMS", "EQUALITY_ALGORITHMS", "Maintainer", "Report", "create"]

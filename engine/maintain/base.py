@@ -88,8 +88,15 @@ class Maintainer(ABC):
         dictionary: Dictionary | None = None,
         modules: bool = True,
         hypertree: bool = True,
+        levels: bool = True,
     ):
+        """State shared by every algorithm.
+
+        `levels` lets `dredc` stop overdeletion at well-founded derivations
+        (engine.maintain.dredc); other algorithms ignore it.
+        """
         self.analysis = analysis
+        self.levels = levels
         self.dictionary = dictionary or Dictionary()
         self.arity = dict(analysis.arity)
         self.I: dict[str, Relation] = {}
@@ -453,7 +460,7 @@ class Maintainer(ABC):
             rel = self.rel(pred)
             rel.difference_update(removed)
             rel.update(added)
-            for table in (self.cnr, self.cr):
+            for table in self.per_fact_tables():
                 w = table.get(pred)
                 if w:
                     for f in removed:
@@ -461,6 +468,10 @@ class Maintainer(ABC):
             if pred not in self.analysis.internal:
                 report.note(pred, added, removed)
         self.D, self.A, self._dma, self._amd = {}, {}, {}, {}
+
+    def per_fact_tables(self) -> tuple[dict, ...]:
+        """Tables pred -> {fact: value} whose entries go when their fact leaves I."""
+        return self.cnr, self.cr
 
     # ------------------------------------------------------------ reports
     def record_diff(self, report: Report, old: dict[str, set[Fact]]) -> None:

@@ -20,6 +20,15 @@ class DRed(Maintainer):
         self.overdelete(s)
         self.insert(s, self.rederive(s))
 
+    def commit(self, report) -> None:
+        """As Maintainer.commit; the report's details count overdeleted and rederived facts."""
+        d = {p: r.facts for p, r in self.D.items() if p not in self.analysis.internal}
+        report.details["overdeleted"] = sum(len(fs) for fs in d.values())
+        report.details["rederived"] = sum(
+            len(fs & self.A[p].facts) for p, fs in d.items() if p in self.A
+        )
+        super().commit(report)
+
     def overdelete(self, s: Stratum) -> None:
         P, N = self.lower_changes(s)
         nd = self.tally(self.ev.derive(s.rules, self.OLD, self.OLD, P, N), -1) if P or N else {}
@@ -34,14 +43,13 @@ class DRed(Maintainer):
         def fresh(nd: Changes) -> Changes:
             out = {}
             for p, fs in nd.items():
-                d = self._get(self.D, p).facts
-                new = {f for f in fs if f not in d and self.may_delete(p, f)}
+                new = self.deletable(p, fs - self._get(self.D, p).facts)
                 if new:
                     out[p] = new
             return out
 
         def accept(derived: Derived, delta: Changes) -> Changes:
-            nd = self.tally(derived, -1)
+            nd = self.lose(derived, s)
             for p, fs in delta.items():
                 self._get(self.D, p).update(fs)
             return fresh(nd)
@@ -52,11 +60,25 @@ class DRed(Maintainer):
             cnr = self._get_w(self.cnr, m.pred)
             steps.append((m, lambda d, m=m, cnr=cnr: m.delete(self.I_MINUS_DMA, d, cnr)))
         generic = self.generic[s.index]
-        saturate(self.ev, generic, self.I_MINUS_DMA, self.I_PLUS_A, fresh(nd), accept, steps)
+        saturate(
+            self.ev, generic, self.I_MINUS_DMA, self.I_PLUS_A, fresh(nd), accept, steps,
+            instances=self.lost_instances(s),
+        )  # fmt: skip
 
-    def may_delete(self, pred: str, fact) -> bool:
-        """Whether an affected fact is overdeleted (DRed: always)."""
-        return True
+    def lose(self, derived: Derived, s: Stratum) -> Changes:
+        """Account for lost instances of stratum `s`'s rules; return their heads."""
+        return self.tally(derived, -1)
+
+    def lost_instances(self, s: Stratum) -> bool:
+        """Whether `lose` needs whole instances (not just heads) in stratum `s`."""
+        return False
+
+    def deletable(self, pred: str, facts: set) -> set:
+        """The affected facts that are overdeleted (DRed: all)."""
+        return facts
+
+    def entered(self, s: Stratum, new: Changes) -> None:
+        """Hook: `new` entered A in one round of stratum `s`'s insertion."""
 
     def rederive(self, s: Stratum) -> Changes:
         """One-step rederivation by backward rule evaluation (line 4)."""
@@ -117,6 +139,7 @@ class DRed(Maintainer):
                 if new:
                     a.update(new)
                     out[p] = new
+            self.entered(s, out)
             return out
 
         def accept(derived: Derived, delta: Changes) -> Changes:

@@ -6,6 +6,14 @@ rederivation checks the recursive counter C_r instead of evaluating rules
 backwards; counters are decremented during overdeletion and incremented during
 insertion. On a non-recursive program it performs exactly Counting's inferences.
 
+Levels (our addition; engine/ALGORITHMS.md, "Levels in DRed^c"): in a recursive
+stratum without modules every fact has the semi-naive round that first derived
+it, and a third counter C_wf of its well-founded derivations: instances whose
+body facts of the same stratum all have lower levels. Whatever keeps C_wf > 0
+is derivable (induction on levels), so overdeletion stops there instead of
+following every lost derivation; C_wf is exactly C_r at the moment a fact
+enters I, and a loss is well-founded when the body levels say so.
+
 With modules (the default) this is DRed^c-MOD (Hu, Motik & Horrocks 2019,
 Algorithm 3): tc/stc modules overdelete with Del, rederive with Red (in one or
 more steps, over their own state) and insert with Add, inside the same loops as
@@ -15,8 +23,12 @@ the generic recursive rules, whose instances alone C_r counts.
 from __future__ import annotations
 
 from engine.analysis import Stratum
+from engine.evaluate import Derived
 from engine.maintain.base import Changes
 from engine.maintain.dred import DRed
+from engine.storage import Weighted
+
+UNKNOWN_HEAD = float("inf")  # a head without a level: every loss counts (safe side)
 
 
 class DRedC(DRed):
@@ -25,6 +37,63 @@ class DRedC(DRed):
     counts_recursive = True
     supports_modules = True
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        strata = self.analysis.strata
+        self.leveled = {
+            s.index for s in strata if self.levels and s.recursive and not self.modules.get(s.index)
+        }
+        self.leveled_preds = {p for s in strata if s.index in self.leveled for p in s.preds}
+        self.level: dict[str, dict] = {}  # pred -> fact -> level
+        self.cwf: dict[str, Weighted] = {}  # pred -> fact -> C_wf
+        self.top = 0  # the highest level given so far
+        # rule -> positions of its positive literals in its own stratum, with their preds
+        self.same = {
+            rid: tuple(
+                (i, a.pred)
+                for i, a in enumerate(self.analysis.rules[rid].positives)
+                if self.stratum_of(a.pred) == s.index
+            )
+            for s in strata if s.index in self.leveled for rid in s.recursive
+        }  # fmt: skip
+
+    def per_fact_tables(self) -> tuple[dict, ...]:
+        return self.cnr, self.cr, self.cwf, self.level
+
+    def counters_wf(self, pred: str, fact) -> tuple[int, int] | None:
+        """(level, C_wf) of an encoded fact of a levelled stratum, else None."""
+        if pred not in self.leveled_preds:
+            return None
+        return self.level.get(pred, {}).get(fact), self.cwf.get(pred, {}).get(fact, 0)
+
+    # ------------------------------------------------------------ materialisation
+    def materialise(self) -> None:
+        self.level.clear()
+        self.cwf.clear()
+        self.top = 0
+        super().materialise()
+
+    def _insert_all(self, pred: str, facts) -> None:
+        super()._insert_all(pred, facts)
+        if pred in self.leveled_preds:
+            self.level.setdefault(pred, {}).update(dict.fromkeys(facts, self.top))
+
+    def _absorb(self, derived: Changes) -> Changes:
+        self.top += 1  # one semi-naive round: its new facts get the next level
+        out = super()._absorb(derived)
+        self._stamp_wf(out)
+        return out
+
+    def _stamp_wf(self, new: Changes) -> None:
+        """C_wf := C_r for facts entering I: the instances of their own round."""
+        for p, fs in new.items():
+            if p in self.leveled_preds:
+                cr = self.cr.get(p, {})
+                cw = self._get_w(self.cwf, p)
+                for f in fs:
+                    cw[f] = cr.get(f, 0)
+
+    # ------------------------------------------------------------ updates
     def update_stratum(self, s: Stratum) -> None:
         self.overdelete(s)
         seeds = self.rederive(s)
@@ -38,7 +107,15 @@ class DRedC(DRed):
     def overdelete(self, s: Stratum) -> None:
         """Lines 28-38: decrement counters for affected instances, then propagate."""
         P, N = self.lower_changes(s)
-        nd = self.tally(self.ev.derive(s.rules, self.OLD, self.OLD, P, N), -1) if P or N else {}
+        nd: Changes = {}
+        if P or N:
+            if s.index in self.leveled:
+                nd = self.tally(self.ev.derive(s.nonrecursive, self.OLD, self.OLD, P, N), -1)
+                lost = self.ev.derive(s.recursive, self.OLD, self.OLD, P, N, instances=True)
+                for p, fs in self.lose(lost, s).items():
+                    nd.setdefault(p, set()).update(fs)
+            else:
+                nd = self.tally(self.ev.derive(s.rules, self.OLD, self.OLD, P, N), -1)
         for p in s.preds:
             fs = self.minus.get(p)
             if fs:
@@ -46,8 +123,48 @@ class DRedC(DRed):
                 nd.setdefault(p, set()).update(fs)
         self.overdelete_loop(s, nd)
 
-    def may_delete(self, pred: str, fact) -> bool:
-        return self.cnr.get(pred, {}).get(fact, 0) == 0
+    def lost_instances(self, s: Stratum) -> bool:
+        return s.index in self.leveled
+
+    def lose(self, derived: Derived, s: Stratum) -> Changes:
+        """Decrement C_r for each lost instance, and C_wf when it was well-founded."""
+        if s.index not in self.leveled:
+            return super().lose(derived, s)
+        out: Changes = {}
+        level = self.level
+        for rule, items in derived:
+            pred = rule.head.pred
+            hl = level.get(pred, {}).get
+            same = self.same[rule.id]
+            if len(same) == 1:  # linear rules: one comprehension
+                i, p = same[0]
+                bl = level.get(p, {}).get
+                wf = [h for h, pos, _ in items if bl(pos[i], -1) < hl(h, UNKNOWN_HEAD)]
+            else:
+                body = [(i, level.get(p, {}).get) for i, p in same]
+                wf = [h for h, pos, _ in items if _below(body, pos, hl(h, UNKNOWN_HEAD))]
+            heads = [h for h, _, _ in items]
+            self._get_w(self.cr, pred).add_all(heads, -1)
+            self._get_w(self.cwf, pred).add_all(wf, -1)
+            out.setdefault(pred, set()).update(heads)
+        return out
+
+    def deletable(self, pred: str, facts: set) -> set:
+        cnr = self.cnr.get(pred, {}).get
+        if pred not in self.leveled_preds:
+            return {f for f in facts if not cnr(f, 0)}
+        cwf = self.cwf.get(pred, {}).get
+        return {f for f in facts if not cnr(f, 0) and cwf(f, 0) <= 0}
+
+    def entered(self, s: Stratum, new: Changes) -> None:
+        """Facts entering A in one insertion round get the next level; C_wf := C_r."""
+        if s.index not in self.leveled:
+            return
+        self.top += 1
+        for p, fs in new.items():
+            if p in self.leveled_preds:
+                self.level.setdefault(p, {}).update(dict.fromkeys(fs, self.top))
+        self._stamp_wf(new)
 
     def rederive(self, s: Stratum) -> Changes:
         """Line 24: R = {F in D | C_r[F] > 0}; no backward rule evaluation."""
@@ -60,3 +177,8 @@ class DRedC(DRed):
                 if kept:
                     R[p] = kept
         return R
+
+
+def _below(body, pos, h) -> bool:
+    """Whether every levelled body fact of an instance is below level `h`."""
+    return all(get(pos[i], -1) < h for i, get in body)

@@ -69,6 +69,7 @@ class Rewrite(Maintainer):
         modules: bool = True,
         hypertree: bool = True,
         algorithm: str = "remat",
+        levels: bool = True,
     ):
         check_program(analysis.program)
         if analysis.overloads:
@@ -78,7 +79,7 @@ class Rewrite(Maintainer):
             )
         super().__init__(analysis, dictionary, modules=False, hypertree=hypertree)
         self.arity.setdefault(SAME_AS, 2)
-        self._modules, self._hypertree = modules, hypertree
+        self._modules, self._hypertree, self._levels = modules, hypertree, levels
         self.name = algorithm
         self._inner_cls = _INNER[algorithm]
         self.inner: Maintainer | None = None  # the last round's maintainer over pi(P)
@@ -111,7 +112,8 @@ class Rewrite(Maintainer):
             rounds += 1
             program = rewrite_rules(self.analysis.program, classes, sigs)
             inner = self._inner_cls(
-                analyse(program), modules=self._modules, hypertree=self._hypertree
+                analyse(program), modules=self._modules, hypertree=self._hypertree,
+                levels=self._levels,
             )
             inner.load({classes.normal(f) for f in facts})
             compact = set(inner.facts())
