@@ -218,3 +218,23 @@ def test_dredc_mod_deletion_and_insertion_are_quadratic(example):
         assert states[0][0] == oracle.facts()
     assert 1.8 < exponent(work[True]) < 2.2, work
     assert exponent(work[False]) > 2.8, work
+
+
+@pytest.mark.parametrize("n", [12, 30])
+def test_stc_deletion_overdeletes_only_the_pairs_it_disconnects(n):
+    """stc's Del rebuilds a dissolved component from its surviving facts (Y_R) at
+    once: deleting one edge of Example 2's cycle disconnects nothing, so only the
+    edge itself is overdeleted (and rederived); deleting a second, opposite edge
+    splits the cycle into two paths of n/2 nodes, and exactly the 2 (n/2)^2 pairs
+    between them are overdeleted (the paper's Del overdeletes all n^2 pairs of the
+    component both times, then Red puts back what survives)."""
+    facts = example2(n)
+    r, _ = _load(STC, facts, "dredc", True)
+    first = r.update(delete=[facts[0]])  # r(c1, c2)
+    assert (first.removed, first.details["overdeleted"], first.details["rederived"]) == (0, 1, 1)
+    second = r.update(delete=[facts[n // 2]])  # r(c_{n/2+1}, c_{n/2+2})
+    half = n // 2
+    assert second.removed == second.details["overdeleted"] == 2 * half * half
+    assert second.details["rederived"] == 0
+    oracle, _ = _load(STC, [f for i, f in enumerate(facts) if i not in (0, half)], "remat", False)
+    assert r.facts() == oracle.facts()

@@ -338,10 +338,15 @@ class Maintainer(ABC):
             if rule.id in taken:
                 continue
             for lit in range(len(rule.positives) + len(rule.negatives)):
-                plan = self.ev.plan(rule, "delta", lit)
-                for need in plan.needs:
-                    if need.cols is not None:
-                        self.rel(plan.literal_preds[need.lit]).index(need.cols)
+                for whole in {False, self.whole_instances(rule)}:
+                    plan = self.ev.plan(rule, "delta", lit, whole)
+                    for need in plan.needs:
+                        if need.cols is not None:
+                            self.rel(plan.literal_preds[need.lit]).index(need.cols)
+
+    def whole_instances(self, rule) -> bool:
+        """Whether updates also evaluate `rule` as whole instances (`prepare` compiles both)."""
+        return False
 
     def _insert_all(self, pred: str, facts) -> None:
         """Insert facts into I during materialisation (subclasses stamp them)."""

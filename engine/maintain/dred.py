@@ -52,6 +52,7 @@ class DRed(Maintainer):
             nd = self.lose(derived, s)
             for p, fs in delta.items():
                 self._get(self.D, p).update(fs)
+            self.overdeleting(s)
             return fresh(nd)
 
         steps = []
@@ -68,6 +69,13 @@ class DRed(Maintainer):
     def lose(self, derived: Derived, s: Stratum) -> Changes:
         """Account for lost instances of stratum `s`'s rules; return their heads."""
         return self.tally(derived, -1)
+
+    def gained(self, s: Stratum, N: Changes, P: Changes) -> Derived:
+        """Instances of stratum `s` that the lower changes start (Π⟨NEW ⊳ A-D, D-A⟩)."""
+        return self.ev.derive(s.rules, self.NEW, self.NEW, N, P)
+
+    def overdeleting(self, s: Stratum) -> None:
+        """Hook: called after each round of overdeletion in stratum `s` (D is current)."""
 
     def lost_instances(self, s: Stratum) -> bool:
         """Whether `lose` needs whole instances (not just heads) in stratum `s`."""
@@ -110,10 +118,15 @@ class DRed(Maintainer):
                     todo -= found
         return R
 
-    def insert(self, s: Stratum, seeds: Changes, own: dict | None = None) -> None:
+    def insert(
+        self, s: Stratum, seeds: Changes, own: dict | None = None, full: bool = False
+    ) -> None:
         """Semi-naive insertion (lines 14-20); with modules REDERIVE-INSERT's loop.
 
         `own` maps a module to the facts it rederived itself (not given back to it).
+        With `full` the stratum is evaluated from scratch over (I - D) u A (D holds
+        all of it): non-recursive rules over everything instead of the lower
+        changes, and a first round of the recursive rules over everything.
         """
         P, N = self.lower_changes(s)
         na = {p: set(fs) for p, fs in seeds.items()}
@@ -122,7 +135,10 @@ class DRed(Maintainer):
                 if self.counts_nonrecursive:
                     self._get_w(self.cnr, p).add_all(self.plus[p])
                 na.setdefault(p, set()).update(self.plus[p])
-        derived = self.ev.derive(s.rules, self.NEW, self.NEW, N, P) if P or N else []
+        if full:
+            derived = self.ev.derive(s.nonrecursive, self.NEW, self.NEW)
+        else:
+            derived = self.gained(s, N, P) if P or N else []
         self.tally(derived, +1, na)
         mods = self.modules.get(s.index, ())
         for m in mods:  # facts whose C_nr became positive (tc keeps them in X)
@@ -135,7 +151,8 @@ class DRed(Maintainer):
             out = {}
             for p, fs in na.items():
                 i, d, a = self.rel(p).facts, self._get(self.D, p).facts, self._get(self.A, p)
-                new = {f for f in fs if (f not in i or f in d) and f not in a.facts}
+                new = fs - a.facts  # new in I, or back after overdeletion:
+                new = ((new - i) | (new & d)) if d else new - i
                 if new:
                     a.update(new)
                     out[p] = new
@@ -147,4 +164,6 @@ class DRed(Maintainer):
 
         steps = [(m, lambda d, m=m: m.add(self.NEW, d)) for m in mods]
         generic = self.generic[s.index]
-        saturate(self.ev, generic, self.NEW, self.NEW, fresh(na), accept, steps, own=own)
+        saturate(
+            self.ev, generic, self.NEW, self.NEW, fresh(na), accept, steps, full=full, own=own
+        )  # fmt: skip

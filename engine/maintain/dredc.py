@@ -26,9 +26,13 @@ from engine.analysis import Stratum
 from engine.evaluate import Derived
 from engine.maintain.base import Changes
 from engine.maintain.dred import DRed
-from engine.storage import Weighted
+from engine.storage import Relation, Weighted
 
 UNKNOWN_HEAD = float("inf")  # a head without a level: every loss counts (safe side)
+
+
+class _Recompute(Exception):
+    """Overdeletion of a levelled stratum passed its limit: evaluate it from scratch."""
 
 
 class DRedC(DRed):
@@ -36,6 +40,12 @@ class DRedC(DRed):
     counts_nonrecursive = True
     counts_recursive = True
     supports_modules = True
+    # A levelled stratum is evaluated from scratch instead when the update changes
+    # more than `recompute_input` of the facts it reads, or overdeletion passes
+    # `recompute_share` of its facts; both only beyond `recompute_min` facts.
+    recompute_input = 0.05
+    recompute_share = 0.15
+    recompute_min = 1000
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -47,6 +57,9 @@ class DRedC(DRed):
         self.level: dict[str, dict] = {}  # pred -> fact -> level
         self.cwf: dict[str, Weighted] = {}  # pred -> fact -> C_wf
         self.top = 0  # the highest level given so far
+        self.limit = 0.0  # overdeleted facts beyond which a stratum is recomputed
+        self.recomputed = 0  # strata recomputed in this update
+        self.replaced: set[str] = set()  # their predicates (D = old I, A = new I)
         # rule -> positions of its positive literals in its own stratum, with their preds
         self.same = {
             rid: tuple(
@@ -56,6 +69,9 @@ class DRedC(DRed):
             )
             for s in strata if s.index in self.leveled for rid in s.recursive
         }  # fmt: skip
+
+    def whole_instances(self, rule) -> bool:
+        return rule.recursive and self.stratum_of(rule.head.pred) in self.leveled
 
     def per_fact_tables(self) -> tuple[dict, ...]:
         return self.cnr, self.cr, self.cwf, self.level
@@ -88,14 +104,24 @@ class DRedC(DRed):
         """C_wf := C_r for facts entering I: the instances of their own round."""
         for p, fs in new.items():
             if p in self.leveled_preds:
-                cr = self.cr.get(p, {})
-                cw = self._get_w(self.cwf, p)
-                for f in fs:
-                    cw[f] = cr.get(f, 0)
+                cr = self.cr.get(p, {}).get
+                self._get_w(self.cwf, p).update({f: cr(f, 0) for f in fs})
 
     # ------------------------------------------------------------ updates
     def update_stratum(self, s: Stratum) -> None:
-        self.overdelete(s)
+        if s.index in self.leveled:
+            size = sum(len(self.rel(p)) for p in s.preds)
+            self.limit = max(self.recompute_min, self.recompute_share * size)
+            try:
+                input_limit = max(self.recompute_min, self.recompute_input * self.input_size(s))
+                if self.input_change(s) > input_limit:
+                    raise _Recompute
+                self.overdelete(s)
+            except _Recompute:
+                self.recompute(s)
+                return
+        else:
+            self.overdelete(s)
         seeds = self.rederive(s)
         own = {}
         for m in self.modules.get(s.index, ()):  # lines 33-35
@@ -123,6 +149,60 @@ class DRedC(DRed):
                 nd.setdefault(p, set()).update(fs)
         self.overdelete_loop(s, nd)
 
+    def input_size(self, s: Stratum) -> int:
+        """The facts stratum `s` reads from lower strata, plus its explicit facts."""
+        lower = (p for p in self.body_preds[s.index] if self.stratum_of(p) < s.index)
+        return sum(len(self.rel(p)) for p in lower) + sum(len(self.E.get(p, ())) for p in s.preds)
+
+    def input_change(self, s: Stratum) -> int:
+        """How many of those this update changes."""
+        P, N = self.lower_changes(s)
+        n = sum(map(len, P.values())) + sum(map(len, N.values()))
+        return n + sum(len(self.plus.get(p, ())) + len(self.minus.get(p, ())) for p in s.preds)
+
+    def overdeleting(self, s: Stratum) -> None:
+        if s.index in self.leveled:
+            if sum(len(self.D[p]) for p in s.preds if p in self.D) > self.limit:
+                raise _Recompute
+
+    def recompute(self, s: Stratum) -> None:
+        """Evaluate stratum `s` from scratch over the updated lower strata.
+
+        D takes all of the stratum's facts and its counters and levels start
+        afresh; insertion then derives everything (as a load would) into A, so
+        commit keeps exactly the new stratum and the report its difference.
+        """
+        self.recomputed += 1
+        seeds: Changes = {}
+        for p in s.preds:
+            self.D[p] = self.rel(p)  # all of it (the same object: I stays as it was)
+            self.replaced.add(p)
+            for table in self.per_fact_tables():
+                table.pop(p, None)
+            kept = self.E.get(p, set()) - self.minus.get(p, set()) - self.plus.get(p, set())
+            if kept:
+                self._get_w(self.cnr, p).add_all(kept)
+                seeds[p] = kept
+        self.insert(s, seeds, full=True)
+
+    def NEW(self, pred: str) -> list:
+        if pred in self.replaced:  # (I \ D) u A = A: D holds all of I
+            return [(self._get(self.A, pred), None)]
+        return super().NEW(pred)
+
+    def commit(self, report) -> None:
+        """A recomputed stratum's A becomes its relation; the rest as DRed^c."""
+        report.details["recomputed_strata"] = self.recomputed
+        self.recomputed = 0
+        for p in self.replaced:
+            new = self.A.pop(p, None) or Relation()
+            old = self.D.pop(p).facts
+            self.I[p] = new
+            if p not in self.analysis.internal:
+                report.note(p, new.facts - old, old - new.facts)
+        self.replaced.clear()
+        super().commit(report)
+
     def lost_instances(self, s: Stratum) -> bool:
         return s.index in self.leveled
 
@@ -147,6 +227,29 @@ class DRedC(DRed):
             self._get_w(self.cr, pred).add_all(heads, -1)
             self._get_w(self.cwf, pred).add_all(wf, -1)
             out.setdefault(pred, set()).update(heads)
+        return out
+
+    def gained(self, s: Stratum, N: Changes, P: Changes) -> Derived:
+        """As DRed's, counting new well-founded derivations of facts staying in I.
+
+        A started instance whose same-stratum body lies below its head, a fact
+        staying in I, is a new well-founded derivation of it (C_wf + 1).
+        """
+        if s.index not in self.leveled:
+            return super().gained(s, N, P)
+        out = self.ev.derive(s.nonrecursive, self.NEW, self.NEW, N, P)
+        level = self.level
+        for rule, items in self.ev.derive(s.recursive, self.NEW, self.NEW, N, P, instances=True):
+            pred = rule.head.pred
+            hl = level.get(pred, {}).get
+            body = [(i, level.get(p, {}).get) for i, p in self.same[rule.id]]
+            i, d = self.rel(pred).facts, self._get(self.D, pred).facts
+            wf = [
+                h for h, pos, _ in items
+                if h in i and h not in d and _below(body, pos, hl(h, -1))
+            ]  # fmt: skip
+            self._get_w(self.cwf, pred).add_all(wf)
+            out.append((rule, [h for h, _, _ in items]))
         return out
 
     def deletable(self, pred: str, facts: set) -> set:

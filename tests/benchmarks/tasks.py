@@ -5,6 +5,8 @@ Tasks, in this order, each from the state the previous one left:
 * `initial`: load the explicit facts E0 (for `remat` also `initial, warm`: a
   second load with the rule plans already compiled);
 * `delete 1%`: delete a random 1% of E0 (fixed seed), then `re-insert 1%`;
+* `delete 10`: delete 10 random facts of E0, then `re-insert 10` (the issue's
+  "10 edges on DAG-R");
 * `delete+insert 1,000`: one update deleting 1,000 random explicit facts and
   inserting the workload's 1,000 held-out `extra` facts (workloads with `extra`);
 * `delete 25%`: delete a random 25% of the explicit facts left by the previous
@@ -37,6 +39,8 @@ SMALL = 0.01  # small deletion / re-insertion: this fraction of E0
 LARGE = 0.25  # large deletion: this fraction of the explicit facts at that point
 INITIAL, WARM = "initial", "initial, warm"
 DELETE, REINSERT, LARGE_DELETE = "delete 1%", "re-insert 1%", "delete 25%"
+TINY = 10  # the few-facts deletion / re-insertion
+DELETE_TINY, REINSERT_TINY = f"delete {TINY}", f"re-insert {TINY}"
 _MASK = (1 << 64) - 1
 
 
@@ -58,8 +62,11 @@ def plan(w: Workload) -> tuple[list[Task], dict[str, list[tuple]]]:
     e0 = sorted(set(w.facts), key=repr)
     small = rng.sample(e0, max(1, round(len(e0) * SMALL)))
     states = {"E0": e0, "E1": sorted(set(e0) - set(small), key=repr)}
+    tiny = rng.sample(e0, min(TINY, len(e0)))
+    states["E2"] = sorted(set(e0) - set(tiny), key=repr)
     tasks = [Task(INITIAL, e0, [], "E0"), Task(DELETE, [], small, "E1"),
-             Task(REINSERT, small, [], "E0")]  # fmt: skip
+             Task(REINSERT, small, [], "E0"), Task(DELETE_TINY, [], tiny, "E2"),
+             Task(REINSERT_TINY, tiny, [], "E0")]  # fmt: skip
     last = e0
     if w.extra:
         mix = rng.sample(e0, min(len(w.extra), len(e0)))
@@ -84,7 +91,7 @@ def workload(arg: dict) -> Workload:
     return WORKLOADS[arg["workload"]](**arg.get("options", {}))
 
 
-_OPTIONS = {"modules", "hypertree"} & set(inspect.signature(Reasoner.__init__).parameters)
+_OPTIONS = {"modules", "hypertree", "levels"} & set(inspect.signature(Reasoner.__init__).parameters)
 
 
 def reasoner(w: Workload, algorithm: str, optimised: bool = False) -> Reasoner:
