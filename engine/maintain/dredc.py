@@ -207,7 +207,11 @@ class DRedC(DRed):
         return s.index in self.leveled
 
     def lose(self, derived: Derived, s: Stratum) -> Changes:
-        """Decrement C_r for each lost instance, and C_wf when it was well-founded."""
+        """Decrement C_r for each lost instance, and C_wf when it was well-founded.
+
+        Returns the heads that lost a well-founded instance: only they can have
+        lost their last support (every other fact keeps C_nr > 0 or C_wf > 0).
+        """
         if s.index not in self.leveled:
             return super().lose(derived, s)
         out: Changes = {}
@@ -223,10 +227,9 @@ class DRedC(DRed):
             else:
                 body = [(i, level.get(p, {}).get) for i, p in same]
                 wf = [h for h, pos, _ in items if _below(body, pos, hl(h, UNKNOWN_HEAD))]
-            heads = [h for h, _, _ in items]
-            self._get_w(self.cr, pred).add_all(heads, -1)
+            self._get_w(self.cr, pred).add_all([h for h, _, _ in items], -1)
             self._get_w(self.cwf, pred).add_all(wf, -1)
-            out.setdefault(pred, set()).update(heads)
+            out.setdefault(pred, set()).update(wf)
         return out
 
     def gained(self, s: Stratum, N: Changes, P: Changes) -> Derived:
@@ -257,7 +260,7 @@ class DRedC(DRed):
         if pred not in self.leveled_preds:
             return {f for f in facts if not cnr(f, 0)}
         cwf = self.cwf.get(pred, {}).get
-        return {f for f in facts if not cnr(f, 0) and cwf(f, 0) <= 0}
+        return {f for f in facts if cwf(f, 0) <= 0 and not cnr(f, 0)}
 
     def entered(self, s: Stratum, new: Changes) -> None:
         """Facts entering A in one insertion round get the next level; C_wf := C_r."""
