@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.errors import AnalysisError
+from engine.graph import components
 from engine.syntax import Atom, BinOp, Comparison, Negation, Pos, Program, Rule, Term, Var
 
 INTERNAL_PREFIX = "__"
@@ -329,45 +330,8 @@ def _check_arities(program: Program) -> dict[str, int]:
 
 
 def _sccs(nodes: list[str], edges: dict[str, list[str]]) -> list[list[str]]:
-    """Tarjan's algorithm, iterative; components in dependency order (sources first)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    out: list[list[str]] = []
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, iter(edges.get(root, ())))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, it = work[-1]
-            for nxt in it:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, iter(edges.get(nxt, ()))))
-                    break
-                if nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    comp = []
-                    while True:
-                        m = stack.pop()
-                        on_stack.discard(m)
-                        comp.append(m)
-                        if m == node:
-                            break
-                    out.append(comp)
-    out.reverse()
-    return out
+    """Strongly connected components in dependency order (sources first)."""
+    return components(nodes, edges)[::-1]
 
 
 def analyse(program: Program) -> Analysis:
@@ -427,11 +391,38 @@ def analyse(program: Program) -> Analysis:
 
     return Analysis(
         program, tuple(rules), arity, tuple(strata), stratum_of, internal, table, display,
-        detect_modules(rules, strata), decompositions(rules),
+        detect_modules(rules, strata, stratum_of), decompositions(rules),
     )  # fmt: skip
 
 
 # ---------------------------------------------------------------- modules
+
+
+def linear_base(rule: AnalysedRule) -> str:
+    """S of an ltc rule `R(x, z) :- R(x, y), S(y, z).`."""
+    match = _linear(rule)
+    assert match is not None, "only ltc rules"
+    return match[1]
+
+
+def _linear(rule: AnalysedRule) -> tuple[str, str] | None:
+    """(R, S) when `rule` is `R(x, z) :- R(x, y), S(y, z).` (body in either order)."""
+    if rule.negatives or rule.builtins or len(rule.rule.body) != 2 or len(rule.positives) != 2:
+        return None
+    head = rule.head
+    atoms = (head, *rule.positives)
+    if any(len(a.args) != 2 for a in atoms):
+        return None
+    if not all(isinstance(t, Var) and not t.name.startswith("_") for a in atoms for t in a.args):
+        return None
+    x, z = (t.name for t in head.args)
+    for own, base in (rule.positives, rule.positives[::-1]):
+        if own.pred != head.pred or base.pred == head.pred:
+            continue
+        (a, y), (y2, b) = ([t.name for t in own.args], [t.name for t in base.args])
+        if a == x and b == z and y == y2 and len({x, y, z}) == 3:
+            return head.pred, base.pred
+    return None
 
 
 def _pattern(rule: AnalysedRule) -> tuple[str, str] | None:
@@ -461,10 +452,22 @@ def _pattern(rule: AnalysedRule) -> tuple[str, str] | None:
     return None
 
 
-def detect_modules(rules: list[AnalysedRule], strata: list[Stratum]) -> tuple[ModuleSpec, ...]:
-    """tc(R) / stc(R) modules among the recursive rules of each stratum (compile time)."""
+def detect_modules(
+    rules: list[AnalysedRule], strata: list[Stratum], stratum_of: dict[str, int]
+) -> tuple[ModuleSpec, ...]:
+    """tc(R) / stc(R) / ltc(R) modules among the recursive rules of each stratum.
+
+    ltc(R): the stratum holds R alone and every recursive rule is
+    `R(x, z) :- R(x, y), S(y, z).` with S from a lower stratum.
+    """
     out: list[ModuleSpec] = []
     for s in strata:
+        linear = [_linear(rules[rid]) for rid in s.recursive]
+        if s.recursive and len(s.preds) == 1 and all(
+            m is not None and stratum_of.get(m[1], 0) < s.index for m in linear
+        ):
+            out.append(ModuleSpec("ltc", next(iter(s.preds)), s.index, tuple(s.recursive)))
+            continue
         found: dict[tuple[str, str], list[int]] = {}
         for rid in s.recursive:
             match = _pattern(rules[rid])

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from connectors.files import read_facts, read_updates
@@ -181,7 +181,8 @@ def _stats_line(label, report: Report, update_id=None) -> str:
 
 
 def cmd_materialise(cfg: Config) -> None:
-    reasoner = _reasoner(cfg)
+    """One load, no updates: `remat` (no counters to keep; all modules apply)."""
+    reasoner = _reasoner(replace(cfg, algorithm="remat"))
     reasoner.load(_facts(cfg, reasoner))
     _write_facts(cfg, reasoner)
 
@@ -328,11 +329,13 @@ def cmd_explain(cfg: Config) -> None:
     print(reasoner.program)
     print("\n== analysis")
     module_of = {rid: m for m in an.modules for rid in m.rules}
+    used = {m.spec for ms in reasoner.maintainer.modules.values() for m in ms}
     for s in an.strata:
         preds = ", ".join(sorted(pr.pred(p) for p in s.preds))
         print(f"stratum {s.index}: {preds}")
         for m in an.modules_of(s):
-            print(f"  module {_module(reasoner, m)}: rules {', '.join(map(str, m.rules))}")
+            unused = "" if m in used else f" (not used by {reasoner.maintainer.name})"
+            print(f"  module {_module(reasoner, m)}: rules {', '.join(map(str, m.rules))}{unused}")
         for rid in s.rules:
             r = an.rules[rid]
             kind = "recursive" if r.recursive else "non-recursive"

@@ -81,6 +81,7 @@ class Maintainer(ABC):
     counts_recursive = False  # keep C_r (recursive derivations)
     incremental = True  # compile delta plans and build their indexes at load time
     supports_modules = False  # use tc/stc modules (materialisation and updates)
+    module_kinds = ("tc", "stc")  # which; ltc is a materialisation-only module (remat)
 
     def __init__(
         self,
@@ -112,7 +113,9 @@ class Maintainer(ABC):
         self.modules: dict[int, list[Module]] = {}  # stratum -> its active modules
         if modules and self.supports_modules:
             for spec in analysis.modules:
-                self.modules.setdefault(spec.stratum, []).append(build(spec, self.ev.counts))
+                if spec.kind in self.module_kinds:
+                    m = build(spec, self.ev.counts, analysis.rules)
+                    self.modules.setdefault(spec.stratum, []).append(m)
         taken = {rid for ms in self.modules.values() for m in ms for rid in m.rules}
         self.generic = {  # stratum -> recursive rules evaluated semi-naively
             s.index: tuple(r for r in s.recursive if r not in taken) for s in analysis.strata

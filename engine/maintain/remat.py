@@ -12,6 +12,7 @@ class Remat(Maintainer):
     name = "remat"
     incremental = False
     supports_modules = True
+    module_kinds = ("tc", "stc", "ltc")
 
     def _update(self, add, delete) -> Report:
         start = time.perf_counter()

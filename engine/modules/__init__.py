@@ -36,19 +36,23 @@ This package knows nothing of algorithms, counters' upkeep or I/O.
 
 from __future__ import annotations
 
-from engine.analysis import ModuleSpec
+from engine.analysis import AnalysedRule, ModuleSpec, linear_base
 from engine.evaluate import Counts
 from engine.modules.base import Module
+from engine.modules.ltc import LinearClosure
 from engine.modules.stc import SymmetricTransitiveClosure
 from engine.modules.tc import TransitiveClosure
 
 MODULES: dict[str, type[Module]] = {
-    cls.kind: cls for cls in (TransitiveClosure, SymmetricTransitiveClosure)
+    cls.kind: cls for cls in (TransitiveClosure, SymmetricTransitiveClosure, LinearClosure)
 }
 
 
-def build(spec: ModuleSpec, counts: Counts) -> Module:
-    """The module implementing `spec` (dispatch on its kind)."""
+def build(spec: ModuleSpec, counts: Counts, rules: tuple[AnalysedRule, ...] = ()) -> Module:
+    """The module implementing `spec` (dispatch on its kind; ltc reads its rules)."""
+    if spec.kind == "ltc":
+        bases = tuple(sorted({linear_base(rules[rid]) for rid in spec.rules}))
+        return LinearClosure(spec, counts, bases)
     return MODULES[spec.kind](spec, counts)
 
 

@@ -1,0 +1,56 @@
+"""Strongly connected components (Tarjan's algorithm, iterative), for any hashable nodes.
+
+Used by the analysis (predicate dependency graph) and by the ltc module (the
+data graph of a base relation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import TypeVar
+
+N = TypeVar("N", bound=Hashable)
+
+
+def components(roots: Iterable[N], edges: Mapping[N, Sequence[N]]) -> list[list[N]]:
+    """The components of the nodes reachable from `roots`, sinks first.
+
+    Every edge leaves a component for one listed earlier (or stays inside it).
+    """
+    index: dict[N, int] = {}
+    low: dict[N, int] = {}
+    on_stack: set[N] = set()
+    stack: list[N] = []
+    out: list[list[N]] = []
+    for root in roots:
+        if root in index:
+            continue
+        work = [(root, iter(edges.get(root, ())))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(edges.get(nxt, ()))))
+                    break
+                if nxt in on_stack and index[nxt] < low[node]:
+                    low[node] = index[nxt]
+            else:
+                work.pop()
+                if work and low[node] < low[work[-1][0]]:
+                    low[work[-1][0]] = low[node]
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        m = stack.pop()
+                        on_stack.discard(m)
+                        comp.append(m)
+                        if m == node:
+                            break
+                    out.append(comp)
+    return out
