@@ -76,12 +76,6 @@ class DRedC(DRed):
     def per_fact_tables(self) -> tuple[dict, ...]:
         return self.cnr, self.cr, self.cwf, self.level
 
-    def counters_wf(self, pred: str, fact) -> tuple[int, int] | None:
-        """(level, C_wf) of an encoded fact of a levelled stratum, else None."""
-        if pred not in self.leveled_preds:
-            return None
-        return self.level.get(pred, {}).get(fact), self.cwf.get(pred, {}).get(fact, 0)
-
     # ------------------------------------------------------------ materialisation
     def materialise(self) -> None:
         self.level.clear()
