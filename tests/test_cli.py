@@ -149,6 +149,31 @@ def test_replay_recursive_program(tmp_path, path_files, algorithm):
     assert [(line["added"], line["removed"]) for line in lines] == PATH_STATS
 
 
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_replay_levels_flag_and_stats_details(tmp_path, how):
+    """`--levels on|off` (or FLUXMAT_LEVELS): the same result; the stats lines carry
+    dredc's details. On a ladder (reach over i->i+1 and i->i+2 up to 6), deleting
+    e(0, 1) overdeletes e(0, 1) and reach(1) with levels, and e(0, 1) and
+    reach(1..6) without (five of them rederived)."""
+    program = write(tmp_path / "ladder.dl", "reach(Y) :- reach(X), e(X, Y).\n")
+    edges = "".join(f"e({i}, {j}).\n" for i in range(6) for j in (i + 1, i + 2) if j <= 6)
+    facts = write(tmp_path / "f.dl", "reach(0).\n" + edges)
+    updates = jsonl(tmp_path / "u.jsonl", [{"del": [["e", 0, 1]]}])
+    outputs, details = {}, {}
+    for levels in ("on", "off"):
+        stats = tmp_path / f"stats-{levels}.jsonl"
+        args = ["replay", program, "--facts", facts, "--updates", updates, "--stats", stats]
+        if how == "flag":
+            outputs[levels] = ok(fluxmat(*args, "--levels", levels))
+        else:
+            outputs[levels] = ok(fluxmat(*args, env={"FLUXMAT_LEVELS": levels}))
+        last = json.loads(stats.read_text().splitlines()[-1])
+        details[levels] = (last["overdeleted"], last["rederived"], last["recomputed_strata"])
+    assert outputs["on"] == outputs["off"]
+    assert "reach(1)." not in outputs["on"] and "reach(6)." in outputs["on"]
+    assert details == {"on": (2, 0, 0), "off": (7, 5, 0)}
+
+
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_replay_every_algorithm_same_output(tmp_path, algorithm):
     program = write(tmp_path / "family.dl", FAMILY)
