@@ -25,7 +25,7 @@ facts -- finds every deleted fact the survivors derive through R's rule.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from engine.evaluate import View
 from engine.modules.base import Module, member, successors
@@ -60,17 +60,8 @@ class TransitiveClosure(Module):
         J: set[Fact] = set()
         queue: list[Fact] = []
         push = queue.append
-        n = 0
         # R part new, X part old (X does not hold delta yet)
-        for v, w in delta:
-            bucket = preds.get(v)
-            if bucket:
-                n += len(bucket)
-                for u, _ in bucket:
-                    h = (u, w)
-                    if h not in J and not has(h):
-                        J.add(h)
-                        push(h)
+        n = _extend_left(delta, preds, J, push, has)
         # X part new, R part anywhere in Ip (delta included)
         for u, v in delta:
             for _, w in successors(src, v):
@@ -81,16 +72,7 @@ class TransitiveClosure(Module):
                     push(h)
         X.update(delta)
         # R part derived here, X part anywhere
-        while queue:
-            v, w = queue.pop()
-            bucket = preds.get(v)
-            if bucket:
-                n += len(bucket)
-                for u, _ in bucket:
-                    h = (u, w)
-                    if h not in J and not has(h):
-                        J.add(h)
-                        push(h)
+        n += _extend_left(_drain(queue), preds, J, push, has)
         self._count(n)
         return J
 
@@ -169,3 +151,27 @@ class TransitiveClosure(Module):
                         left -= 1
         self._count(n)
         return out
+
+
+def _extend_left(pairs: Iterable[Fact], preds: dict, J: set[Fact], push, has) -> int:
+    """Linear instances X(u, v), R(v, w) -> R(u, w) for each R(v, w) of `pairs`.
+
+    New heads go into J and onto the queue (`push`); returns the X facts read.
+    """
+    n = 0
+    for v, w in pairs:
+        bucket = preds.get(v)
+        if bucket:
+            n += len(bucket)
+            for u, _ in bucket:
+                h = (u, w)
+                if h not in J and not has(h):
+                    J.add(h)
+                    push(h)
+    return n
+
+
+def _drain(queue: list[Fact]) -> Iterator[Fact]:
+    """Pop the queue until it is empty, including what is pushed meanwhile."""
+    while queue:
+        yield queue.pop()
