@@ -209,18 +209,9 @@ class DRedC(DRed):
         if s.index not in self.leveled:
             return super().lose(derived, s)
         out: Changes = {}
-        level = self.level
         for rule, items in derived:
             pred = rule.head.pred
-            hl = level.get(pred, {}).get
-            same = self.same[rule.id]
-            if len(same) == 1:  # linear rules: one comprehension
-                i, p = same[0]
-                bl = level.get(p, {}).get
-                wf = [h for h, pos, _ in items if bl(pos[i], -1) < hl(h, UNKNOWN_HEAD)]
-            else:
-                body = [(i, level.get(p, {}).get) for i, p in same]
-                wf = [h for h, pos, _ in items if _below(body, pos, hl(h, UNKNOWN_HEAD))]
+            wf = self._well_founded(rule, items, UNKNOWN_HEAD)
             self._get_w(self.cr, pred).add_all([h for h, _, _ in items], -1)
             self._get_w(self.cwf, pred).add_all(wf, -1)
             out.setdefault(pred, set()).update(wf)
@@ -235,19 +226,29 @@ class DRedC(DRed):
         if s.index not in self.leveled:
             return super().gained(s, N, P)
         out = self.ev.derive(s.nonrecursive, self.NEW, self.NEW, N, P)
-        level = self.level
         for rule, items in self.ev.derive(s.recursive, self.NEW, self.NEW, N, P, instances=True):
             pred = rule.head.pred
-            hl = level.get(pred, {}).get
-            body = [(i, level.get(p, {}).get) for i, p in self.same[rule.id]]
             i, d = self.rel(pred).facts, self._get(self.D, pred).facts
-            wf = [
-                h for h, pos, _ in items
-                if h in i and h not in d and _below(body, pos, hl(h, -1))
-            ]  # fmt: skip
-            self._get_w(self.cwf, pred).add_all(wf)
+            staying = [t for t in items if t[0] in i and t[0] not in d]
+            self._get_w(self.cwf, pred).add_all(self._well_founded(rule, staying, -1))
             out.append((rule, [h for h, _, _ in items]))
         return out
+
+    def _well_founded(self, rule, items: list, missing: float) -> list:
+        """Heads of the instances whose same-stratum body facts lie below the head.
+
+        `missing` is the level assumed for a head without one (a body fact
+        without one counts as -1).
+        """
+        level = self.level
+        hl = level.get(rule.head.pred, {}).get
+        same = self.same[rule.id]
+        if len(same) == 1:  # linear rules: one comprehension
+            i, p = same[0]
+            bl = level.get(p, {}).get
+            return [h for h, pos, _ in items if bl(pos[i], -1) < hl(h, missing)]
+        body = [(i, level.get(p, {}).get) for i, p in same]
+        return [h for h, pos, _ in items if _below(body, pos, hl(h, missing))]
 
     def deletable(self, pred: str, facts: set) -> set:
         cnr = self.cnr.get(pred, {}).get
