@@ -128,6 +128,7 @@ class Explainer:
         rules = m.analysis.rules
         out = []
         log = getattr(m, "log", None)
+        by_head = self.by_head.get(key[0], ())
         if log is not None and hasattr(m, "heads"):
             for lk in m.heads.get(key, ()):
                 entry = log.get(lk)
@@ -136,8 +137,10 @@ class Explainer:
                 rid, _head, pos, neg = entry[0]
                 if all(self.present(k) for k in pos) and not any(self.present(k) for k in neg):
                     out.append((rules[rid], tuple(pos), tuple(neg)))
-            return out
-        for rule in self.by_head.get(key[0], ()):
+            # an stc module's rules are not logged (engine.fd.closure): evaluated backwards
+            taken = {rid for ms in m.modules.values() for mod in ms for rid in mod.rules}
+            by_head = [rule for rule in by_head if rule.id in taken]
+        for rule in by_head:
             preds = [a.pred for a in rule.positives]
             for _h, body in m.ev.backward(rule, (key[1],), m.OLD, m.OLD, False):
                 pos = tuple(zip(preds, body, strict=True))

@@ -203,13 +203,15 @@ class _RuleBuilder:
 
 
 @st.composite
-def program_cases(draw, recursion: bool | None = None, closure: bool = False) -> GenProgram:
+def program_cases(draw, recursion: bool | None = None, closure: bool | str = False) -> GenProgram:
     """A safe, stratifiable program over EDB e/2, f/1 and 1-5 layered IDB predicates.
 
     `recursion=False` forbids positive atoms of a rule's own layer (the program is
     then non-recursive); None lets hypothesis choose. `closure=True` makes p1
     binary with one column type and gives it a transitivity rule (and sometimes
     the symmetry rule): the program then always has a tc or stc module.
+    `closure="stc"`: p1 always gets both rules and its other rules read lower
+    layers only (the stc module the fully dynamic algorithms take).
     """
     if closure:
         recursion = True
@@ -233,12 +235,15 @@ def program_cases(draw, recursion: bool | None = None, closure: bool = False) ->
             layer_of[pred] = layer
     rules = []
     for head in sorted(p for p in schema if layer_of[p] > 0):
+        only_stc = closure == "stc" and head == "p1"
         for _ in range(draw(st.integers(1, 2))):
-            rules.append(_RuleBuilder(draw, schema, layer_of, recursion).build(head))
+            rules.append(_RuleBuilder(draw, schema, layer_of, recursion and not only_stc).build(head))
         if recursion and len(schema[head]) == 2 and len(set(schema[head])) == 1:
             kinds_ = (
-                ("tc", "stc") if closure and head == "p1" else ("", "", "tc", "tc", "stc", "sym")
-            )
+                ("stc",) if only_stc
+                else ("tc", "stc") if closure and head == "p1"
+                else ("", "", "tc", "tc", "stc", "sym")
+            )  # fmt: skip
             kind = draw(st.sampled_from(kinds_))
             if "tc" in kind:
                 rules.append(f"{head}(X, Z) :- {head}(X, Y), {head}(Y, Z).")
@@ -297,7 +302,7 @@ def update_sequences(
 
 
 @st.composite
-def scenarios(draw, recursion: bool | None = None, closure: bool = False):
+def scenarios(draw, recursion: bool | None = None, closure: bool | str = False):
     """(GenProgram, initial facts, update sequence); see `program_cases`."""
     gp = draw(program_cases(recursion, closure))
     initial = draw(facts(gp.schema))

@@ -106,7 +106,7 @@ SUBMIT = ("submit",)
 # attribute (including ones added later to the engine) is part of it.
 STATIC = {
     "analysis", "dictionary", "arity", "ev", "body_preds", "stats", "chooser", "rng",
-    "pos_rules", "neg_rules", "by_head", "_noops", "interleaved",
+    "pos_rules", "neg_rules", "by_head", "_noops", "interleaved", "active_rules", "base_rules",
 }  # fmt: skip
 
 

@@ -64,7 +64,7 @@ schedules = st.fixed_dictionaries(
 )
 
 
-def drive(algorithm: str, case, schedule, interleaved: bool = True) -> None:
+def drive(algorithm: str, case, schedule, interleaved: bool = True, module: str = "") -> None:
     gp, initial, updates = case
     note(f"program:\n{gp.text}")
     note(f"initial: {sorted(initial, key=repr)}")
@@ -73,6 +73,7 @@ def drive(algorithm: str, case, schedule, interleaved: bool = True) -> None:
     note(f"schedule: {schedule}, interleaved={interleaved}")
 
     m = create(algorithm, analyse(parse_program(gp.text)))
+    assert not module or module in m.closures, "the stc module is not taken"
     m.load(sorted(initial, key=repr))
     m.configure(seed=schedule["seed"], interleaved=interleaved)
     Es = [frozenset(initial)]
@@ -147,3 +148,12 @@ def test_quiescent_states_equal_remat_recursive(algorithm, case, schedule):
 @hgiven(case=scenarios(), schedule=schedules)
 def test_quiescent_states_equal_remat_sequential(algorithm, case, schedule):
     drive(algorithm, case, schedule, interleaved=False)
+
+
+@pytest.mark.parametrize("algorithm", FD)
+@SETTINGS
+@hgiven(case=scenarios(closure="stc"), schedule=schedules)
+def test_quiescent_states_equal_remat_stc_module(algorithm, case, schedule):
+    """The same with p1 symmetric-transitive: its stc module is kept operation by
+    operation (engine.fd.closure), its rules never evaluated."""
+    drive(algorithm, case, schedule, interleaved=True, module="p1")

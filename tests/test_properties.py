@@ -151,8 +151,9 @@ def counters(m: Maintainer) -> dict[tuple, tuple[int, int]]:
 
 
 @pytest.mark.parametrize(
-    "algorithm", [a for a in sorted(ALGORITHMS) if ALGORITHMS[a].supports_modules]
-)
+    "algorithm",
+    [a for a, cls in sorted(ALGORITHMS.items()) if cls.supports_modules and "tc" in cls.module_kinds],
+)  # the fully dynamic algorithms' stc modules: tests/test_fd_properties.py
 @SETTINGS
 @hgiven(case=scenarios(closure=True))
 def test_modules_equal_generic_evaluation(algorithm, case):

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from engine.analysis import Analysis
 from engine.errors import FluxmatError
+from engine.fd.closure import MODULE, ClosureUpkeep
 from engine.maintain.base import Maintainer, PyFact, Report
 from engine.storage import Dictionary, Fact, Relation, paused_gc
 
@@ -103,7 +104,7 @@ class NotQuiescent(FluxmatError):
     """Raised when a run exceeds its step bound (a termination test failed)."""
 
 
-class FullyDynamic(Maintainer):
+class FullyDynamic(ClosureUpkeep, Maintainer):
     """Shared machinery of FD-DRed and FD-Counting (see the module docstring).
 
     Library use::
@@ -121,6 +122,8 @@ class FullyDynamic(Maintainer):
 
     name = "fd"
     wants_present_heads = False  # counting also logs instances whose head exists
+    supports_modules = True  # stc modules of strata that hold R alone (engine.fd.closure)
+    module_kinds = ("stc",)
 
     def __init__(
         self,
@@ -128,7 +131,7 @@ class FullyDynamic(Maintainer):
         dictionary: Dictionary | None = None,
         seed: int = 0,
         interleaved: bool = True,
-        modules: bool = True,  # accepted for a uniform interface; modules are not used
+        modules: bool = True,
         hypertree: bool = True,
         levels: bool = True,  # likewise (DRed^c's levels)
     ):
@@ -149,9 +152,10 @@ class FullyDynamic(Maintainer):
         self.journal = Journal()
         self.stats = FDStats()
         self.chooser = None  # optional (queues) -> (update, index): scripted schedules in tests
+        self.setup_closures()
         self.pos_rules: dict[str, list[int]] = {}
         self.neg_rules: dict[str, list[int]] = {}
-        for r in analysis.rules:
+        for r in self.active_rules:
             for a in r.positives:
                 self.pos_rules.setdefault(a.pred, []).append(r.id)
             for a in r.negatives:
@@ -177,6 +181,7 @@ class FullyDynamic(Maintainer):
         self.clock = 0
         report = super()._load(facts)
         self.after_load()
+        self.build_closures()
         self.dirty.clear()
         self.journal = Journal()
         report.details["log_size"] = self.log_size()
@@ -359,6 +364,8 @@ class FullyDynamic(Maintainer):
                 if f not in rel.facts:
                     self.stats.determined += 1
                     self._push(seq, ("a", key, None, True, seq))
+                elif pred in self.closures:
+                    self.link(key, seq)
         if wave is not None:
             self._maybe_complete(wave)
 
@@ -428,14 +435,16 @@ class FullyDynamic(Maintainer):
             if f not in self.E.get(pred, ()):  # a newer update deleted it again
                 self.stats.cancelled += 1
                 return
-        elif not self._fires(inst):  # its justification was deleted meanwhile
-            self.stats.cancelled += 1
+        elif not (self.closures[pred].connected(f) if inst is MODULE else self._fires(inst)):
+            self.stats.cancelled += 1  # its justification was deleted meanwhile
             return
         if f in self.rel(pred).facts:
-            if inst is not None:
+            if inst is not None and inst is not MODULE:
                 self.on_present(key, inst)
+                if pred in self.closures:
+                    self.link(key, update)
             return
-        if not explicit:
+        if not explicit and inst is not MODULE:
             wave = self._blocked(key)
             if wave is not None:
                 self.stats.recursion_stops += 1
@@ -452,6 +461,10 @@ class FullyDynamic(Maintainer):
         self.dirty.setdefault(key, False)
         self.deleted_by.pop(key, None)
         self.stats.executed += 1
+        if inst is MODULE:
+            inst = None
+        elif pred in self.closures:
+            self.link(key, update)
         self.on_inserted(key, inst)
         rules = self.pos_rules.get(pred)
         if rules:
@@ -476,6 +489,10 @@ class FullyDynamic(Maintainer):
         rel = self.rel(pred)
         if f not in rel.facts or f in self.E.get(pred, ()) or not self.may_delete(key):
             self.stats.cancelled += 1
+            if pred in self.closures and f in rel.facts:
+                self.link(key, w.update)  # a base fact is an edge (if it was not yet)
+        elif pred in self.closures and self.unlink_keeps(key, wave):
+            self.stats.cancelled += 1
         else:
             rel.discard(f)
             self.born.pop(key, None)
@@ -499,11 +516,14 @@ class FullyDynamic(Maintainer):
         pred, f = key
         if f in self.rel(pred).facts:  # it came back meanwhile
             self.keep_candidates(key, w)
+            self.touch(key, w.update)
         elif f in self.E.get(pred, ()):
             self._insert(key, None, w.update)
             self.keep_candidates(key, w)
         else:
             support = self.find_support(key, w)
+            if support is None and pred in self.closures and self.closures[pred].connected(f):
+                support = MODULE
             if support is not None:
                 self.stats.rederivations += 1
                 self._insert(key, support or None, w.update)

@@ -26,7 +26,7 @@ class FDDRed(FullyDynamic):
     def __init__(self, analysis: Analysis, dictionary: Dictionary | None = None, **kw):
         super().__init__(analysis, dictionary, **kw)
         self.by_head: dict[str, list] = {}
-        for r in analysis.rules:
+        for r in self.active_rules:
             self.by_head.setdefault(r.head.pred, []).append(r)
 
     def _overdelete(self, heads, wave: int) -> None:
@@ -98,7 +98,7 @@ class FDCounting(FullyDynamic):
         self.neg_uses.clear()
         self.heads.clear()
         self.sc.clear()
-        for inst in self._instances([r.id for r in self.analysis.rules], self.OLD, self.OLD, None, None):
+        for inst in self._instances([r.id for r in self.active_rules], self.OLD, self.OLD, None, None):
             self._log(inst)
 
     def _log(self, inst: Inst) -> None:
@@ -144,6 +144,9 @@ class FDCounting(FullyDynamic):
     # -- policy hooks
     def may_delete(self, key: Key) -> bool:
         return self.sc.get(key, 0) == 0
+
+    def has_base_support(self, key: Key) -> bool:
+        return self.sc.get(key, 0) > 0
 
     def explicit_delete_propagates(self, key: Key) -> bool:
         return self.sc.get(key, 0) == 0

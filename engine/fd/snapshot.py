@@ -28,6 +28,8 @@ from engine.syntax import Iri
 def fingerprint(engine: FullyDynamic) -> str:
     """Identifies the program and algorithm a state was built for."""
     text = f"{engine.name}\n{engine.analysis.program}"
+    if engine.closures:  # stc modules change what the log holds
+        text += f"\nmodules: {sorted(engine.closures)}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -175,6 +177,7 @@ def restore(engine: FullyDynamic, snap: StateSnapshot) -> None:
                 tuple(fact_key(engine, g) for g in neg),
             )
             engine._log(inst)
+    engine.build_closures()
     engine.prepare()
     engine.dirty.clear()
     engine.journal = Journal(full=False)

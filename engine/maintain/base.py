@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from engine.analysis import Analysis, Stratum
+from engine.analysis import Analysis, ModuleSpec, Stratum
 from engine.errors import UpdateError
 from engine.evaluate import Derived, Evaluator, saturate
 from engine.modules import Module, build
@@ -113,13 +113,17 @@ class Maintainer(ABC):
         self.modules: dict[int, list[Module]] = {}  # stratum -> its active modules
         if modules and self.supports_modules:
             for spec in analysis.modules:
-                if spec.kind in self.module_kinds:
+                if self.takes(spec):
                     m = build(spec, self.ev.counts, analysis.rules)
                     self.modules.setdefault(spec.stratum, []).append(m)
         taken = {rid for ms in self.modules.values() for m in ms for rid in m.rules}
         self.generic = {  # stratum -> recursive rules evaluated semi-naively
             s.index: tuple(r for r in s.recursive if r not in taken) for s in analysis.strata
         }
+
+    def takes(self, spec: ModuleSpec) -> bool:
+        """Whether this algorithm evaluates the module `spec` (modules on)."""
+        return spec.kind in self.module_kinds
 
     @property
     def uses_modules(self) -> bool:

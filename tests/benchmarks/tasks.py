@@ -178,7 +178,7 @@ def run_memory(arg: dict) -> dict:
     counted once, with I). `born` (FD timestamps per fact) is reported apart.
     """
     w = workload(arg)
-    r = reasoner(w, "fd-counting")
+    r = reasoner(w, "fd-counting", optimised=True)  # the defaults: modules on
     with cap(arg["cap"]):
         r.load(w.facts)
     m = r.maintainer

@@ -1,0 +1,189 @@
+"""stc modules in the fully dynamic engine: R kept as the closure of its base facts.
+
+Hu, Motik & Horrocks (2019) plug the stc module into DRed^c phase by phase; the
+fully dynamic engine has no phases, so the module is kept at the level of single
+operations instead. It applies to a stratum that holds R alone and whose only
+recursive rules are R's symmetry and transitivity rules (the other rules of the
+stratum read lower strata only).
+
+* An R fact is a *base* fact while it is explicit or justified by one of the
+  stratum's other rules (FD-Counting: a logged instance; FD-DRed: the instance
+  that inserted it, or backward evaluation at rederivation).
+* `Components` keeps the connected components of the present base facts taken
+  as undirected edges; R holds exactly the pairs inside a component (R(u, u)
+  included) and the base facts.
+* A fact that becomes a base fact links its ends: merging components U and V
+  determines `add` operations for the pairs of U x V and V x U not present (a
+  *module addition*; on execution it is inserted if its ends are still
+  connected; no recursion stop is needed, as a component is derivable from the
+  base facts, which depend on lower strata only).
+* A deletion of R fact F that the policy allows first unlinks F if it is an
+  edge: when the component splits, every pair across the split is determined
+  for deletion in F's wave. F itself is deleted only if its ends are no longer
+  connected; otherwise it stays, derived by the module.
+* Rederivation: a base justification first, else the components.
+
+So the stratum's transitivity and symmetry instances (O(n^3) on a clique of n
+nodes) are never evaluated nor logged. Invariants at quiescence: the edges are
+the present base facts (FD-DRed: present facts with a base derivation when they
+became edges); every base-derivable R fact is an edge or lies inside a
+component; R = base facts + pairs inside components. engine/ALGORITHMS.md.
+"""
+
+from __future__ import annotations
+
+from engine.modules.stc import SymmetricTransitiveClosure
+from engine.storage import Fact
+
+MODULE = "module"  # the justification of a module addition (a pending `add` item)
+
+
+class Components:
+    """Connected components over the edge facts of one stc relation."""
+
+    def __init__(self, stc: SymmetricTransitiveClosure):
+        self.stc = stc  # its `component` map, CLOSEEDGES and work counter are shared
+        self.edges: set[Fact] = set()
+        self.adj: dict[int, dict[int, int]] = {}  # node -> neighbour -> edge facts
+
+    def reset(self, edges) -> None:
+        self.stc.reset()
+        self.edges = set(edges)
+        self.adj = {}
+        for u, v in self.edges:
+            self._touch(u, v, 1)
+        self.stc.close_edges(self.edges, pairs=False)
+
+    def connected(self, f: Fact) -> bool:
+        comp = self.stc.component
+        U = comp.get(f[0])
+        return U is not None and comp.get(f[1]) is U
+
+    def _touch(self, u: int, v: int, d: int) -> None:
+        for a, b in ((u, v), (v, u)) if u != v else ((u, u),):
+            row = self.adj.setdefault(a, {})
+            n = row.get(b, 0) + d
+            if n:
+                row[b] = n
+            else:
+                del row[b]
+                if not row:
+                    del self.adj[a]
+
+    def link(self, f: Fact) -> set[Fact]:
+        """Make `f` an edge; the pairs its ends' merge derives (present ones included)."""
+        if f in self.edges:
+            return set()
+        self.edges.add(f)
+        self._touch(f[0], f[1], 1)
+        return self.stc.close_edges((f,))
+
+    def unlink(self, f: Fact) -> list[Fact]:
+        """`f` is no longer an edge; the pairs no longer inside one component."""
+        if f not in self.edges:
+            return []
+        self.edges.discard(f)
+        u, v = f
+        self._touch(u, v, -1)
+        adj = self.adj
+        if u == v or v in adj.get(u, ()):  # a loop, or (v, u) is an edge too
+            return [] if u in adj else self._isolate(u, [])
+        comp = self.stc.component
+        U = comp[u]
+        side = {u}  # search from u until v shows up
+        todo = [u]
+        while todo:
+            a = todo.pop()
+            for b in adj.get(a, ()):
+                if b not in side:
+                    if b == v:
+                        self.stc._count(len(side))
+                        return []
+                    side.add(b)
+                    todo.append(b)
+        other = U - side
+        self.stc._count(len(U) + len(side) * len(other))
+        lost = [(a, b) for a in side for b in other]
+        lost += [(b, a) for a, b in lost]
+        small, large = (side, other) if len(side) < len(other) else (other, side)
+        U -= small
+        part = set(small)
+        for a in small:
+            comp[a] = part
+        for node in (u, v):
+            if node not in adj:
+                self._isolate(node, lost)
+        return lost
+
+    def _isolate(self, node: int, lost: list[Fact]) -> list[Fact]:
+        """`node` has no edge left: not even R(node, node) holds."""
+        comp = self.stc.component
+        comp[node].discard(node)
+        del comp[node]
+        lost.append((node, node))
+        return lost
+
+
+class ClosureUpkeep:
+    """The FullyDynamic side: operations determined by edge changes (mixed in)."""
+
+    closures: dict[str, Components]
+
+    def takes(self, spec) -> bool:
+        """Take stc(R) if R's stratum holds R alone and its only recursive rules are the module's."""
+        s = next(s for s in self.analysis.strata if s.index == spec.stratum)
+        return (
+            spec.kind == "stc" and s.preds == {spec.pred} and set(s.recursive) == set(spec.rules)
+        )
+
+    def setup_closures(self) -> None:
+        """After the modules are built: their state, and the rules left to evaluate."""
+        self.closures = {m.pred: Components(m) for ms in self.modules.values() for m in ms}
+        taken = {rid for ms in self.modules.values() for m in ms for rid in m.rules}
+        self.active_rules = [r for r in self.analysis.rules if r.id not in taken]
+        self.base_rules = {  # closure pred -> the other rules of its stratum
+            p: [r.id for r in self.active_rules if r.head.pred == p] for p in self.closures
+        }
+
+    def build_closures(self) -> None:
+        """Edges from the current I: explicit facts and heads of the base rules."""
+        for pred, comps in self.closures.items():
+            edges = set(self.E.get(pred, ()))
+            base = self.base_rules[pred]
+            if base:
+                for _rule, heads in self.ev.derive(base, self.OLD, self.OLD):
+                    edges.update(heads)
+            comps.reset(edges & self.rel(pred).facts)
+
+    def has_base_support(self, key) -> bool:
+        """Policy hook: whether a present R fact is justified by a base rule now."""
+        return False
+
+    def link(self, key, update: int) -> None:
+        """`key` is a base fact: module additions for what its merge derives."""
+        pred, f = key
+        present = self.rel(pred).facts
+        for g in self.closures[pred].link(f):
+            if g not in present:
+                self.stats.determined += 1
+                self._push(update, ("a", (pred, g), MODULE, False, update))
+
+    def touch(self, key, update: int) -> None:
+        """Link `key` if it is a base fact now (explicit or supported)."""
+        pred, f = key
+        if pred in self.closures and (f in self.E.get(pred, ()) or self.has_base_support(key)):
+            self.link(key, update)
+
+    def unlink_keeps(self, key, wave: int) -> bool:
+        """Unlink `key`, a fact being deleted that is not a base fact.
+
+        Determines the deletion of the pairs its removal disconnects; True if the
+        module still derives `key` itself.
+        """
+        pred, f = key
+        comps = self.closures[pred]
+        present = self.rel(pred).facts
+        for g in comps.unlink(f):
+            if g != f and g in present:
+                self._enqueue_del((pred, g), wave)
+        return comps.connected(f)
