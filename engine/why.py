@@ -129,12 +129,8 @@ class Explainer:
         out = []
         log = getattr(m, "log", None)
         by_head = self.by_head.get(key[0], ())
-        if log is not None and hasattr(m, "heads"):
-            for lk in m.heads.get(key, ()):
-                entry = log.get(lk)
-                if entry is None:
-                    continue
-                rid, _head, pos, neg = entry[0]
+        if log is not None and hasattr(m, "logged"):
+            for rid, _head, pos, neg in m.logged(key):
                 if all(self.present(k) for k in pos) and not any(self.present(k) for k in neg):
                     out.append((rules[rid], tuple(pos), tuple(neg)))
             # an stc module's rules are not logged (engine.fd.closure): evaluated backwards

@@ -43,7 +43,7 @@ def _drive(store, alg, seed, steps=25):
             assert set(b.explicit()) == set(a.explicit())
             if alg == "fd-counting":
                 assert b.log_size() == a.log_size()
-                dec = lambda m: {m.decode(*k): v for k, v in m.sc.items() if v}  # noqa: E731
+                dec = lambda m: {m.decode(*k): v for k, v in m.support_counts().items()}  # noqa: E731
                 assert dec(b) == dec(a)
             batch += 1
     return a

@@ -61,7 +61,7 @@ class Journal:
 
     explicit: set = field(default_factory=set)  # fact keys whose E membership changed
     facts: set = field(default_factory=set)  # fact keys inserted or deleted
-    log: set = field(default_factory=set)  # derivation-log keys added or removed
+    log: dict = field(default_factory=dict)  # derivation-log instances added or removed -> head
     full: bool = True  # export everything (after load or restore)
 
     def clear(self) -> None:

@@ -7,17 +7,18 @@
 * `FDCounting` -- counting over applied derivations. Every rule instance that was
   actually applied is kept in a derivation log; a fact's counter counts the logged
   instances whose same-stratum body facts are older than the fact (its
-  well-founded support). Deletions follow the log only; a fact is deleted when its
-  counter reaches zero; its other logged instances (and instances stopped by the
-  wave) are the candidates for rederivation when the wave completes. No rule is
-  evaluated backwards.
+  well-founded support). A deletion retracts the logged instances that used the
+  fact (found by evaluating rules forward with it as the delta); a fact is
+  deleted when its counter reaches zero; its other logged instances (and
+  instances stopped by the wave) are the candidates for rederivation when the
+  wave completes. No rule is evaluated backwards.
 """
 
 from __future__ import annotations
 
 from engine.analysis import Analysis
 from engine.fd.core import FullyDynamic, Inst, Key, Wave
-from engine.storage import Dictionary
+from engine.storage import Dictionary, Fact
 
 
 class FDDRed(FullyDynamic):
@@ -67,42 +68,86 @@ class FDDRed(FullyDynamic):
 
 
 class FDCounting(FullyDynamic):
+    """Counting over the derivation log (see the module docstring).
+
+    The log is kept compact: an applied instance is the flat tuple `(rule id,
+    positive body facts..., negated facts...)` -- predicates follow from the
+    rule, the facts are the materialisation's own tuples -- mapped to whether it
+    is supporting. `heads[pred][fact]` lists a fact's logged instances after its
+    supporting count. Instances that use a deleted (or newly falsified) fact are
+    found by evaluating the rules forward with that fact as the delta and kept
+    if logged, instead of through a per-fact index of uses.
+    """
+
     name = "fd-counting"
     wants_present_heads = True
 
     def __init__(self, analysis: Analysis, dictionary: Dictionary | None = None, **kw):
         super().__init__(analysis, dictionary, **kw)
-        self.log: dict[tuple, tuple[Inst, bool]] = {}  # (rule, positives) -> (instance, supports)
-        self.uses: dict[Key, set] = {}  # positive body fact -> log keys
-        self.neg_uses: dict[Key, set] = {}  # negated fact -> log keys
-        self.heads: dict[Key, set] = {}  # head -> log keys
-        self.sc: dict[Key, int] = {}  # supporting (well-founded) logged derivations
+        self.log: dict[tuple, bool] = {}  # instance -> supporting (well-founded)
+        self.heads: dict[str, dict[Fact, list]] = {}  # pred -> fact -> [supporting, *instances]
+        rules = analysis.rules
+        self._preds = {r.id: ([a.pred for a in r.positives], [a.pred for a in r.negatives]) for r in rules}
 
     def counters(self, fact) -> tuple[int, int]:
         """(explicit occurrence, supporting applied derivations) of a fact."""
         pred, f = self.encode(fact)
-        return int(f in self.E.get(pred, ())), self.sc.get((pred, f), 0)
+        return int(f in self.E.get(pred, ())), self._support((pred, f))
 
     def derivations(self, fact) -> int:
         """How many applied derivations of `fact` the log holds."""
-        pred, f = self.encode(fact)
-        return len(self.heads.get((pred, f), ()))
+        rec = self._record(self.encode(fact))
+        return len(rec) - 1 if rec else 0
 
     def log_size(self) -> int:
         return len(self.log)
 
+    def support_counts(self) -> dict[Key, int]:
+        """Every fact with a supporting applied derivation, and how many."""
+        return {(p, f): rec[0] for p, d in self.heads.items() for f, rec in d.items() if rec[0]}
+
+    def logged(self, key: Key) -> list[Inst]:
+        """The applied instances deriving `key`."""
+        rec = self._record(key)
+        return [self.instance(lk, key) for lk in rec[1:]] if rec else []
+
+    def log_entries(self):
+        """(instance, head) for every logged instance."""
+        for p, d in self.heads.items():
+            for f, rec in d.items():
+                for lk in rec[1:]:
+                    yield lk, (p, f)
+
+    def instance(self, lk: tuple, head: Key) -> Inst:
+        """A logged instance in the engine's (rule, head, positives, negated) form."""
+        pos, neg = self._preds[lk[0]]
+        k = len(pos) + 1
+        return (lk[0], head, tuple(zip(pos, lk[1:k], strict=True)), tuple(zip(neg, lk[k:], strict=True)))
+
     # -- the log
-    def after_load(self) -> None:
+    def _record(self, key: Key) -> list | None:
+        d = self.heads.get(key[0])
+        return d.get(key[1]) if d else None
+
+    def _support(self, key: Key) -> int:
+        rec = self._record(key)
+        return rec[0] if rec else 0
+
+    def clear_log(self) -> None:
         self.log.clear()
-        self.uses.clear()
-        self.neg_uses.clear()
         self.heads.clear()
-        self.sc.clear()
+
+    def after_load(self) -> None:
+        self.clear_log()
         for inst in self._instances([r.id for r in self.active_rules], self.OLD, self.OLD, None, None):
             self._log(inst)
 
+    @staticmethod
+    def _lk(inst: Inst) -> tuple:
+        return (inst[0], *(f for _, f in inst[2]), *(f for _, f in inst[3]))
+
     def _log(self, inst: Inst) -> None:
-        lk = (inst[0], inst[2])
+        lk = self._lk(inst)
         if lk in self.log:
             return
         head = inst[1]
@@ -110,46 +155,57 @@ class FDCounting(FullyDynamic):
         level = born[head]
         s = self.stratum_of(head[0])
         supporting = all(born[g] < level for g in inst[2] if self.stratum_of(g[0]) == s)
-        self.log[lk] = (inst, supporting)
-        self.journal.log.add(lk)
-        for g in inst[2]:
-            self.uses.setdefault(g, set()).add(lk)
-        for n in inst[3]:
-            self.neg_uses.setdefault(n, set()).add(lk)
-        self.heads.setdefault(head, set()).add(lk)
+        self.log[lk] = supporting
+        self.journal.log[lk] = head
+        d = self.heads.get(head[0])
+        if d is None:
+            d = self.heads[head[0]] = {}
+        rec = d.get(head[1])
+        if rec is None:
+            rec = d[head[1]] = [0]
+        rec.append(lk)
         if supporting:
-            self.sc[head] = self.sc.get(head, 0) + 1
+            rec[0] += 1
 
-    def _unlog(self, lk) -> tuple[Inst, bool]:
-        inst, supporting = self.log.pop(lk)
-        self.journal.log.add(lk)
-        for table, keys in ((self.uses, inst[2]), (self.neg_uses, inst[3]), (self.heads, (inst[1],))):
-            for g in keys:
-                s = table.get(g)
-                if s is not None:
-                    s.discard(lk)
-                    if not s:
-                        del table[g]
+    def _unlog(self, lk: tuple, head: Key) -> bool:
+        """Remove a logged instance; whether it was supporting."""
+        supporting = self.log.pop(lk)
+        self.journal.log[lk] = head
+        d = self.heads[head[0]]
+        rec = d[head[1]]
+        rec.remove(lk)
         if supporting:
-            self.sc[inst[1]] -= 1
-        return inst, supporting
+            rec[0] -= 1
+        if len(rec) == 1:
+            del d[head[1]]
+        return supporting
 
-    def _retract(self, lk, wave: int) -> None:
-        inst, supporting = self._unlog(lk)
-        head = inst[1]
-        if supporting and self.sc[head] == 0 and head[1] not in self.E.get(head[0], ()):
+    def _retract(self, lk: tuple, head: Key, wave: int) -> None:
+        if self._unlog(lk, head) and not self._support(head) and head[1] not in self.E.get(head[0], ()):
             if head[1] in self.rel(head[0]).facts:
                 self._enqueue_del(head, wave)
 
+    def _logged_instances(self, rules, Ip, In, P, N):
+        """The logged instances among Pi<Ip, In |> P, N>, as (instance, head)."""
+        log = self.log
+        out = []
+        for rule, triples in self.ev.derive(rules, Ip, In, P, N, instances=True):
+            hp, rid = rule.head.pred, rule.id
+            for h, pf, nf in triples:
+                lk = (rid, *pf, *nf)
+                if lk in log:
+                    out.append((lk, (hp, h)))
+        return out
+
     # -- policy hooks
     def may_delete(self, key: Key) -> bool:
-        return self.sc.get(key, 0) == 0
+        return self._support(key) == 0
 
     def has_base_support(self, key: Key) -> bool:
-        return self.sc.get(key, 0) > 0
+        return self._support(key) > 0
 
     def explicit_delete_propagates(self, key: Key) -> bool:
-        return self.sc.get(key, 0) == 0
+        return self._support(key) == 0
 
     def on_present(self, key: Key, inst: Inst) -> None:
         self._log(inst)
@@ -162,20 +218,29 @@ class FDCounting(FullyDynamic):
             self._log(inst)
 
     def on_deleted(self, key: Key, wave: Wave) -> None:
-        for lk in list(self.heads.get(key, ())):
-            inst, _ = self._unlog(lk)
-            wave.candidates.setdefault(key, []).append(inst)
-        self.sc.pop(key, None)
-        for lk in list(self.uses.get(key, ())):
-            self._retract(lk, wave.id)
+        pred, f = key
+        rec = self._record(key)
+        if rec:
+            candidates = wave.candidates.setdefault(key, [])
+            for lk in rec[1:]:
+                candidates.append(self.instance(lk, key))
+                self._unlog(lk, key)
+        rules = self.pos_rules.get(pred)
+        if rules:
+            for lk, head in self._logged_instances(rules, self._with(pred, f), self.OLD, {pred: {f}}, None):
+                if lk in self.log:  # an instance using f twice is met once per use
+                    self._retract(lk, head, wave.id)
 
     def on_negated_inserted(self, key: Key, update: int) -> None:
-        lks = self.neg_uses.get(key)
-        if not lks:
+        pred, f = key
+        rules = self.neg_rules[pred]
+        found = self._logged_instances(rules, self.OLD, self._without(pred, f), None, {pred: {f}})
+        if not found:
             return
         wave = self._new_wave(update)
-        for lk in list(lks):
-            self._retract(lk, wave)
+        for lk, head in found:
+            if lk in self.log:
+                self._retract(lk, head, wave)
         self._maybe_complete(wave)
 
     def find_support(self, key: Key, wave: Wave):

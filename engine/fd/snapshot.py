@@ -77,14 +77,13 @@ class StateSnapshot:
     log: list[str]
 
 
-def _log_entry(engine: FullyDynamic, lk) -> tuple[str, str | None]:
+def _log_entry(engine: FullyDynamic, lk, head: Key) -> tuple[str, str | None]:
     """The log key as text, and the instance as text (None when not logged)."""
-    rid, pos = lk
-    key = json.dumps([rid, [fact_text(engine, g) for g in pos]], ensure_ascii=False)
-    entry = engine.log.get(lk)  # type: ignore[attr-defined]
-    if entry is None:
+    inst = engine.instance(lk, head)  # type: ignore[attr-defined]
+    rid = inst[0]
+    key = json.dumps([rid, [fact_text(engine, g) for g in inst[2]]], ensure_ascii=False)
+    if lk not in engine.log:  # type: ignore[attr-defined]
         return key, None
-    inst = entry[0]
     value = json.dumps(
         [rid, fact_text(engine, inst[1]), [fact_text(engine, g) for g in inst[2]],
          [fact_text(engine, g) for g in inst[3]]],
@@ -116,16 +115,16 @@ def export_changes(engine: FullyDynamic) -> StateChanges:
                 out.explicit[fact_text(engine, (pred, f))] = True
         for key, born in engine.born.items():
             out.facts[fact_text(engine, key)] = born
-        for lk in getattr(engine, "log", {}):
-            k, v = _log_entry(engine, lk)
+        for lk, head in engine.log_entries() if hasattr(engine, "log") else ():
+            k, v = _log_entry(engine, lk, head)
             out.log[k] = v
     else:
         for key in j.explicit:
             out.explicit[fact_text(engine, key)] = key[1] in engine.E.get(key[0], ())
         for key in j.facts:
             out.facts[fact_text(engine, key)] = engine.born.get(key)
-        for lk in j.log:
-            k, v = _log_entry(engine, lk)
+        for lk, head in j.log.items():
+            k, v = _log_entry(engine, lk, head)
             out.log[k] = v
     j.clear()
     return out
@@ -163,11 +162,7 @@ def restore(engine: FullyDynamic, snap: StateSnapshot) -> None:
     engine.last_id = snap.meta.get("through")
     engine.seq = engine.last_seq
     if hasattr(engine, "log"):
-        engine.log.clear()
-        engine.uses.clear()
-        engine.neg_uses.clear()
-        engine.heads.clear()
-        engine.sc.clear()
+        engine.clear_log()
         for text in snap.log:
             rid, head, pos, neg = json.loads(text)
             inst = (

@@ -26,7 +26,8 @@ FLUXMAT_SYSTEMS = (
     ("remat", "remat", False), ("remat+opt", "remat", True), ("dred", "dred", False),
     ("dredc", "dredc", False), ("dredc+opt", "dredc", True), ("bf", "bf", False),
     ("counting", "counting", False), ("fd-dred", "fd-dred", False),
-    ("fd-counting", "fd-counting", False),
+    ("fd-dred+opt", "fd-dred", True), ("fd-counting", "fd-counting", False),
+    ("fd-counting+opt", "fd-counting", True),
 )  # fmt: skip
 MEMORY_ENTRIES = ("lubm", "stc")  # labels
 

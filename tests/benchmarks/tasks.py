@@ -173,8 +173,8 @@ def run_memory(arg: dict) -> dict:
     """fd-counting after load: deep size of I vs the derivation log structures.
 
     The materialisation is the maintainer's relations `I` (fact sets and their
-    hash indexes); the log is FDCounting's `log`, `uses`, `neg_uses`, `heads` and
-    `sc`, counting only objects not already part of I (shared fact tuples are
+    hash indexes); the log is FDCounting's `log` and `heads` (instances, and per
+    fact its supporting count and instances), counting only objects not already part of I (shared fact tuples are
     counted once, with I). `born` (FD timestamps per fact) is reported apart.
     """
     w = workload(arg)
@@ -185,7 +185,7 @@ def run_memory(arg: dict) -> dict:
     seen: set[int] = set()
     facts_only = sum(deep_size(rel.facts, set()) for rel in m.I.values())
     mat = deep_size(m.I, seen)
-    log = deep_size([m.log, m.uses, m.neg_uses, m.heads, m.sc], seen)
+    log = deep_size([m.log, m.heads], seen)
     born = deep_size(m.born, seen)
     return {
         "facts": sum(len(rel) for rel in m.I.values()),
