@@ -133,7 +133,7 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         interleaved: bool = True,
         modules: bool = True,
         hypertree: bool = True,
-        levels: bool = True,  # likewise (DRed^c's levels)
+        levels: bool = True,  # accepted for a uniform interface; DRed^c's levels are not used
     ):
         super().__init__(analysis, dictionary, modules, hypertree)
         self.rng = random.Random(seed)
