@@ -105,7 +105,7 @@ class Components:
         self.stc._count(len(U) + len(side) * len(other))
         lost = [(a, b) for a in side for b in other]
         lost += [(b, a) for a, b in lost]
-        small, large = (side, other) if len(side) < len(other) else (other, side)
+        small = side if len(side) < len(other) else other  # the larger part keeps U
         U -= small
         part = set(small)
         for a in small:
