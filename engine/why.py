@@ -134,8 +134,7 @@ class Explainer:
                 if all(self.present(k) for k in pos) and not any(self.present(k) for k in neg):
                     out.append((rules[rid], tuple(pos), tuple(neg)))
             # an stc module's rules are not logged (engine.fd.closure): evaluated backwards
-            taken = {rid for ms in m.modules.values() for mod in ms for rid in mod.rules}
-            by_head = [rule for rule in by_head if rule.id in taken]
+            by_head = [rule for rule in by_head if rule.id in m.module_rules]
         for rule in by_head:
             preds = [a.pred for a in rule.positives]
             for _h, body in m.ev.backward(rule, (key[1],), m.OLD, m.OLD, False):

@@ -61,7 +61,8 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
         p.add_argument(
             "--modules", default=_env("MODULES", "on"), choices=["on", "off"],
             help="transitive / symmetric-transitive closure modules where the algorithm "
-            "supports them (remat, dredc) (env FLUXMAT_MODULES; default: %(default)s)",
+            "supports them (remat, dredc; stc only in fd-dred, fd-counting) "
+            "(env FLUXMAT_MODULES; default: %(default)s)",
         )  # fmt: skip
         p.add_argument(
             "--hypertree", default=_env("HYPERTREE", "on"), choices=["on", "off"],

@@ -139,8 +139,7 @@ class ClosureUpkeep:
     def setup_closures(self) -> None:
         """After the modules are built: their state, and the rules left to evaluate."""
         self.closures = {m.pred: Components(m) for ms in self.modules.values() for m in ms}
-        taken = {rid for ms in self.modules.values() for m in ms for rid in m.rules}
-        self.active_rules = [r for r in self.analysis.rules if r.id not in taken]
+        self.active_rules = [r for r in self.analysis.rules if r.id not in self.module_rules]
         self.base_rules = {  # closure pred -> the other rules of its stratum
             p: [r.id for r in self.active_rules if r.head.pred == p] for p in self.closures
         }

@@ -116,9 +116,11 @@ class Maintainer(ABC):
                 if self.takes(spec):
                     m = build(spec, self.ev.counts, analysis.rules)
                     self.modules.setdefault(spec.stratum, []).append(m)
-        taken = {rid for ms in self.modules.values() for m in ms for rid in m.rules}
+        # the rules the active modules evaluate instead of the generic loop
+        self.module_rules = frozenset(rid for ms in self.modules.values() for m in ms for rid in m.rules)
         self.generic = {  # stratum -> recursive rules evaluated semi-naively
-            s.index: tuple(r for r in s.recursive if r not in taken) for s in analysis.strata
+            s.index: tuple(r for r in s.recursive if r not in self.module_rules)
+            for s in analysis.strata
         }
 
     def takes(self, spec: ModuleSpec) -> bool:
@@ -340,9 +342,8 @@ class Maintainer(ABC):
         Done at load time, when relation sizes are known, so that updates never pay
         for planning or index construction.
         """
-        taken = {rid for ms in self.modules.values() for m in ms for rid in m.rules}
         for rule in self.analysis.rules:
-            if rule.id in taken:
+            if rule.id in self.module_rules:
                 continue
             for lit in range(len(rule.positives) + len(rule.negatives)):
                 for whole in {False, self.whole_instances(rule)}:
