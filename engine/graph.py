@@ -1,12 +1,12 @@
-"""Strongly connected components (Tarjan's algorithm, iterative), for any hashable nodes.
+"""Strongly connected components (Tarjan's, iterative) and reachability, any nodes.
 
-Used by the analysis (predicate dependency graph) and by the ltc module (the
-data graph of a base relation).
+Used by the analysis (predicate dependency graph) and by the ltc module and its
+upkeep (the data graph of a base relation).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 N = TypeVar("N", bound=Hashable)
@@ -54,3 +54,15 @@ def components(roots: Iterable[N], edges: Mapping[N, Sequence[N]]) -> list[list[
                             break
                     out.append(comp)
     return out
+
+
+def search(edges: Mapping[N, Collection[N]], starts: Iterable[N]) -> set[N]:
+    """The nodes reachable from `starts` (included)."""
+    seen = set(starts)
+    stack = list(seen)
+    while stack:
+        for w in edges.get(stack.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                stack.append(w)
+    return seen

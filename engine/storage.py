@@ -133,6 +133,9 @@ class Relation:
         return True
 
     def difference_update(self, facts: Iterable[Fact]) -> None:
+        if not self._indexes:
+            self.facts.difference_update(facts)
+            return
         for f in facts:
             self.discard(f)
 

@@ -60,8 +60,8 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
         )  # fmt: skip
         p.add_argument(
             "--modules", default=_env("MODULES", "on"), choices=["on", "off"],
-            help="transitive / symmetric-transitive closure modules where the algorithm "
-            "supports them (remat, dredc; stc only in fd-dred, fd-counting) "
+            help="transitive / symmetric-transitive / linear closure modules where the "
+            "algorithm supports them (remat, dredc; stc only in fd-dred, fd-counting) "
             "(env FLUXMAT_MODULES; default: %(default)s)",
         )  # fmt: skip
         p.add_argument(

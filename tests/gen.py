@@ -211,7 +211,8 @@ def program_cases(draw, recursion: bool | None = None, closure: bool | str = Fal
     binary with one column type and gives it a transitivity rule (and sometimes
     the symmetry rule): the program then always has a tc or stc module.
     `closure="stc"`: p1 always gets both rules and its other rules read lower
-    layers only (the stc module the fully dynamic algorithms take).
+    layers only (the stc module the fully dynamic algorithms take);
+    `closure="tc"` likewise with the transitivity rule alone (their tc module).
     """
     if closure:
         recursion = True
@@ -235,12 +236,14 @@ def program_cases(draw, recursion: bool | None = None, closure: bool | str = Fal
             layer_of[pred] = layer
     rules = []
     for head in sorted(p for p in schema if layer_of[p] > 0):
-        only_stc = closure == "stc" and head == "p1"
+        only_closure = closure in ("stc", "tc") and head == "p1"
         for _ in range(draw(st.integers(1, 2))):
-            rules.append(_RuleBuilder(draw, schema, layer_of, recursion and not only_stc).build(head))
+            rules.append(
+                _RuleBuilder(draw, schema, layer_of, recursion and not only_closure).build(head)
+            )
         if recursion and len(schema[head]) == 2 and len(set(schema[head])) == 1:
             kinds_ = (
-                ("stc",) if only_stc
+                (closure,) if only_closure
                 else ("tc", "stc") if closure and head == "p1"
                 else ("", "", "tc", "tc", "stc", "sym")
             )  # fmt: skip

@@ -73,7 +73,7 @@ def drive(algorithm: str, case, schedule, interleaved: bool = True, module: str 
     note(f"schedule: {schedule}, interleaved={interleaved}")
 
     m = create(algorithm, analyse(parse_program(gp.text)))
-    assert not module or module in m.closures, "the stc module is not taken"
+    assert not module or module in m.closures, "the closure module is not taken"
     m.load(sorted(initial, key=repr))
     m.configure(seed=schedule["seed"], interleaved=interleaved)
     Es = [frozenset(initial)]
@@ -156,4 +156,13 @@ def test_quiescent_states_equal_remat_sequential(algorithm, case, schedule):
 def test_quiescent_states_equal_remat_stc_module(algorithm, case, schedule):
     """The same with p1 symmetric-transitive: its stc module is kept operation by
     operation (engine.fd.closure), its rules never evaluated."""
+    drive(algorithm, case, schedule, interleaved=True, module="p1")
+
+
+@pytest.mark.parametrize("algorithm", FD)
+@SETTINGS
+@hgiven(case=scenarios(closure="tc"), schedule=schedules)
+def test_quiescent_states_equal_remat_tc_module(algorithm, case, schedule):
+    """The same with p1 transitive: its tc module is kept operation by operation as
+    reachability (engine.fd.closure.Reachability), its rule never evaluated."""
     drive(algorithm, case, schedule, interleaved=True, module="p1")

@@ -5,6 +5,9 @@ that `remat` with the module equals generic semi-naive evaluation on random
 graphs with cycles, random explicit R facts and base rules, one or two base
 relations, under random updates -- with every node's reachable set built over
 the strongly connected components, and with one search per source (both forced).
+And `dredc`'s upkeep of the same closure as reachability (engine.modules.reach),
+with node sets as bitsets and as sets, against generic evaluation: facts,
+reports and counters after every update.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine.modules.ltc as ltc
+import engine.modules.reach as reach
 from engine import Reasoner, analyse, create, parse_program
+from engine.modules.reach import Reach
 from tests.gen import examples
 
 LINEAR = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n"
@@ -41,18 +46,28 @@ def test_ltc_pattern(text, expected):
     assert kinds(text) == expected
 
 
-def test_ltc_is_used_by_remat_only():
+def test_ltc_is_used_by_remat_and_dredc():
     """remat evaluates the closure in the module (no rule instances of the linear
-    rule); dredc keeps counters over the instances and evaluates it generically."""
+    rule); dredc loads the same way and keeps the closure as reachability in
+    updates (no instances, no C_r); dred evaluates the rule generically."""
     facts = [("edge", i, i + 1) for i in range(30)]
     r = Reasoner.from_text(LINEAR, "remat")
     report = r.load(facts)
     assert report.module_inferences == {"ltc(path)": 465}  # 30 * 31 / 2 pairs
     assert set(report.rule_applications) == {0}  # the base rule only
     d = Reasoner.from_text(LINEAR, "dredc")
-    assert not d.maintainer.uses_modules
-    assert d.load(facts).rule_applications.get(1) == 435
+    assert d.maintainer.uses_modules
+    assert set(d.load(facts).rule_applications) == {0}
     assert r.lines() == d.lines()
+    # cutting the chain after node 14: the edge and 15 * 16 pairs go, no instance
+    # of the linear rule is evaluated
+    cut = d.update(delete=[("edge", 14, 15)])
+    assert (cut.added, cut.removed) == (0, 1 + 15 * 16)
+    assert set(cut.rule_applications) <= {0} and cut.module_inferences["ltc(path)"] > 0
+    assert d.maintainer.counters(("path", 0, 29)) == (0, 0)  # no C_r for module pairs
+    g = Reasoner.from_text(LINEAR, "dred")
+    assert not g.maintainer.uses_modules
+    assert g.load(facts).rule_applications.get(1) == 435
 
 
 PROGRAMS = [
@@ -63,6 +78,11 @@ PROGRAMS = [
     "far(X) :- path(a, X), not edge(a, X).\n",  # few sources; negation above
 ]
 NODES = ["a", "b", "c", "d", "e", "f", "g"]
+SETTINGS = settings(
+    max_examples=examples(80),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 @st.composite
@@ -80,11 +100,7 @@ def cases(draw):
 
 
 @pytest.mark.parametrize("dp_share", [0, 10**9], ids=["search", "components"])
-@settings(
-    max_examples=examples(80),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@SETTINGS
 @given(case=cases())
 def test_ltc_equals_generic_evaluation(dp_share, case, monkeypatch):
     monkeypatch.setattr(ltc, "DP_SHARE", dp_share)
@@ -113,3 +129,53 @@ def test_components_order_and_cycles():
     reach = ltc.closures(adj, order, comp)
     assert reach[comp[6]] == {1, 2, 3, 4, 5, 6} and reach[comp[4]] == {4, 5}
     assert ltc.search(adj, [3]) == {1, 2, 3, 4, 5}
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["bitsets", "sets"])
+@SETTINGS
+@given(case=cases())
+def test_dredc_ltc_upkeep_equals_generic_evaluation(dense, case, monkeypatch):
+    """dredc with the ltc module after every update: the facts and the report's
+    delta of generic evaluation, C_nr of a fresh load, and the module's rows are R."""
+    if not dense:
+        monkeypatch.setattr(reach, "BITSET_NODES", -1)
+        monkeypatch.setattr(reach, "BYTES_PER_FACT", -1)
+    text, initial, updates = case
+    analysis = analyse(parse_program(text))
+    m = create("dredc", analysis)
+    assert m.uses_modules
+    generic = create("dredc", analysis, modules=False)
+    for x in (m, generic):
+        x.load(sorted(initial, key=repr))
+    (module,) = m.closures.values()
+    assert module.upkeep.sets is (reach._Bitsets if dense else reach._Sets)
+    explicit = set(initial)
+    for i, (add, delete) in enumerate(updates, 1):
+        a, b = m.update(add, delete), generic.update(add, delete)
+        explicit = (explicit - delete) | add
+        assert set(m.facts()) == set(generic.facts()), f"update {i}"
+        assert (a.added, a.removed) == (b.added, b.removed), f"update {i}: report"
+        assert set(module.upkeep.facts()) == m.rel("path").facts, f"update {i}: rows"
+        fresh = create("dredc", analysis)
+        fresh.load(sorted(explicit, key=repr))
+        mine = {f: m.counters(f)[0] for f in m.facts(include_internal=True)}
+        assert mine == {f: fresh.counters(f)[0] for f in fresh.facts(include_internal=True)}, (
+            f"update {i}: C_nr differs from a fresh load"
+        )
+
+
+def test_reach_cycles_and_repeated_edges():
+    """A cycle split by one deletion; an edge in two base relations goes with both."""
+    state = Reach([(1, 2), (2, 3), (3, 1), (3, 4), (3, 4)], [(0, 1)])
+    assert sorted(state.facts()) == [(0, 1), (0, 2), (0, 3), (0, 4)]
+    lost, gained = state.update([(3, 4)], [], [], [])  # (3, 4) is still in the other
+    assert (lost, gained) == ([], [])
+    lost, gained = state.update([(3, 4)], [], [], [])
+    assert (lost, gained) == ([(0, 4)], [])
+    lost, gained = state.update([(1, 2)], [], [], [])  # the cycle breaks at 1 -> 2
+    assert sorted(lost) == [(0, 2), (0, 3)] and gained == []
+    lost, gained = state.update([], [(1, 5), (5, 3)], [], [(7, 5)])  # new nodes
+    assert lost == [] and sorted(gained) == [(0, 3), (0, 5), (7, 1), (7, 3), (7, 5)]
+    lost, gained = state.update([], [], [(0, 1)], [])
+    assert sorted(lost) == [(0, 1), (0, 3), (0, 5)] and gained == []
+    assert sorted(state.facts()) == [(7, 1), (7, 3), (7, 5)]

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, note, settings
 from hypothesis import given as hgiven
 
 from engine import ALGORITHMS, AlgorithmError, analyse, create, parse_program
+from engine.fd import FullyDynamic
 from engine.maintain import Maintainer, Report
 from tests.gen import GenProgram, apply_update, examples, scenarios
 
@@ -152,8 +153,11 @@ def counters(m: Maintainer) -> dict[tuple, tuple[int, int]]:
 
 @pytest.mark.parametrize(
     "algorithm",
-    [a for a, cls in sorted(ALGORITHMS.items()) if cls.supports_modules and "tc" in cls.module_kinds],
-)  # the fully dynamic algorithms' stc modules: tests/test_fd_properties.py
+    [
+        a for a, cls in sorted(ALGORITHMS.items())
+        if cls.supports_modules and not issubclass(cls, FullyDynamic)
+    ],
+)  # the fully dynamic algorithms' tc/stc modules (R's stratum R alone): tests/test_fd_properties.py
 @SETTINGS
 @hgiven(case=scenarios(closure=True))
 def test_modules_equal_generic_evaluation(algorithm, case):

@@ -1,4 +1,4 @@
-"""stc modules in the fully dynamic engine: R kept as the closure of its base facts.
+"""tc/stc modules in the fully dynamic engine: R kept as the closure of its base facts.
 
 Hu, Motik & Horrocks (2019) plug the stc module into DRed^c phase by phase; the
 fully dynamic engine has no phases, so the module is kept at the level of single
@@ -23,6 +23,12 @@ stratum read lower strata only).
   connected; otherwise it stays, derived by the module.
 * Rederivation: a base justification first, else the components.
 
+A tc module (R's stratum holds R alone, its only recursive rule is R's
+transitivity rule) works the same way over `Reachability`: R holds the pairs
+joined by a directed path of one or more base facts (engine.modules.reach, with
+S = R0 = the edges); linking an edge determines the pairs it newly joins, and
+unlinking one determines the pairs no longer joined.
+
 So the stratum's transitivity and symmetry instances (O(n^3) on a clique of n
 nodes) are never evaluated nor logged. Invariants at quiescence: the edges are
 the present base facts (FD-DRed: present facts with a base derivation when they
@@ -32,7 +38,9 @@ component; R = base facts + pairs inside components. engine/ALGORITHMS.md.
 
 from __future__ import annotations
 
+from engine.modules.reach import Reach
 from engine.modules.stc import SymmetricTransitiveClosure
+from engine.modules.tc import TransitiveClosure
 from engine.storage import Fact
 
 MODULE = "module"  # the justification of a module addition (a pending `add` item)
@@ -46,7 +54,7 @@ class Components:
         self.edges: set[Fact] = set()
         self.adj: dict[int, dict[int, int]] = {}  # node -> neighbour -> edge facts
 
-    def reset(self, edges) -> None:
+    def reset(self, edges, size: int = 0) -> None:
         self.stc.reset()
         self.edges = set(edges)
         self.adj = {}
@@ -124,21 +132,63 @@ class Components:
         return lost
 
 
+class Reachability:
+    """Directed paths over the edge facts of one tc relation (`Components`' interface)."""
+
+    def __init__(self, tc: TransitiveClosure):
+        self.tc = tc  # its work counter is shared
+        self.edges: set[Fact] = set()
+        self.state = Reach((), ())
+
+    def reset(self, edges, size: int = 0) -> None:
+        """Start over from `edges` (R has `size` facts: it chooses the representation)."""
+        self.edges = set(edges)
+        self.state = Reach(self.edges, self.edges, size)
+
+    def connected(self, f: Fact) -> bool:
+        return self.state.holds(*f)
+
+    def _change(self, gone: tuple, new: tuple) -> tuple[list[Fact], list[Fact]]:
+        before = self.state.work
+        out = self.state.update(gone, new, gone, new)
+        self.tc._count(self.state.work - before + len(out[0]) + len(out[1]))
+        return out
+
+    def link(self, f: Fact) -> set[Fact]:
+        """Make `f` an edge; the pairs it newly joins."""
+        if f in self.edges:
+            return set()
+        self.edges.add(f)
+        return set(self._change((), (f,))[1])
+
+    def unlink(self, f: Fact) -> list[Fact]:
+        """`f` is no longer an edge; the pairs no longer joined."""
+        if f not in self.edges:
+            return []
+        self.edges.discard(f)
+        return self._change((f,), ())[0]
+
+
 class ClosureUpkeep:
     """The FullyDynamic side: operations determined by edge changes (mixed in)."""
 
-    closures: dict[str, Components]
+    closures: dict[str, Components | Reachability]
 
     def takes(self, spec) -> bool:
-        """Take stc(R) if R's stratum holds R alone and its only recursive rules are the module's."""
+        """Take tc(R) / stc(R) if R's stratum holds R alone and only the module's rules recur."""
         s = next(s for s in self.analysis.strata if s.index == spec.stratum)
         return (
-            spec.kind == "stc" and s.preds == {spec.pred} and set(s.recursive) == set(spec.rules)
+            spec.kind in ("tc", "stc")
+            and s.preds == {spec.pred}
+            and set(s.recursive) == set(spec.rules)
         )
 
     def setup_closures(self) -> None:
         """After the modules are built: their state, and the rules left to evaluate."""
-        self.closures = {m.pred: Components(m) for ms in self.modules.values() for m in ms}
+        self.closures = {
+            m.pred: Components(m) if m.kind == "stc" else Reachability(m)
+            for ms in self.modules.values() for m in ms
+        }  # fmt: skip
         self.active_rules = [r for r in self.analysis.rules if r.id not in self.module_rules]
         self.base_rules = {  # closure pred -> the other rules of its stratum
             p: [r.id for r in self.active_rules if r.head.pred == p] for p in self.closures
@@ -152,7 +202,8 @@ class ClosureUpkeep:
             if base:
                 for _rule, heads in self.ev.derive(base, self.OLD, self.OLD):
                     edges.update(heads)
-            comps.reset(edges & self.rel(pred).facts)
+            present = self.rel(pred).facts
+            comps.reset(edges & present, len(present))
 
     def has_base_support(self, key) -> bool:
         """Policy hook: whether a present R fact is justified by a base rule now."""

@@ -122,8 +122,8 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
 
     name = "fd"
     wants_present_heads = False  # counting also logs instances whose head exists
-    supports_modules = True  # stc modules of strata that hold R alone (engine.fd.closure)
-    module_kinds = ("stc",)
+    supports_modules = True  # tc/stc modules of strata that hold R alone (engine.fd.closure)
+    module_kinds = ("tc", "stc")
 
     def __init__(
         self,

@@ -17,7 +17,10 @@ enters I, and a loss is well-founded when the body levels say so.
 With modules (the default) this is DRed^c-MOD (Hu, Motik & Horrocks 2019,
 Algorithm 3): tc/stc modules overdelete with Del, rederive with Red (in one or
 more steps, over their own state) and insert with Add, inside the same loops as
-the generic recursive rules, whose instances alone C_r counts.
+the generic recursive rules, whose instances alone C_r counts. An ltc module
+(R's stratum holds R alone, every recursive rule is `R(x, z) :- R(x, y), S(y,
+z)`) is not run phase by phase: its stratum is maintained as reachability
+(`update_closure`), R = R0 . S* with R0 the R facts whose C_nr is positive.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class DRedC(DRed):
     counts_nonrecursive = True
     counts_recursive = True
     supports_modules = True
+    module_kinds = ("tc", "stc", "ltc")
     # A levelled stratum is evaluated from scratch instead when the update changes
     # more than `recompute_input` of the facts it reads, or overdeletion passes
     # `recompute_share` of its facts; both only beyond `recompute_min` facts.
@@ -54,6 +58,9 @@ class DRedC(DRed):
             s.index for s in strata if self.levels and s.recursive and not self.modules.get(s.index)
         }
         self.leveled_preds = {p for s in strata if s.index in self.leveled for p in s.preds}
+        self.closures = {  # stratum -> its ltc module, maintained by update_closure
+            i: m for i, ms in self.modules.items() for m in ms if m.spec.kind == "ltc"
+        }
         self.level: dict[str, dict] = {}  # pred -> fact -> level
         self.cwf: dict[str, Weighted] = {}  # pred -> fact -> C_wf
         self.top = 0  # the highest level given so far
@@ -101,8 +108,53 @@ class DRedC(DRed):
                 cr = self.cr.get(p, {}).get
                 self._get_w(self.cwf, p).update({f: cr(f, 0) for f in fs})
 
+    def prepare(self) -> None:
+        """As Maintainer.prepare; then the ltc modules' reachability state."""
+        super().prepare()
+        for m in self.closures.values():
+            edges = [f for b in m.bases for f in self.rel(b).facts]
+            cnr = self.cnr.get(m.pred, {})
+            r0 = [f for f, n in cnr.items() if n > 0]
+            m.start_upkeep(edges, r0, len(self.rel(m.pred)))
+
     # ------------------------------------------------------------ updates
+    def update_closure(self, s: Stratum) -> None:
+        """Stratum `s` of an ltc module: R0's and S's changes give R's (no instances).
+
+        R0 changes where C_nr crosses zero: lost and gained instances of the
+        non-recursive rules (over the lower changes), explicit deletions and
+        additions. The module turns them, with S's changes, into R's losses (D)
+        and gains (A).
+        """
+        m = self.closures[s.index]
+        pred = m.pred
+        P, N = self.lower_changes(s)
+        lost = self.ev.derive(s.nonrecursive, self.OLD, self.OLD, P, N) if P or N else []
+        won = self.ev.derive(s.nonrecursive, self.NEW, self.NEW, N, P) if P or N else []
+        minus, plus = self.minus.get(pred, set()), self.plus.get(pred, set())
+        touched = set(minus) | plus
+        for derived in (lost, won):
+            for _rule, hs in derived:
+                touched.update(hs)
+        cnr = self._get_w(self.cnr, pred)
+        was = {f for f in touched if cnr.get(f, 0) > 0}
+        self.tally(lost, -1)
+        self.tally(won, +1)
+        cnr.add_all(minus, -1)
+        cnr.add_all(plus, +1)
+        now = {f for f in touched if cnr.get(f, 0) > 0}
+        s_gone = [f for b in m.bases for f in self.d_minus_a(b)]
+        s_new = [f for b in m.bases for f in self.a_minus_d(b)]
+        gone, new = m.maintain(s_gone, s_new, was - now, now - was)
+        if gone:
+            self._get(self.D, pred).update(gone)
+        if new:
+            self._get(self.A, pred).update(new)
+
     def update_stratum(self, s: Stratum) -> None:
+        if s.index in self.closures:
+            self.update_closure(s)
+            return
         if s.index in self.leveled:
             size = sum(len(self.rel(p)) for p in s.preds)
             self.limit = max(self.recompute_min, self.recompute_share * size)

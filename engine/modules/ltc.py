@@ -13,8 +13,14 @@ over S's strongly connected components, sinks first, by set unions, and each
 source takes the union for its targets; with few sources (single-source
 reachability), each source is searched on its own, so that a long chain does
 not cost the n^2 of every node's reachable set. `module_inferences` counts the
-candidate pairs. Used by materialisation (`remat`); maintenance algorithms keep
-their own counters over the rule's instances and evaluate it generically.
+candidate pairs.
+
+Used by materialisation (`remat`, and the load of `dredc`) and by `dredc`'s
+updates, which keep R as reachability (engine.modules.reach) instead of the
+rule's instances: `start_upkeep` builds that state after a load, `maintain`
+turns the changes of S and R0 into the changes of R. The DRed^c-MOD phase
+functions `delete` / `rederive` do not apply: R's rules read S, a lower
+stratum, so lower changes do reach them (the paper's Diff is not empty here).
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from collections.abc import Iterable, Mapping
 from itertools import repeat
 
 from engine.evaluate import View
-from engine.graph import components
+from engine.graph import components, search
 from engine.modules.base import Module
+from engine.modules.reach import Reach
 from engine.storage import Fact
 
 DP_SHARE = 4  # build every node's reachable set when sources * DP_SHARE >= nodes
@@ -38,7 +45,20 @@ class LinearClosure(Module):
         self.bases = bases
 
     def reset(self) -> None:
-        """Nothing to forget: the module keeps no state between calls."""
+        """Forget the upkeep state (materialisation itself keeps none between calls)."""
+        self.upkeep: Reach | None = None
+
+    def start_upkeep(self, edges: Iterable[Fact], r0: Iterable[Fact], size: int) -> None:
+        """Build the reachability state over S's `edges` and R0 (R has `size` facts)."""
+        self.upkeep = Reach(edges, r0, size)
+
+    def maintain(self, s_gone, s_new, r0_gone, r0_new) -> tuple[list[Fact], list[Fact]]:
+        """The R facts (lost, gained) when S and R0 change so (collections of facts)."""
+        assert self.upkeep is not None, "start_upkeep() first"
+        before = self.upkeep.work
+        out = self.upkeep.update(s_gone, s_new, r0_gone, r0_new)
+        self._count(self.upkeep.work - before + len(out[0]) + len(out[1]))
+        return out
 
     def add(self, Ip: View, delta: set[Fact]) -> set[Fact]:
         adj: dict[int, list[int]] = {}
@@ -70,22 +90,10 @@ class LinearClosure(Module):
         return out
 
     def delete(self, Ip: View, delta: set[Fact], cnr: Mapping[Fact, int]) -> set[Fact]:
-        raise AssertionError("ltc is a materialisation module; maintenance evaluates it generically")
+        raise AssertionError("ltc is maintained by `maintain`, not by DRed^c-MOD's phases")
 
     def rederive(self, deleted: set[Fact]) -> set[Fact]:
-        raise AssertionError("ltc is a materialisation module; maintenance evaluates it generically")
-
-
-def search(adj: Mapping[int, list[int]], starts: Iterable[int]) -> set[int]:
-    """The nodes reachable from `starts` (included)."""
-    seen = set(starts)
-    stack = list(seen)
-    while stack:
-        for w in adj.get(stack.pop(), ()):
-            if w not in seen:
-                seen.add(w)
-                stack.append(w)
-    return seen
+        raise AssertionError("ltc is maintained by `maintain`, not by DRed^c-MOD's phases")
 
 
 def closures(adj: Mapping[int, list[int]], order: list[list[int]], comp: Mapping[int, int]):
