@@ -7,10 +7,14 @@ relations, under random updates -- with every node's reachable set built over
 the strongly connected components, and with one search per source (both forced).
 And `dredc`'s upkeep of the same closure as reachability (engine.modules.reach),
 with node sets as bitsets and as sets, against generic evaluation: facts,
-reports and counters after every update.
+reports and counters after every update; and the fully dynamic algorithms'
+upkeep of it operation by operation (engine.fd.closure), under random
+interleavings, against `remat` at every quiescent state.
 """
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,6 +25,7 @@ import engine.modules.reach as reach
 from engine import Reasoner, analyse, create, parse_program
 from engine.modules.reach import Reach
 from tests.gen import examples
+from tests.test_fd_properties import FD, drive, schedules
 
 LINEAR = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n"
 
@@ -86,7 +91,7 @@ SETTINGS = settings(
 
 
 @st.composite
-def cases(draw):
+def cases(draw, min_updates: int = 0):
     text = draw(st.sampled_from(PROGRAMS))
     node = st.sampled_from(NODES)
     fact = st.one_of(
@@ -94,9 +99,15 @@ def cases(draw):
         st.tuples(st.just("start"), node),
     )
     initial = draw(st.sets(fact, max_size=25))
-    updates = draw(st.lists(st.tuples(st.sets(fact, max_size=4), st.sets(fact, max_size=4)),
-                            max_size=4))  # fmt: skip
-    return text, initial, [(a, d - a) for a, d in updates]
+    explicit, updates = set(initial), []
+    for _ in range(draw(st.integers(min_updates, 4))):  # deletions mostly of explicit facts
+        present = sorted(explicit, key=repr)
+        delete = set(draw(st.lists(st.sampled_from(present), max_size=4))) if present else set()
+        delete |= draw(st.sets(fact, max_size=1))
+        add = draw(st.sets(fact, max_size=4)) - delete
+        updates.append((add, delete))
+        explicit = (explicit - delete) | add
+    return text, initial, updates
 
 
 @pytest.mark.parametrize("dp_share", [0, 10**9], ids=["search", "components"])
@@ -179,3 +190,15 @@ def test_reach_cycles_and_repeated_edges():
     lost, gained = state.update([], [], [(0, 1)], [])
     assert sorted(lost) == [(0, 1), (0, 3), (0, 5)] and gained == []
     assert sorted(state.facts()) == [(7, 1), (7, 3), (7, 5)]
+
+
+@pytest.mark.parametrize("algorithm", FD)
+@SETTINGS
+@given(case=cases(min_updates=1), schedule=schedules)
+def test_fd_ltc_module_quiescent_states_equal_remat(algorithm, case, schedule):
+    """fd-dred / fd-counting take the ltc module (R0 facts linked and unlinked, S
+    facts entering and leaving I as they are inserted and deleted): every quiescent
+    state, every consistency point and the final state as tests/test_fd_properties."""
+    text, initial, updates = case
+    ordered = [(sorted(a, key=repr), sorted(d, key=repr)) for a, d in updates]
+    drive(algorithm, (SimpleNamespace(text=text), initial, ordered), schedule, module="path")

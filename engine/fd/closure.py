@@ -38,6 +38,7 @@ component; R = base facts + pairs inside components. engine/ALGORITHMS.md.
 
 from __future__ import annotations
 
+from engine.modules.ltc import LinearClosure
 from engine.modules.reach import Reach
 from engine.modules.stc import SymmetricTransitiveClosure
 from engine.modules.tc import TransitiveClosure
@@ -54,7 +55,7 @@ class Components:
         self.edges: set[Fact] = set()
         self.adj: dict[int, dict[int, int]] = {}  # node -> neighbour -> edge facts
 
-    def reset(self, edges, size: int = 0) -> None:
+    def reset(self, edges, size: int = 0, s_edges=()) -> None:
         self.stc.reset()
         self.edges = set(edges)
         self.adj = {}
@@ -133,40 +134,53 @@ class Components:
 
 
 class Reachability:
-    """Directed paths over the edge facts of one tc relation (`Components`' interface)."""
+    """Directed paths over the edge facts of one tc relation (`Components`' interface).
 
-    def __init__(self, tc: TransitiveClosure):
-        self.tc = tc  # its work counter is shared
+    With `bases` (an ltc module) the edges are R0 instead and the paths run over
+    the base relations S, whose facts enter and leave through `s_change`.
+    """
+
+    def __init__(self, module: TransitiveClosure | LinearClosure):
+        self.module = module  # its work counter is shared
+        self.bases: tuple[str, ...] = getattr(module, "bases", ())
         self.edges: set[Fact] = set()
         self.state = Reach((), ())
 
-    def reset(self, edges, size: int = 0) -> None:
-        """Start over from `edges` (R has `size` facts: it chooses the representation)."""
+    def reset(self, edges, size: int = 0, s_edges=()) -> None:
+        """Start over from `edges` and S's `s_edges` (ltc); R has `size` facts."""
         self.edges = set(edges)
-        self.state = Reach(self.edges, self.edges, size)
+        self.state = Reach(s_edges if self.bases else self.edges, self.edges, size)
 
     def connected(self, f: Fact) -> bool:
         return self.state.holds(*f)
 
-    def _change(self, gone: tuple, new: tuple) -> tuple[list[Fact], list[Fact]]:
+    def _change(self, s: tuple, r0: tuple) -> tuple[list[Fact], list[Fact]]:
+        """Apply (gone, new) edges of S and R0; the pairs (lost, gained)."""
         before = self.state.work
-        out = self.state.update(gone, new, gone, new)
-        self.tc._count(self.state.work - before + len(out[0]) + len(out[1]))
+        out = self.state.update(*s, *r0)
+        self.module._count(self.state.work - before + len(out[0]) + len(out[1]))
         return out
+
+    def _edge_change(self, gone: tuple, new: tuple) -> tuple[list[Fact], list[Fact]]:
+        return self._change(((), ()) if self.bases else (gone, new), (gone, new))
 
     def link(self, f: Fact) -> set[Fact]:
         """Make `f` an edge; the pairs it newly joins."""
         if f in self.edges:
             return set()
         self.edges.add(f)
-        return set(self._change((), (f,))[1])
+        return set(self._edge_change((), (f,))[1])
 
     def unlink(self, f: Fact) -> list[Fact]:
         """`f` is no longer an edge; the pairs no longer joined."""
         if f not in self.edges:
             return []
         self.edges.discard(f)
-        return self._change((f,), ())[0]
+        return self._edge_change((f,), ())[0]
+
+    def s_change(self, gone: tuple, new: tuple) -> tuple[list[Fact], list[Fact]]:
+        """ltc: S facts (gone, new); the pairs (lost, gained)."""
+        return self._change((gone, new), ((), ()))
 
 
 class ClosureUpkeep:
@@ -175,10 +189,10 @@ class ClosureUpkeep:
     closures: dict[str, Components | Reachability]
 
     def takes(self, spec) -> bool:
-        """Take tc(R) / stc(R) if R's stratum holds R alone and only the module's rules recur."""
+        """Take a tc/stc/ltc(R) module if R's stratum holds R alone and only its rules recur."""
         s = next(s for s in self.analysis.strata if s.index == spec.stratum)
         return (
-            spec.kind in ("tc", "stc")
+            spec.kind in ("tc", "stc", "ltc")
             and s.preds == {spec.pred}
             and set(s.recursive) == set(spec.rules)
         )
@@ -193,6 +207,10 @@ class ClosureUpkeep:
         self.base_rules = {  # closure pred -> the other rules of its stratum
             p: [r.id for r in self.active_rules if r.head.pred == p] for p in self.closures
         }
+        self.closure_bases: dict[str, list[str]] = {}  # ltc: S pred -> closure preds
+        for p, c in self.closures.items():
+            for b in getattr(c, "bases", ()):
+                self.closure_bases.setdefault(b, []).append(p)
 
     def build_closures(self) -> None:
         """Edges from the current I: explicit facts and heads of the base rules."""
@@ -203,20 +221,42 @@ class ClosureUpkeep:
                 for _rule, heads in self.ev.derive(base, self.OLD, self.OLD):
                     edges.update(heads)
             present = self.rel(pred).facts
-            comps.reset(edges & present, len(present))
+            s_edges = [f for b in getattr(comps, "bases", ()) for f in self.rel(b).facts]
+            comps.reset(edges & present, len(present), s_edges)
 
     def has_base_support(self, key) -> bool:
         """Policy hook: whether a present R fact is justified by a base rule now."""
         return False
 
-    def link(self, key, update: int) -> None:
-        """`key` is a base fact: module additions for what its merge derives."""
-        pred, f = key
+    def _adds(self, pred: str, pairs, update: int) -> None:
+        """Module additions for the `pairs` of closure `pred` not present."""
         present = self.rel(pred).facts
-        for g in self.closures[pred].link(f):
+        for g in pairs:
             if g not in present:
                 self.stats.determined += 1
                 self._push(update, ("a", (pred, g), MODULE, False, update))
+
+    def _dels(self, pred: str, pairs, wave: int, but=None) -> None:
+        """Deletions, in `wave`, of the `pairs` of closure `pred` present (except `but`)."""
+        present = self.rel(pred).facts
+        for g in pairs:
+            if g != but and g in present:
+                self._enqueue_del((pred, g), wave)
+
+    def link(self, key, update: int) -> None:
+        """`key` is a base fact: module additions for what its merge derives."""
+        pred, f = key
+        self._adds(pred, self.closures[pred].link(f), update)
+
+    def s_link(self, key, update: int) -> None:
+        """An S fact entered I: module additions for the pairs of R it joins (ltc)."""
+        for r in self.closure_bases[key[0]]:
+            self._adds(r, self.closures[r].s_change((), (key[1],))[1], update)
+
+    def s_unlink(self, key, wave: int) -> None:
+        """An S fact left I: determine the deletion of the pairs it no longer joins (ltc)."""
+        for r in self.closure_bases[key[0]]:
+            self._dels(r, self.closures[r].s_change((key[1],), ())[0], wave)
 
     def touch(self, key, update: int) -> None:
         """Link `key` if it is a base fact now (explicit or supported)."""
@@ -232,8 +272,5 @@ class ClosureUpkeep:
         """
         pred, f = key
         comps = self.closures[pred]
-        present = self.rel(pred).facts
-        for g in comps.unlink(f):
-            if g != f and g in present:
-                self._enqueue_del((pred, g), wave)
+        self._dels(pred, comps.unlink(f), wave, but=f)
         return comps.connected(f)

@@ -122,8 +122,8 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
 
     name = "fd"
     wants_present_heads = False  # counting also logs instances whose head exists
-    supports_modules = True  # tc/stc modules of strata that hold R alone (engine.fd.closure)
-    module_kinds = ("tc", "stc")
+    supports_modules = True  # tc/stc/ltc modules of strata that hold R alone (engine.fd.closure)
+    module_kinds = ("tc", "stc", "ltc")
 
     def __init__(
         self,
@@ -465,6 +465,8 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
             inst = None
         elif pred in self.closures:
             self.link(key, update)
+        if pred in self.closure_bases:
+            self.s_link(key, update)
         self.on_inserted(key, inst)
         rules = self.pos_rules.get(pred)
         if rules:
@@ -501,6 +503,8 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
             self.deleted_by[key] = wave
             w.deleted.append(key)
             self.stats.executed += 1
+            if pred in self.closure_bases:
+                self.s_unlink(key, wave)
             self.on_deleted(key, w)
             rules = self.neg_rules.get(pred)
             if rules:
