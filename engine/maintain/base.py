@@ -361,14 +361,18 @@ class Maintainer(ABC):
         self.rel(pred).update(facts)
 
     def _absorb(self, derived: Changes) -> Changes:
-        """Add derived facts to I; return those that were new."""
+        """Add derived facts to I; return those that were new.
+
+        `derived`'s sets (tally's own) are trimmed in place and returned: removing
+        the facts already present costs the smaller side, not a copy of the larger.
+        """
         out: Changes = {}
         for p, fs in derived.items():
             rel = self.rel(p)
-            fresh = fs - rel.facts
-            if fresh:
-                self._insert_all(p, fresh)
-                out[p] = fresh
+            fs -= fs & rel.facts
+            if fs:
+                self._insert_all(p, fs)
+                out[p] = fs
         return out
 
     # ------------------------------------------------------------ updates
