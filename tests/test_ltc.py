@@ -192,6 +192,21 @@ def test_reach_cycles_and_repeated_edges():
     assert sorted(state.facts()) == [(7, 1), (7, 3), (7, 5)]
 
 
+def test_reach_skips_edges_that_change_no_reach():
+    """A lost edge whose target another successor still reaches, by paths that no
+    lost edge lies on, and a new edge whose target's reach is already covered,
+    recompute nothing; a witness that needs a lost edge (itself, or another edge
+    of the same batch) does not count."""
+    alt = Reach([(1, 2), (1, 3), (3, 2)], [(0, 1)])
+    before = alt.work
+    assert alt.update([(1, 2)], [], [], []) == ([], []) and alt.work == before
+    assert alt.update([], [(1, 2)], [], []) == ([], []) and alt.work == before
+    lost, gained = alt.update([(1, 2), (3, 2)], [], [], [])  # 3 is no witness now
+    assert lost == [(0, 2)] and gained == []
+    loop = Reach([(1, 1), (1, 2)], [(0, 1)])  # 1 reaches 2 only over the lost edge
+    assert loop.update([(1, 2)], [], [], []) == ([(0, 2)], [])
+
+
 @pytest.mark.parametrize("algorithm", FD)
 @SETTINGS
 @given(case=cases(min_updates=1), schedule=schedules)

@@ -56,6 +56,14 @@ class _Bitsets:
         return bool(bits >> i & 1)
 
     @staticmethod
+    def within(a: int, b: int) -> bool:
+        return not a & ~b
+
+    @staticmethod
+    def disjoint(a: int, b: int) -> bool:
+        return not a & b
+
+    @staticmethod
     def pairs(x: int, bits: int, nodes: list[int], out: list[Fact]) -> None:
         """Append (x, node) for every node in `bits`."""
         while bits:
@@ -82,6 +90,14 @@ class _Sets:
     @staticmethod
     def has(numbers: set[int], i: int) -> bool:
         return i in numbers
+
+    @staticmethod
+    def within(a: set[int], b: set[int]) -> bool:
+        return a <= b
+
+    @staticmethod
+    def disjoint(a: set[int], b: set[int]) -> bool:
+        return a.isdisjoint(b)
 
     @staticmethod
     def pairs(x: int, numbers: set[int], nodes: list[int], out: list[Fact]) -> None:
@@ -125,14 +141,15 @@ class Reach:
         r0_new: Iterable[Fact],
     ) -> tuple[list[Fact], list[Fact]]:
         """Apply changes of S (edges with repeats) and R0; the R facts (lost, gained)."""
-        dirty = {u for u, v in s_gone if self._unedge(u, v)}
-        dirty.update(u for u, v in s_new if self._edge(u, v))
+        gone = [(u, v) for u, v in s_gone if self._unedge(u, v)]
+        new = [(u, v) for u, v in s_new if self._edge(u, v)]
         for _x, w in r0_new:
             self._node(w)
         one, num, reach = self.sets.one, self.num, self.reach
         for v in self.fresh:  # a new node reaches itself (more if it is dirty)
             reach[v] = one(num[v])
         self.fresh = []
+        dirty = self._dirty(gone, new)
         changed = self._rereach(dirty) if dirty else set()
         sources = {x for x, w in r0_gone if self._unr0(x, w)}
         sources.update(x for x, w in r0_new if self._r0(x, w))
@@ -173,6 +190,30 @@ class Reach:
             row |= reach[w]
         self.work += 1
         return row
+
+    def _dirty(self, gone: list[Fact], new: list[Fact]) -> set[int]:
+        """The sources of the changed edges that can change their reach.
+
+        Not a new edge (u, v) with reach(v) within reach(u) already. Not a lost
+        edge (u, v) when another successor c of u reaches v and reaches no
+        source of a lost edge: no lost edge lies on c's paths, so reach(c) keeps
+        v (and with it reach(v)) whatever else this batch changes. Every other
+        node's reach then changes only through a dirty node it reaches.
+        """
+        sets, reach, num, succ = self.sets, self.reach, self.num, self.succ
+        dirty = {u for u, v in new if not sets.within(reach[v], reach[u])}
+        if gone:
+            mask = sets.empty()
+            for u, _v in gone:
+                mask |= sets.one(num[u])
+            for u, v in gone:
+                i = num[v]
+                if not any(
+                    sets.has(reach[c], i) and sets.disjoint(reach[c], mask)
+                    for c in succ.get(u, ())
+                ):
+                    dirty.add(u)
+        return dirty
 
     def _rereach(self, dirty: set[int]) -> set[int]:
         """Recompute reach for the nodes that reach `dirty`; return those that changed."""
