@@ -260,7 +260,10 @@ class Maintainer(ABC):
         into = {} if into is None else into
         for rule, heads in derived:
             if isinstance(rule, Module):  # module inferences are not counted
-                into.setdefault(rule.pred, set()).update(heads)
+                if rule.pred in into:
+                    into[rule.pred].update(heads)
+                else:  # a module's result is a fresh set: taken over, not copied
+                    into[rule.pred] = heads
                 continue
             pred = rule.head.pred
             table = self.cr if rule.recursive else self.cnr

@@ -27,7 +27,8 @@ non-recursive counter became positive in this update (explicit or derived by a
 non-recursive rule): they are in I when the update is done.
 
 Views are those of engine.evaluate: `Ip(pred)` is a list of `(Relation,
-excluded)` sources. Modules never change I; the caller absorbs their results.
+excluded)` sources. Modules never change I; the caller absorbs their results,
+which are fresh sets the caller owns (it may keep and change them).
 Each call adds the number of candidate facts it derived (the analogue of rule
 instances) to `counts.module_work[name]`.
 
