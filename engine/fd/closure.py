@@ -1,4 +1,4 @@
-"""tc/stc modules in the fully dynamic engine: R kept as the closure of its base facts.
+"""tc/stc/ltc modules in the fully dynamic engine: R kept as the closure of its base facts.
 
 Hu, Motik & Horrocks (2019) plug the stc module into DRed^c phase by phase; the
 fully dynamic engine has no phases, so the module is kept at the level of single
@@ -27,7 +27,9 @@ A tc module (R's stratum holds R alone, its only recursive rule is R's
 transitivity rule) works the same way over `Reachability`: R holds the pairs
 joined by a directed path of one or more base facts (engine.modules.reach, with
 S = R0 = the edges); linking an edge determines the pairs it newly joins, and
-unlinking one determines the pairs no longer joined.
+unlinking one determines the pairs no longer joined. An ltc module likewise,
+with R0 (the base R facts) as the edges and paths over the lower relations S,
+whose facts entering and leaving I (`s_link`, `s_unlink`) change the pairs too.
 
 So the stratum's transitivity and symmetry instances (O(n^3) on a clique of n
 nodes) are never evaluated nor logged. Invariants at quiescence: the edges are

@@ -11,7 +11,8 @@ than counting the O(|R| * degree) instances of `R(x, z) :- R(x, y), S(y, z)`,
 * row(x) = the union of reach(w) over R0(x, w), which is exactly R(x, .).
 
 `update` takes the changes of S and R0 and returns the R facts lost and gained:
-only nodes that reach the source of a changed S edge can change their reach;
+only nodes that reach the source of a changed S edge can change their reach
+(and not even those when the edge is redundant: see `_dirty`);
 they are recomputed sinks first over the strongly connected components of that
 part of the graph (engine.graph), and a node whose successors' reach did not
 change is skipped. Then the rows of the sources whose R0 targets changed, or
@@ -141,15 +142,15 @@ class Reach:
         r0_new: Iterable[Fact],
     ) -> tuple[list[Fact], list[Fact]]:
         """Apply changes of S (edges with repeats) and R0; the R facts (lost, gained)."""
-        gone = [(u, v) for u, v in s_gone if self._unedge(u, v)]
-        new = [(u, v) for u, v in s_new if self._edge(u, v)]
+        removed = [(u, v) for u, v in s_gone if self._unedge(u, v)]
+        added = [(u, v) for u, v in s_new if self._edge(u, v)]
         for _x, w in r0_new:
             self._node(w)
         one, num, reach = self.sets.one, self.num, self.reach
         for v in self.fresh:  # a new node reaches itself (more if it is dirty)
             reach[v] = one(num[v])
         self.fresh = []
-        dirty = self._dirty(gone, new)
+        dirty = self._dirty(removed, added)
         changed = self._rereach(dirty) if dirty else set()
         sources = {x for x, w in r0_gone if self._unr0(x, w)}
         sources.update(x for x, w in r0_new if self._r0(x, w))
