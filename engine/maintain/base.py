@@ -163,8 +163,7 @@ class Maintainer(ABC):
                 f"fact {self.show_fact(fact)} has {_n(len(args), 'argument')} but predicate "
                 f"{self.show_fact((fact[0],))} has {known}"
             )
-        intern = self.dictionary.intern
-        return pred, tuple(intern(a) for a in args)
+        return pred, tuple(map(self.dictionary.intern, args))
 
     def decode(self, pred: str, fact: Fact) -> PyFact:
         values = self.dictionary.values
