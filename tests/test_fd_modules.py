@@ -102,6 +102,21 @@ def test_deleting_a_bridge_deletes_exactly_the_pairs_across(alg):
 
 
 @pytest.mark.parametrize("alg", FD)
+@pytest.mark.parametrize("leaf_first", [False, True])
+def test_cutting_off_a_leaf_deletes_its_pairs_only(alg, leaf_first):
+    """An end cut off alone from a 12-chain (either way round in the edge): the
+    search from both ends finds the leaf's side complete first; the 1 + 2 * 12
+    pairs across and its own R(x, x) go, the chain's 144 pairs stay."""
+    edge = ("e", "x", "a11") if leaf_first else ("e", "a11", "x")
+    facts = chain("a", 12) + [edge]
+    m = engine(alg, CLOSURE)
+    m.load(facts)
+    report = m.update([], [edge])
+    assert set(m.facts()) == remat(CLOSURE, facts[:-1])
+    assert report.removed == 1 + 2 * 12 + 1
+
+
+@pytest.mark.parametrize("alg", FD)
 @pytest.mark.parametrize("via", ["rule", "explicit"])
 def test_a_derived_pair_that_becomes_a_base_fact_holds_its_component(alg, via):
     """r(a, c) is first derived by the module, then also by a base rule (g) or

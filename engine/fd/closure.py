@@ -99,19 +99,11 @@ class Components:
         adj = self.adj
         if u == v or v in adj.get(u, ()):  # a loop, or (v, u) is an edge too
             return [] if u in adj else self._isolate(u, [])
+        side = self._cut_off(u, v)
+        if side is None:
+            return []
         comp = self.stc.component
         U = comp[u]
-        side = {u}  # search from u until v shows up
-        todo = [u]
-        while todo:
-            a = todo.pop()
-            for b in adj.get(a, ()):
-                if b not in side:
-                    if b == v:
-                        self.stc._count(len(side))
-                        return []
-                    side.add(b)
-                    todo.append(b)
         other = U - side
         self.stc._count(len(U) + len(side) * len(other))
         lost = [(a, b) for a in side for b in other]
@@ -125,6 +117,32 @@ class Components:
             if node not in adj:
                 self._isolate(node, lost)
         return lost
+
+    def _cut_off(self, u: int, v: int) -> set[int] | None:
+        """The nodes of the end cut off from the other, or None if u, v are connected.
+
+        Searches from both ends in turn, one node each: a side whose search runs
+        out never met the other and is all of its component, so the work is
+        bounded by twice the smaller side (or by what the searches see before
+        they meet).
+        """
+        adj = self.adj
+        seen = ({u}, {v})
+        todo = ([u], [v])
+        try:
+            while True:
+                for k in (0, 1):
+                    if not todo[k]:
+                        return seen[k]
+                    mine, theirs = seen[k], seen[1 - k]
+                    for b in adj.get(todo[k].pop(), ()):
+                        if b in theirs:
+                            return None
+                        if b not in mine:
+                            mine.add(b)
+                            todo[k].append(b)
+        finally:
+            self.stc._count(len(seen[0]) + len(seen[1]))
 
     def _isolate(self, node: int, lost: list[Fact]) -> list[Fact]:
         """`node` has no edge left: not even R(node, node) holds."""
