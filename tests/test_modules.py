@@ -22,8 +22,8 @@ TC = "r(X, Z) :- r(X, Y), r(Y, Z).\n"  # rule (1)
 STC = TC + "r(Y, X) :- r(X, Y).\n"  # rules (1) and (5)
 SIZES = (10, 20, 40)
 WITH_MODULES = sorted(a for a, cls in ALGORITHMS.items() if cls.supports_modules)
-# (the fully dynamic ones take a tc/stc module where R's stratum holds R alone, as in
-# Examples 1 and 2: tests/test_fd_modules.py)
+# The fully dynamic ones take a tc/stc module only where R's stratum holds R alone, as
+# in Examples 1 and 2 (more in tests/test_fd_modules.py).
 
 
 def modules_of(text: str) -> list[tuple[str, str, tuple[int, ...]]]:
