@@ -61,7 +61,8 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
         p.add_argument(
             "--modules", default=_env("MODULES", "on"), choices=["on", "off"],
             help="transitive / symmetric-transitive / linear closure modules where the "
-            "algorithm supports them (remat, dredc; stc only in fd-dred, fd-counting) "
+            "algorithm supports them (remat, dredc; fd-dred, fd-counting where the "
+            "closure's stratum holds its relation alone) "
             "(env FLUXMAT_MODULES; default: %(default)s)",
         )  # fmt: skip
         p.add_argument(

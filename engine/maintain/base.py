@@ -81,7 +81,7 @@ class Maintainer(ABC):
     counts_recursive = False  # keep C_r (recursive derivations)
     incremental = True  # compile delta plans and build their indexes at load time
     supports_modules = False  # use tc/stc modules (materialisation and updates)
-    module_kinds = ("tc", "stc")  # which; ltc is taken by remat and dredc only
+    module_kinds = ("tc", "stc")  # which; ltc: remat, dredc and the fully dynamic ones
 
     def __init__(
         self,
