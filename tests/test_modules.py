@@ -121,7 +121,7 @@ def test_modules_are_found_in_the_lubm_program():
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_modules_are_used_where_supported_and_results_agree(algorithm):
     """Modules are on by default for remat, dredc and the fully dynamic algorithms
-    (stc only, where R's stratum holds R alone, as here); the others evaluate every rule
+    (where R's stratum holds R alone, as here); the others evaluate every rule
     generically whatever the flag says. Results are the same in every case."""
     text = STC + "s(X) :- r(X, Y), not r(Y, c).\n"
     if algorithm == "counting":
