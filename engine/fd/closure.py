@@ -52,6 +52,8 @@ MODULE = "module"  # the justification of a module addition (a pending `add` ite
 class Components:
     """Connected components over the edge facts of one stc relation."""
 
+    bases: tuple[str, ...] = ()  # no lower relation feeds an stc closure (ltc: Reachability)
+
     def __init__(self, stc: SymmetricTransitiveClosure):
         self.stc = stc  # its `component` map, CLOSEEDGES and work counter are shared
         self.edges: set[Fact] = set()
@@ -229,7 +231,7 @@ class ClosureUpkeep:
         }
         self.closure_bases: dict[str, list[str]] = {}  # ltc: S pred -> closure preds
         for p, c in self.closures.items():
-            for b in getattr(c, "bases", ()):
+            for b in c.bases:
                 self.closure_bases.setdefault(b, []).append(p)
 
     def build_closures(self) -> None:
@@ -241,7 +243,7 @@ class ClosureUpkeep:
                 for _rule, heads in self.ev.derive(base, self.OLD, self.OLD):
                     edges.update(heads)
             present = self.rel(pred).facts
-            s_edges = [f for b in getattr(comps, "bases", ()) for f in self.rel(b).facts]
+            s_edges = [f for b in comps.bases for f in self.rel(b).facts]
             comps.reset(edges & present, len(present), s_edges)
 
     def has_base_support(self, key) -> bool:

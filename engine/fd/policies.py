@@ -219,12 +219,14 @@ class FDCounting(FullyDynamic):
 
     def on_deleted(self, key: Key, wave: Wave) -> None:
         pred, f = key
-        rec = self._record(key)
-        if rec:
+        d = self.heads.get(pred)
+        rec = d.pop(f, None) if d else None
+        if rec:  # all of its logged instances go at once (no per-instance list removal)
             candidates = wave.candidates.setdefault(key, [])
             for lk in rec[1:]:
                 candidates.append(self.instance(lk, key))
-                self._unlog(lk, key)
+                del self.log[lk]
+                self.journal.log[lk] = key
         rules = self.pos_rules.get(pred)
         if rules:
             for lk, head in self._logged_instances(rules, self._with(pred, f), self.OLD, {pred: {f}}, None):

@@ -28,7 +28,7 @@ from engine.syntax import Iri
 def fingerprint(engine: FullyDynamic) -> str:
     """Identifies the program and algorithm a state was built for."""
     text = f"{engine.name}\n{engine.analysis.program}"
-    if engine.closures:  # stc modules change what the log holds
+    if engine.closures:  # closure modules change what the log holds
         text += f"\nmodules: {sorted(engine.closures)}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
