@@ -46,7 +46,10 @@ def order_key(value: Value) -> tuple:
 
 
 class Classes:
-    """Equivalence classes of constants (union-find); the representative is the minimum.
+    """Equivalence classes of constants; the representative is the smallest member.
+
+    Flat: every member maps straight to its representative, so `find` is one
+    lookup, and a class can be split again (`regroup`, used by B/F~).
 
     >>> c = Classes()
     >>> c.union("b", "a"); c.union("c", "b")
@@ -55,17 +58,11 @@ class Classes:
     """
 
     def __init__(self) -> None:
-        self.parent: dict[Value, Value] = {}
-        self._members: dict[Value, set[Value]] = {}
+        self.parent: dict[Value, Value] = {}  # non-representative member -> representative
+        self._members: dict[Value, set[Value]] = {}  # representative -> class (non-singletons)
 
     def find(self, c: Value) -> Value:
-        parent = self.parent
-        root = c
-        while root in parent:
-            root = parent[root]
-        while c in parent and parent[c] != root:  # path compression
-            parent[c], c = root, parent[c]
-        return root
+        return self.parent.get(c, c)
 
     def union(self, a: Value, b: Value) -> None:
         ra, rb = self.find(a), self.find(b)
@@ -73,9 +70,27 @@ class Classes:
             return
         if order_key(rb) < order_key(ra):
             ra, rb = rb, ra
-        self.parent[rb] = ra
-        mine = self._members.setdefault(ra, {ra})
-        mine |= self._members.pop(rb, {rb})
+        moved = self._members.pop(rb, {rb})
+        for m in moved:
+            self.parent[m] = ra
+        self._members.setdefault(ra, {ra}).update(moved)
+
+    def regroup(self, rep: Value, key) -> None:
+        """Split the class of `rep` by `key(member)`, which must be the smallest of its group."""
+        members = self._members.pop(rep, None)
+        if members is None:
+            return
+        groups: dict[Value, set[Value]] = {}
+        for m in members:
+            groups.setdefault(key(m), set()).add(m)
+        for r, group in groups.items():
+            for m in group:
+                if m == r:
+                    self.parent.pop(m, None)
+                else:
+                    self.parent[m] = r
+            if len(group) > 1:
+                self._members[r] = group
 
     def members(self, rep: Value) -> set[Value]:
         """The class whose representative is `rep` (`{rep}` for a singleton)."""
@@ -87,20 +102,28 @@ class Classes:
 
     def normal(self, fact: PyFact) -> PyFact:
         """pi(fact): every constant replaced by its representative."""
-        return (fact[0], *(self.find(v) for v in fact[1:]))
+        parent = self.parent
+        if not parent:
+            return fact
+        return (fact[0], *(parent.get(v, v) for v in fact[1:]))
 
 
 def expand(facts: Iterable[PyFact], classes: Classes) -> Iterator[PyFact]:
-    """F^pi for every F in `facts`: all facts whose normal form is F.
+    """F^pi for every (normal) F in `facts`: all facts whose normal form is F.
 
     For a normal sameAs(c, c) this yields sameAs(a, b) for all a, b in c's class.
     """
-    members = classes.members
+    return expand_with(facts, classes.members)
+
+
+def expand_with(facts: Iterable[PyFact], members) -> Iterator[PyFact]:
+    """`expand` with the class of each representative given by `members(rep)`."""
     for fact in facts:
-        if all(classes.find(v) == v and len(members(v)) == 1 for v in fact[1:]):
+        cols = [members(v) for v in fact[1:]]
+        if all(len(c) == 1 for c in cols):
             yield fact
             continue
-        for args in product(*(sorted(members(v), key=order_key) for v in fact[1:])):
+        for args in product(*cols):
             yield (fact[0], *args)
 
 

@@ -48,7 +48,10 @@ class Config:
 
     @classmethod
     def from_args(cls, ns: argparse.Namespace) -> Config:
-        return cls(**{k: v for k, v in vars(ns).items() if k in cls.__dataclass_fields__})
+        values = {k: v for k, v in vars(ns).items() if k in cls.__dataclass_fields__}
+        if values.get("algorithm", "") is None:  # the default depends on --equality
+            values["algorithm"] = "bf" if values.get("equality") == "rewrite" else "dredc"
+        return cls(**values)
 
 
 def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
@@ -106,9 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_program(r)
     r.add_argument("--updates", required=True, metavar="FILE.jsonl", help="one update per line")
     r.add_argument(
-        "--algorithm", default=_env("ALGORITHM", "dredc"), metavar="NAME",
+        "--algorithm", default=_env("ALGORITHM", None), metavar="NAME",
         help=f"maintenance algorithm: {', '.join(sorted(ALGORITHMS))} "
-        "(env FLUXMAT_ALGORITHM; default: %(default)s)",
+        "(env FLUXMAT_ALGORITHM; default: dredc, or bf -- B/F~, incremental under "
+        "equality changes -- with --equality rewrite)",
     )  # fmt: skip
     r.add_argument(
         "--schedule", default=_env("SCHEDULE", "sequential"),

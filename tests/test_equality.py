@@ -9,6 +9,8 @@ and after every update.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
@@ -196,9 +198,11 @@ def test_rewrite_equals_axiomatised_oracle_after_every_update(algorithm, case):
         assert all(m.classes.normal(f) == f for f in m.compact)  # and holds normal facts only
 
 
-def test_class_preserving_updates_are_maintained_incrementally():
+@pytest.mark.parametrize("algorithm", ["remat", "dred", "dredc"])
+def test_class_preserving_updates_are_maintained_incrementally(algorithm):
+    """remat, dred, dredc: an update that can change the classes recomputes (bf does not)."""
     text = OWL + "owl:sameAs(a, b). p(X, Y) :- e(X, Y). p(X, Z) :- p(X, Y), e(Y, Z)."
-    r = rewrite(text, "bf")
+    r = rewrite(text, algorithm)
     r.load([("e", "b", "c")])
     report = r.update(add=[("e", "c", "d")], delete=[("e", "b", "c")])
     assert report.details["equality_recomputed"] == 0
@@ -224,8 +228,12 @@ def test_cli_equality_flag(tmp_path, capsys):
     assert {"q(a).", "q(b).", "r(b).", "p(b, a).", "owl:sameAs(b, b)."} <= set(out) and len(out) == 12
     updates = tmp_path / "u.jsonl"
     updates.write_text('{"del": [["p", "a", "b"]]}\n', encoding="utf-8")
-    assert main(["replay", str(prog), "--updates", str(updates), "--equality", "rewrite"]) == 0
+    stats = tmp_path / "stats.jsonl"
+    assert main(["replay", str(prog), "--updates", str(updates), "--equality", "rewrite",
+                 "--stats", str(stats)]) == 0  # fmt: skip
     assert capsys.readouterr().out.splitlines() == ["owl:sameAs(a, a).", "q(a).", "r(a)."]  # reflexivity
+    line = json.loads(stats.read_text(encoding="utf-8").splitlines()[-1])
+    assert line["algorithm"] == "bf" and line["equality_recomputed"] == 0  # B/F~ by default
     assert main(["replay", str(prog), "--updates", str(updates), "--equality", "rewrite",
                  "--algorithm", "fd-counting"]) == 1  # fmt: skip
     assert "does not support equality=rewrite" in capsys.readouterr().err

@@ -13,6 +13,7 @@ from engine.errors import AlgorithmError
 from engine.fd.policies import FDCounting, FDDRed
 from engine.maintain.base import Maintainer, Report
 from engine.maintain.bf import BF
+from engine.maintain.bfeq import BFEq
 from engine.maintain.counting import Counting
 from engine.maintain.dred import DRed
 from engine.maintain.dredc import DRedC
@@ -61,7 +62,8 @@ def create(
                 f"algorithm '{name}' does not support equality=rewrite; "
                 f"choose one of: {', '.join(EQUALITY_ALGORITHMS)}"
             )
-        return Rewrite(analysis, dictionary, modules, hypertree, algorithm=name, levels=levels)
+        kind = BFEq if name == "bf" else Rewrite  # bf is B/F~: equality changes are incremental
+        return kind(analysis, dictionary, modules, hypertree, algorithm=name, levels=levels)
     return cls(analysis, dictionary, modules=modules, hypertree=hypertree, levels=levels)
 
 

@@ -146,7 +146,8 @@ class Rewrite(Maintainer):
         report.details = {"equality_rounds": rounds, "compact_facts": len(self.compact)}
         return report
 
-    def _update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Report:
+    def _begin(self, add: Iterable[PyFact], delete: Iterable[PyFact]):
+        """Start an update: (start time, counts before, E+, E-, no-op adds, no-op deletes); E updated."""
         start = time.perf_counter()
         before = self._snapshot_counts()
         plus, minus, noop_add, noop_del = self.normalise(add, delete)
@@ -154,6 +155,10 @@ class Rewrite(Maintainer):
             self.E[pred] -= fs
         for pred, fs in plus.items():
             self.E.setdefault(pred, set()).update(fs)
+        return start, before, plus, minus, noop_add, noop_del
+
+    def _update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Report:
+        start, before, plus, minus, noop_add, noop_del = self._begin(add, delete)
         old = {p: set(r.facts) for p, r in self.I.items()}
         recomputed = 0
         if (plus or minus) and not self._incremental(plus, minus):

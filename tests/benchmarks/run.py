@@ -28,6 +28,10 @@ against `remat` from scratch (digest of the whole materialisation), peers'
 fact counts against the same. Tasks are capped at --cap seconds; a capped task
 skips the rest of that system's tasks.
 
+`--workload equality` (also part of the suite) is the equality benchmark
+(equality.py): B/F~ against Remat~, DRed^c over the rewriting and the
+axiomatised B/F^A and Remat^A on a genealogy with derived equalities.
+
 `--workload pipeline` is the end-to-end streaming benchmark (pipeline.py; it
 starts servers, so it is not part of the suite).
 """
@@ -43,6 +47,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from tests.benchmarks.equality import EqRow, equality_table, run_equality
 from tests.benchmarks.fd_streams import STREAM_CAP, StreamRow, stream_table
 from tests.benchmarks.isolate import isolated
 from tests.benchmarks.report import memory_line, pivot, plot, table
@@ -51,6 +56,7 @@ from tests.benchmarks.tasks import LARGE, SMALL
 from tests.benchmarks.workloads import LUBM_DEPARTMENTS, LUBM_UNIVERSITIES, SEED, WORKLOADS
 
 STREAMS = "streams"  # --workload streams: tests/benchmarks/fd_streams.py
+EQUALITY = "equality"  # --workload equality: tests/benchmarks/equality.py
 PIPELINE = "pipeline"  # --workload pipeline: tests/benchmarks/pipeline.py (servers; not in all)
 SUITE = ("dag-small", "dag", "lubm-small", "lubm", "stc", "sspe", "exp")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -121,7 +127,7 @@ def _describe(info: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m tests.benchmarks.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    choices = [*WORKLOADS, "dag-small", "lubm-small", STREAMS, PIPELINE, "all"]
+    choices = [*WORKLOADS, "dag-small", "lubm-small", STREAMS, EQUALITY, PIPELINE, "all"]
     ap.add_argument("--workload", default="all", choices=choices)
     ap.add_argument("--suite", action="store_true", help="every workload and the streams (= all)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every workload's size")
@@ -143,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workload == PIPELINE:
         return _run_pipeline(args)
     suite = args.suite or args.workload == "all"
-    names = list(SUITE) if suite else [] if args.workload == STREAMS else [args.workload]
+    names = list(SUITE) if suite else [] if args.workload in (STREAMS, EQUALITY) else [args.workload]
     infos, rows = [], []
     for e in entries(names, args.scale, args):
         info, rs = run_entry(e, args.cap, args.repeat, peers=not args.no_peers)
@@ -177,17 +183,34 @@ def main(argv: list[str] | None = None) -> int:
             srows = [StreamRow(**r) for r in streams["rows"]]
             print(stream_table(srows, args.markdown))
             print(f"peak RSS of the stream runs: {streams['peak_rss_mb']:,.0f} MiB")
+    equality = None
+    if suite or args.workload == EQUALITY:
+        info, eq_rows = run_equality(args.cap)  # each system in its own child
+        equality = {"info": info, "rows": [asdict(r) for r in eq_rows]}
+        print("\n## equality: B/F~ and its baselines\n")
+        if "error" in equality:
+            print(f"equality: error: {equality['error']}")
+        else:
+            i = equality["info"]
+            print(f"people: {i['people']:,} persons, {i['explicit_facts']:,} explicit facts "
+                  f"({i['equalities']} owl:sameAs), J {i.get('materialisation', 0):,} facts, "
+                  f"I {i.get('compact', 0):,} compact facts")  # fmt: skip
+            print(equality_table([EqRow(**r) for r in equality["rows"]], args.markdown))
     path = Path(args.json) if args.json else args.out / "bench.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     out = {"meta": meta(args), "workloads": infos, "rows": [asdict(r) for r in rows]}
     if streams is not None:
         out["streams"] = streams
+    if equality is not None:
+        out["equality"] = equality
     path.write_text(json.dumps(out, indent=2, default=str) + "\n", encoding="utf-8")
     print(f"wrote {path}", file=sys.stderr)
     # exit 1 when a fluxmat result differs from remat's; peers' differences are only reported
     bad = [r for r in rows if r.check.startswith("MISMATCH") and r.system.startswith("fluxmat")]
     if streams and "rows" in streams:
         bad += [r for r in streams["rows"] if r["check"].startswith("MISMATCH")]
+    if equality and "rows" in equality:
+        bad += [r for r in equality["rows"] if r["check"].startswith("MISMATCH")]
     return 1 if bad else 0
 
 
