@@ -54,7 +54,8 @@ class Reasoner:
 
         `modules` enables the tc/stc modules where `algorithm` supports them;
         `hypertree` evaluates cyclic rules over hypertree decompositions;
-        `equality="rewrite"` treats owl:sameAs as equality (engine.equality);
+        `equality="rewrite"` treats owl:sameAs as equality (engine.equality; with
+        `bf` that is B/F~, incremental under equality changes);
         `levels` lets `dredc` stop overdeletion at well-founded derivations;
         `facts()` is then the expanded materialisation, `rewritten_lines()` the
         compact one.

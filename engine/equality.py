@@ -18,7 +18,8 @@ sameAs, so negation could never be stratified. `check_program` refuses the rest.
 This module only transforms programs and facts: the union-find `Classes`,
 `rewrite_rules` (pi applied to a program's rules plus the reflexivity rules
 (~4) that rewriting keeps), `expand`, and the oracle `axiomatise`. The
-maintainer that evaluates them is engine.maintain.rewrite. Default mode ("off")
+maintainers that evaluate them are engine.maintain.rewrite (remat, dred,
+dredc) and engine.maintain.bfeq (bf: B/F~, with engine.rewriting). Default mode ("off")
 never touches this module: `owl:sameAs` is then an ordinary predicate.
 """
 

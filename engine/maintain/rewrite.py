@@ -22,9 +22,10 @@ adds and deletes no sameAs fact, introduces no new predicate, deletes nothing
 if some rule derives sameAs, and derives no new non-trivial sameAs fact. Any
 other update -- in particular deleting an equality, which can split a class and
 restore rewritten facts (Motik et al. 2015, section 3.1) -- recomputes the
-r-materialisation from scratch over the updated E: correct, but this is NOT yet
-B/F~ (the paper's incremental algorithm for deletions that touch equality).
-`Report.details["equality_recomputed"]` says which path an update took.
+r-materialisation from scratch over the updated E: correct, but not
+incremental. `Report.details["equality_recomputed"]` says which path an update
+took. `bf` does not come here for updates: engine.maintain.bfeq (B/F~, a
+subclass) maintains every update incrementally, equality changes included.
 """
 
 from __future__ import annotations
