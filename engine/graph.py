@@ -1,12 +1,13 @@
 """Strongly connected components (Tarjan's, iterative) and reachability, any nodes.
 
 Used by the analysis (predicate dependency graph) and by the ltc module and its
-upkeep (the data graph of a base relation).
+upkeep (the data graph of a base relation); `depth_first` drives the recursive
+provability checks of B/F and B/F~ without Python recursion.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import TypeVar
 
 N = TypeVar("N", bound=Hashable)
@@ -66,3 +67,18 @@ def search(edges: Mapping[N, Collection[N]], starts: Iterable[N]) -> set[N]:
                 seen.add(w)
                 stack.append(w)
     return seen
+
+
+def depth_first(start: N, visit: Callable[[N], Iterator[N]]) -> None:
+    """Run a recursive procedure on an explicit stack.
+
+    `visit(node)` is a generator: every node it yields is visited to completion
+    before it resumes, as if it had called itself, so deep chains cannot
+    overflow Python's call stack.
+    """
+    stack = [visit(start)]
+    while stack:
+        try:
+            stack.append(visit(next(stack[-1])))
+        except StopIteration:
+            stack.pop()

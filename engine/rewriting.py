@@ -57,19 +57,17 @@ Plan = list  # [(atom, neq)]: an annotated query in evaluation order
 class CRule:
     """A compiled rule with its join orders: after matching body atom i, from the head, whole."""
 
-    __slots__ = ("head", "body", "after", "from_head", "whole")
+    __slots__ = ("head", "body", "constants", "after", "from_head", "whole")
 
     def __init__(self, head: CAtom, body: tuple[CAtom, ...]) -> None:
         self.head, self.body = head, body
+        self.constants = {t for a in (head, *body) for t in a[1] if not isinstance(t, RVar)}
         self.after = [
             _order([(b, j < i) for j, b in enumerate(body) if j != i], _vars(body[i]))
             for i in range(len(body))
         ]  # Q of (2), annotated: atoms before i may not match the fact matched to i
         self.from_head = _order([(b, False) for b in body], _vars(head))
         self.whole = _order([(b, False) for b in body], set())
-
-    def constants(self) -> set:
-        return {t for a in (self.head, *self.body) for t in a[1] if not isinstance(t, RVar)}
 
     def rewritten(self, find: Callable) -> CRule:
         """gamma(rule): every constant replaced by its representative."""
@@ -184,9 +182,9 @@ class Store:
         pred = f[0]
         self.by_pred[pred].discard(f)
         for i, v in enumerate(f[1:]):
-            _drop(self.by_arg, (pred, i, v), f)
+            drop(self.by_arg, (pred, i, v), f)
         for v in set(f[1:]):
-            _drop(self.by_const, v, f)
+            drop(self.by_const, v, f)
         return True
 
     def mentioning(self, c) -> set[PyFact]:
@@ -218,7 +216,8 @@ class Store:
         return self.by_pred.get(pred, _EMPTY) if best is None else best
 
 
-def _drop(index: dict, key, f) -> None:
+def drop(index: dict, key, f) -> None:
+    """Remove f from the set index[key], and the key once its set is empty."""
     s = index[key]
     s.discard(f)
     if not s:
@@ -360,7 +359,7 @@ class Saturation:
             self.add(gamma.normal(f))
         changed = False
         for k, rule in enumerate(self.rules):  # lines 55-58
-            if d in rule.constants():
+            if d in rule.constants:
                 self.rules[k] = rule = rule.rewritten(gamma.find)
                 changed = True
                 for tau in instances(rule.whole, self.V, {}):

@@ -290,18 +290,22 @@ class Maintainer(ABC):
         start = time.perf_counter()
         before = self._snapshot_counts()
         self.I.clear()
-        self.E.clear()
         self.cnr.clear()
         self.cr.clear()
-        for fact in facts:
-            pred, f = self.encode(fact)
-            self.E.setdefault(pred, set()).add(f)
+        self.set_explicit(facts)
         self.materialise()
         if self.incremental:
             self.prepare()
         report = self._report(before, start)
         report.added = sum(len(r) for p, r in self.I.items() if p not in self.analysis.internal)
         return report
+
+    def set_explicit(self, facts: Iterable[PyFact]) -> None:
+        """E := the encoded `facts` (a load's first step)."""
+        self.E.clear()
+        for fact in facts:
+            pred, f = self.encode(fact)
+            self.E.setdefault(pred, set()).add(f)
 
     def materialise(self) -> None:
         """Semi-naive evaluation of every stratum over E, keeping counters if asked.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from engine.analysis import Stratum
 from engine.evaluate import Derived, saturate
+from engine.graph import depth_first
 from engine.maintain.base import Changes
 from engine.maintain.dred import DRed
 from engine.plans import AnyOf
@@ -75,12 +76,7 @@ class BF(DRed):
         return [(self.rel(pred), AnyOf((gone, extra)) if extra else gone)]
 
     def check(self, fact) -> None:
-        stack = [self._check(fact)]
-        while stack:
-            try:
-                stack.append(self._check(next(stack[-1])))
-            except StopIteration:
-                stack.pop()
+        depth_first(fact, self._check)
 
     def _check(self, fact):
         """CHECK(F) (lines 70-76) as a generator that yields the facts it must check first."""

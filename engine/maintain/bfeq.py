@@ -39,6 +39,7 @@ from itertools import product
 
 from engine.analysis import Analysis
 from engine.equality import SAME_AS, Classes, PyFact, expand_with
+from engine.graph import depth_first
 from engine.maintain.base import Report
 from engine.maintain.rewrite import Rewrite
 from engine.rewriting import (
@@ -46,6 +47,7 @@ from engine.rewriting import (
     Store,
     body_matches,
     compile_rules,
+    drop,
     ground,
     index_bodies,
     instances,
@@ -85,9 +87,9 @@ class BFEq(Rewrite):
 
     def _unindex(self, fact: PyFact) -> None:
         n = self.norm_of.pop(fact)
-        _drop(self.by_normal, n, fact)
+        drop(self.by_normal, n, fact)
         for v in set(fact[1:]):
-            _drop(self.by_const, v, fact)
+            drop(self.by_const, v, fact)
 
     def _rekey(self, moved: Iterable) -> None:
         """Re-normalise the explicit facts that mention a constant whose representative changed."""
@@ -96,7 +98,7 @@ class BFEq(Rewrite):
                 n = self.classes.normal(fact)
                 old = self.norm_of[fact]
                 if n != old:
-                    _drop(self.by_normal, old, fact)
+                    drop(self.by_normal, old, fact)
                     self.norm_of[fact] = n
                     self.by_normal.setdefault(n, set()).add(fact)
 
@@ -104,18 +106,12 @@ class BFEq(Rewrite):
     def _load(self, facts: Iterable[PyFact]) -> Report:
         start = time.perf_counter()
         before = self._snapshot_counts()
-        self.E.clear()
+        self.set_explicit(facts)
         self.I = {}
         self.classes, self.compact = Classes(), Store()
         self.norm_of, self.by_normal, self.by_const = {}, {}, {}
         self._set_rules(self.raw_rules)
-        raw = []
-        for fact in facts:
-            pred, f = self.encode(fact)
-            if f not in self.E.setdefault(pred, set()):
-                self.E[pred].add(f)
-                raw.append(self.decode(pred, f))
-        gone, new, stats = self._insert(raw)
+        gone, new, stats = self._insert(list(self.explicit()))
         self._apply(gone, new, set(), set())
         report = self._report(before, start)
         report.added = sum(len(r) for r in self.I.values())
@@ -281,12 +277,7 @@ class _Deletion:
     # ------------------------------------------------------------ Algorithm 4
     def check(self, F: PyFact) -> None:
         """checkProvability(F), by an explicit stack: deep proofs cannot overflow Python's."""
-        stack = [self._check(F)]
-        while stack:
-            try:
-                stack.append(self._check(next(stack[-1])))
-            except StopIteration:
-                stack.pop()
+        depth_first(F, self._check)
 
     def _check(self, F: PyFact):
         """Lines 22-35 as a generator yielding the facts to check before going on.
@@ -375,13 +366,6 @@ class _Deletion:
 
 def _reflexive(f: PyFact) -> bool:
     return is_equality(f) and f[1] == f[2]
-
-
-def _drop(index: dict, key, f) -> None:
-    s = index[key]
-    s.discard(f)
-    if not s:
-        del index[key]
 
 
 def _by_pred(m: BFEq, new: set, gone: set) -> dict:

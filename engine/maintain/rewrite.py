@@ -137,10 +137,7 @@ class Rewrite(Maintainer):
     def _load(self, facts: Iterable[PyFact]) -> Report:
         start = time.perf_counter()
         before = self._snapshot_counts()
-        self.E.clear()
-        for fact in facts:
-            pred, f = self.encode(fact)
-            self.E.setdefault(pred, set()).add(f)
+        self.set_explicit(facts)
         rounds = self._rematerialise()
         report = self._report(before, start)
         report.added = sum(len(r) for r in self.I.values())

@@ -30,13 +30,12 @@ task and compared with Remat~'s.
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass
 
 from engine import Reasoner, parse_program
 from engine.equality import SAME_AS, axiomatise
-from tests.benchmarks.isolate import Capped, cap, isolated
-from tests.benchmarks.tasks import digest
+from tests.benchmarks.isolate import isolated
+from tests.benchmarks.tasks import INITIAL, capped_steps, digest
 from tests.benchmarks.workloads import SEED, render_table
 
 PROGRAM = """\
@@ -101,7 +100,7 @@ class Task:
 
 def plan(facts: list[tuple], seed: int = SEED) -> list[Task]:
     rng = random.Random(seed)
-    tasks = [Task("initial", facts, [])]
+    tasks = [Task(INITIAL, facts, [])]
     for n in SIZES:
         gone = rng.sample(facts, min(n, len(facts)))
         tasks += [Task(f"delete {n:,}", [], gone), Task(f"re-insert {n:,}", gone, [])]
@@ -115,24 +114,11 @@ def run_system(arg: dict) -> dict:
     if arg["equality"] == "off":
         program = axiomatise(program, facts)
     r = Reasoner(program, arg["algorithm"], equality=arg["equality"])
-    rows, stop = [], None
-    for t in plan(facts):
-        row: dict = {"task": t.name}
-        rows.append(row)
-        if stop:
-            row["check"] = f"skipped ({stop})"
-            continue
-        try:
-            with cap(arg["cap"]):
-                start = time.perf_counter()
-                report = r.load(t.add) if t.name == "initial" else r.update(t.add, t.delete)
-                row["wall"] = time.perf_counter() - start
-        except Capped as exc:
-            row["check"], stop = str(exc), f"{t.name} capped"
-            continue
+    rows: list[dict] = []
+    for row, t, report in capped_steps(r, [(t.name, t) for t in plan(facts)], arg["cap"], rows):
         row["recomputed"] = report.details.get("equality_recomputed", 0)
         row["digest"] = digest(r.maintainer.facts())
-        if t.name == "initial" and arg["equality"] == "rewrite":
+        if t.name == INITIAL and arg["equality"] == "rewrite":
             row["compact"] = len(r.maintainer.compact)
     return {"rows": rows}
 

@@ -107,6 +107,31 @@ def engine_options() -> list[str]:
     return sorted(_OPTIONS)
 
 
+def capped_steps(r: Reasoner, steps, cap_s: float, rows: list[dict]):
+    """Apply each (name, task) to `r` (load for `initial`, else update), `cap_s` each.
+
+    Appends a row per step to `rows` (with `wall` seconds, or why it has none)
+    and yields (row, task, report) for every step that finished; a capped step
+    skips the rest.
+    """
+    stop = None
+    for name, t in steps:
+        row = {"task": name}
+        rows.append(row)
+        if stop:
+            row["check"] = f"skipped ({stop})"
+            continue
+        try:
+            with cap(cap_s):
+                start = time.perf_counter()
+                report = r.load(t.add) if t.name == INITIAL else r.update(t.add, t.delete)
+                row["wall"] = time.perf_counter() - start
+        except Capped as exc:
+            row["check"], stop = str(exc), f"{name} capped"
+            continue
+        yield row, t, report
+
+
 # ---------------------------------------------------------------- child entry points
 
 
@@ -142,25 +167,8 @@ def run_fluxmat(arg: dict) -> dict:
     steps = [(t.name, t) for t in tasks]
     if algorithm == "remat":
         steps.insert(1, (WARM, tasks[0]))
-    rows, stop = [], None
-    for name, t in steps:
-        row = {"task": name}
-        rows.append(row)
-        if stop:
-            row["check"] = f"skipped ({stop})"
-            continue
-        try:
-            with cap(cap_s):
-                start = time.perf_counter()
-                if t.name == INITIAL:
-                    report = r.load(t.add)
-                else:
-                    report = r.update(t.add, t.delete)
-                row["wall"] = time.perf_counter() - start
-        except Capped as exc:
-            row["check"] = str(exc)
-            stop = f"{name} capped"
-            continue
+    rows: list[dict] = []
+    for row, t, report in capped_steps(r, steps, cap_s, rows):
         row["seconds"] = report.seconds
         row["applications"] = report.total_applications
         row["state"] = t.state
