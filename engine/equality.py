@@ -29,7 +29,19 @@ from collections.abc import Iterable, Iterator
 from itertools import product
 
 from engine.errors import AnalysisError
-from engine.syntax import Atom, BinOp, Comparison, Const, Iri, Negation, Program, Rule, Value, Var
+from engine.syntax import (
+    Atom,
+    BinOp,
+    Comparison,
+    Const,
+    Iri,
+    Negation,
+    Program,
+    RdfLiteral,
+    Rule,
+    Value,
+    Var,
+)
 
 SAME_AS = "http://www.w3.org/2002/07/owl#sameAs"
 MODES = ("off", "rewrite")
@@ -38,11 +50,13 @@ PyFact = tuple  # (pred, *values)
 
 
 def order_key(value: Value) -> tuple:
-    """The fixed total order on constants: integers, then strings, then IRIs."""
+    """The fixed total order on constants: integers, then strings, then IRIs, then literals."""
     if isinstance(value, int):
         return (0, value, "")
     if isinstance(value, Iri):
         return (2, 0, value.value)
+    if isinstance(value, RdfLiteral):
+        return (3, 0, f"{value.lexical}\x00{value.datatype}\x00{value.lang}")
     return (1, 0, value)
 
 

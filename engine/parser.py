@@ -38,7 +38,20 @@ import re
 from bisect import bisect_right
 
 from engine.errors import ParseError
-from engine.syntax import Atom, BinOp, Comparison, Const, Iri, Negation, Pos, Program, Rule, Var
+from engine.syntax import (
+    Atom,
+    BinOp,
+    Comparison,
+    Const,
+    Iri,
+    Negation,
+    Pos,
+    Program,
+    Rule,
+    Var,
+    literal,
+    value_from_json,
+)  # fmt: skip
 
 __all__ = ["parse_program", "parse_facts", "fact_from_json"]
 
@@ -62,12 +75,13 @@ _MASTER = re.compile(
   | (?P<float>[0-9]+\.[0-9]+)
   | (?P<int>[0-9]+)
   | (?P<str>"(?:[^"\\\n]|\\.)*")
-  | (?P<op>:-|:=|<=|>=|!=|<>|[(),.\[\]=<>!+\-*/%])
+  | (?P<op>:-|:=|<=|>=|!=|<>|\^\^|[(),.\[\]=<>!+\-*/%])
   | (?P<bad>.)
     """,
     re.VERBOSE | re.DOTALL,
 )
 _IRI = re.compile(r'<([^\s<>"]*)>')
+_LANG = re.compile(r"@[A-Za-z]+(?:-[A-Za-z0-9]+)*")
 _IRI_FULL = re.compile(r'<[^\s<>"]*>\Z')
 _SKIP = re.compile(r"(?:\s+|//[^\n]*)+")
 _SKIP_PCT = re.compile(r"(?:\s+|//[^\n]*|%[^\n]*)+")
@@ -79,7 +93,7 @@ _PDECL_NAME = re.compile(r"\s+(" + _PREFIX_NAME + r"?:)")
 _PNAME_FULL = re.compile(r"(" + _PREFIX_NAME + r"?):(" + _LOCAL + r"?)\Z")
 
 # After these token kinds `<` is less-than (operator position), else it opens an IRI.
-_TERM_END = frozenset({"id", "var", "int", "str", "iri", "pname", ")", "]"})
+_TERM_END = frozenset({"id", "var", "int", "str", "lang", "iri", "pname", ")", "]"})
 _VALUE_KINDS = frozenset({"id", "pname"})
 _CMP_OPS = frozenset({"=", "!=", "<", "<=", ">", ">=", ":="})
 _ARITH_OPS = frozenset({"+", "-", "*", "/", "%"})
@@ -112,6 +126,16 @@ def _tokenize(text: str) -> list[Token]:
         if pos >= n:
             break
         c = text[pos]
+        if c == "@" and prev == "str":  # a language tag: "chat"@fr
+            m = _LANG.match(text, pos)
+            if m is None:
+                append(("err", "expected a language tag such as @en after '\"...\"@'", pos, pos + 1))
+                break
+            append(("lang", m.group()[1:], pos, m.end()))
+            pos = m.end()
+            prev = "lang"
+            mod_ok = bool(parens)
+            continue
         if c == "<" and prev not in _TERM_END:
             m = _IRI.match(text, pos)
             if m is None:
@@ -430,7 +454,13 @@ class _Parser:
             return Const(-int(self.advance()[1]))
         if kind == "str":
             self.advance()
-            return Const(self.string_value(tok))
+            lexical = self.string_value(tok)
+            if self.tok[0] == "lang":
+                return Const(literal(lexical, lang=self.advance()[1]))
+            if self.tok[0] == "^^":
+                self.advance()
+                return Const(literal(lexical, self.datatype()))
+            return Const(lexical)
         if kind == "iri":
             self.advance()
             return Const(Iri(val))
@@ -442,6 +472,20 @@ class _Parser:
             self.advance()
             return Const(Iri(base + local))
         raise self.expected(what)
+
+    def datatype(self) -> str:
+        """The datatype IRI after `^^` (`<iri>` or a prefixed name with a declared prefix)."""
+        kind, val = self.tok[0], self.tok[1]
+        if kind == "iri":
+            self.advance()
+            return val
+        if kind == "pname":
+            prefix, _, local = val.partition(":")
+            if prefix not in self.prefixes:
+                raise self.error(f"unknown prefix '{prefix}'")
+            self.advance()
+            return self.prefixes[prefix] + local
+        raise self.expected("a datatype IRI after '^^'")
 
     def fresh_var(self) -> Var:
         while True:
@@ -539,6 +583,13 @@ def _json_kind(value: object) -> str:
     return f"{type(value).__name__} {_json_text(value)}"
 
 
+def _json_literal(arg: dict) -> bool:
+    """Whether `arg` is a JSON-LD value object `{"@value": str, "@type" | "@language": str}`."""
+    if set(arg) not in ({"@value", "@type"}, {"@value", "@language"}):
+        return False
+    return all(isinstance(v, str) for v in arg.values()) and bool(arg.get("@type", arg.get("@language")))
+
+
 def fact_from_json(item: object, prefixes: dict[str, str], where: str = "") -> Atom:
     """Convert a JSON fact `["pred", arg, ...]` (as decoded by `json.loads`).
 
@@ -546,7 +597,9 @@ def fact_from_json(item: object, prefixes: dict[str, str], where: str = "") -> A
     prefix is in `prefixes` is expanded (other names are kept verbatim, as in
     programs). Arguments: a JSON integer is an int constant, a string `<...>`
     an `Iri` (when `...` is a well-formed IRI, as in program text), any other
-    string a str constant. `where` (e.g. "updates.jsonl:3")
+    string a str constant, and a JSON-LD value object (`{"@value": "05",
+    "@type": "http://www.w3.org/2001/XMLSchema#int"}`, `{"@value": "chat",
+    "@language": "fr"}`) an RDF literal (engine.syntax.literal). `where` (e.g. "updates.jsonl:3")
     starts every error message.
     """
 
@@ -570,10 +623,14 @@ def fact_from_json(item: object, prefixes: dict[str, str], where: str = "") -> A
             pred = prefixes[m.group(1)] + m.group(2)
     args = []
     for k, arg in enumerate(item[1:], start=1):
+        if isinstance(arg, dict) and _json_literal(arg):
+            args.append(Const(value_from_json(arg)))
+            continue
         if isinstance(arg, bool) or not isinstance(arg, int | str):
+            hint = ' (a literal is {"@value": ..., "@type" or "@language": ...})'
             raise fail(
                 f"expected an integer or a string as argument {k} of {_json_text(item[0])}, "
-                f"found {_json_kind(arg)}"
+                f"found {_json_kind(arg)}{hint if isinstance(arg, dict) and arg else ''}"
             )
         if isinstance(arg, str) and arg[:1] == "<" and _IRI_FULL.match(arg):
             args.append(Const(Iri(arg[1:-1])))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from engine.analysis import AnalysedRule, Assign, Filter, term_vars
 from engine.storage import Dictionary
-from engine.syntax import BinOp, Const, Iri, Term, Var
+from engine.syntax import BinOp, Const, RdfLiteral, Term, Var
 
 
 @dataclass(frozen=True)
@@ -54,11 +54,17 @@ class AnyOf:
 # ---------------------------------------------------------------- arithmetic
 
 
+def _plain(x):
+    """What a value computes and compares as: an `RdfLiteral` by its key, the rest as is."""
+    return x.key if type(x) is RdfLiteral else x
+
+
 def _num(a, b):
     return type(a) is int and type(b) is int
 
 
 def _add(a, b):
+    a, b = _plain(a), _plain(b)
     if _num(a, b):
         return a + b
     if type(a) is str and type(b) is str:
@@ -67,14 +73,17 @@ def _add(a, b):
 
 
 def _sub(a, b):
+    a, b = _plain(a), _plain(b)
     return a - b if _num(a, b) else None
 
 
 def _mul(a, b):
+    a, b = _plain(a), _plain(b)
     return a * b if _num(a, b) else None
 
 
 def _div(a, b):
+    a, b = _plain(a), _plain(b)
     if not _num(a, b) or b == 0:
         return None
     q = abs(a) // abs(b)
@@ -82,6 +91,7 @@ def _div(a, b):
 
 
 def _mod(a, b):
+    a, b = _plain(a), _plain(b)
     if not _num(a, b) or b == 0:
         return None
     return a - b * _div(a, b)
@@ -92,26 +102,32 @@ def _comparable(a, b) -> bool:
 
 
 def _lt(a, b):
+    a, b = _plain(a), _plain(b)
     return _comparable(a, b) and a < b
 
 
 def _le(a, b):
+    a, b = _plain(a), _plain(b)
     return _comparable(a, b) and a <= b
 
 
 def _gt(a, b):
+    a, b = _plain(a), _plain(b)
     return _comparable(a, b) and a > b
 
 
 def _ge(a, b):
+    a, b = _plain(a), _plain(b)
     return _comparable(a, b) and a >= b
 
 
 def _eq(a, b):
+    a, b = _plain(a), _plain(b)
     return a is not None and a == b
 
 
 def _ne(a, b):
+    a, b = _plain(a), _plain(b)
     return a is not None and b is not None and a != b
 
 
@@ -182,7 +198,7 @@ class _Compiler:
         if isinstance(term, Var):
             return f"vals[{_pyvar(term.name)}]"
         if isinstance(term, Const):
-            if isinstance(term.value, Iri):
+            if not isinstance(term.value, int | str):  # Iri, RdfLiteral: passed in C
                 self.consts.append(term.value)
                 return f"C[{len(self.consts) - 1}]"
             return repr(term.value)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 
-from engine.syntax import Iri, format_pred, format_value
+from engine.syntax import Iri, RdfLiteral, format_pred, format_value
 
 _LOCAL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_\-.]*[A-Za-z0-9_\-])?\Z")
 
@@ -29,6 +30,10 @@ class FactPrinter:
     def value(self, value) -> str:
         if isinstance(value, Iri):
             return self._compact(value.value) or format_value(value)
+        if isinstance(value, RdfLiteral) and not value.lang:
+            dt = self._compact(value.datatype)
+            if dt is not None:
+                return f"{json.dumps(value.lexical, ensure_ascii=False)}^^{dt}"
         return format_value(value)
 
     def fact(self, fact: tuple) -> str:

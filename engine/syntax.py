@@ -5,8 +5,13 @@ about parsing, analysis or evaluation. Every node that came from a file carries 
 `Pos` so later stages can report errors with file, line and column.
 
 Constants are Python values: `int` for integers, `str` for identifiers and strings
-(the identifier `a` and the string "a" are one constant), and `Iri` for IRIs
-(`<...>` or a prefixed name after expansion).
+(the identifier `a` and the string "a" are one constant), `Iri` for IRIs
+(`<...>` or a prefixed name after expansion), and `RdfLiteral` for the other RDF
+literals (`"chat"@fr`, `"05"^^xsd:int`), kept exactly as written. `literal()`
+makes the value of an RDF literal: an `xsd:string` is a `str`, an `xsd:integer`
+in canonical form an `int`, anything else an `RdfLiteral`. `json_value` /
+`value_from_json` are the JSON form of a constant (IRIs as "<...>", literals as
+JSON-LD value objects `{"@value": ..., "@type" | "@language": ...}`).
 """
 
 from __future__ import annotations
@@ -26,7 +31,79 @@ class Iri:
         return f"<{self.value}>"
 
 
-Value = int | str | Iri
+XSD = "http://www.w3.org/2001/XMLSchema#"
+XSD_STRING = XSD + "string"
+XSD_INTEGER = XSD + "integer"
+RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+# xsd:integer and the datatypes derived from it: their literals compare as integers
+INTEGER_TYPES = frozenset(XSD + t for t in (
+    "integer", "long", "int", "short", "byte", "nonNegativeInteger", "positiveInteger",
+    "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort",
+    "unsignedByte",
+))  # fmt: skip
+_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}\Z")
+_CANONICAL_INTEGER = re.compile(r"(?:0|-?[1-9][0-9]{0,3999})\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class RdfLiteral:
+    """An RDF literal other than a plain string or a canonical integer, kept exactly as read.
+
+    Two literals are one constant only when lexical form, datatype and language
+    tag are equal (RDF term equality: `"05"^^xsd:int` is not `5`). `key` is what
+    ordering comparisons and arithmetic use: the integer value for `xsd:integer`
+    and its subtypes (when the lexical form is an integer), else the lexical form.
+    """
+
+    lexical: str
+    datatype: str
+    lang: str = ""
+    key: int | str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        key: int | str = self.lexical
+        if self.datatype in INTEGER_TYPES and _INTEGER.match(self.lexical):
+            key = int(self.lexical)
+        object.__setattr__(self, "key", key)
+
+    def __str__(self) -> str:
+        return format_value(self)
+
+
+Value = int | str | Iri | RdfLiteral
+
+
+def literal(lexical: str, datatype: str = XSD_STRING, lang: str = "") -> Value:
+    """The constant of an RDF literal: `str`, `int` (canonical xsd:integer) or `RdfLiteral`."""
+    if lang:
+        return RdfLiteral(lexical, RDF_LANG_STRING, lang)
+    if datatype == XSD_STRING:
+        return lexical
+    if datatype == XSD_INTEGER and _CANONICAL_INTEGER.match(lexical):
+        return int(lexical)
+    return RdfLiteral(lexical, datatype)
+
+
+def json_value(value: Value):
+    """A constant as a JSON value: IRIs as "<...>", literals as JSON-LD value objects."""
+    if isinstance(value, Iri):
+        return f"<{value.value}>"
+    if isinstance(value, RdfLiteral):
+        if value.lang:
+            return {"@value": value.lexical, "@language": value.lang}
+        return {"@value": value.lexical, "@type": value.datatype}
+    return value
+
+
+def value_from_json(item) -> Value:
+    """The inverse of `json_value` for values it produced (no validation)."""
+    if isinstance(item, str) and len(item) > 2 and item[0] == "<" and item[-1] == ">":
+        return Iri(item[1:-1])
+    if isinstance(item, dict):
+        if "@language" in item:
+            return literal(item["@value"], lang=item["@language"])
+        return literal(item["@value"], item["@type"])
+    return item
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +246,9 @@ def format_value(value: Value) -> str:
         return str(value)
     if isinstance(value, Iri):
         return f"<{value.value}>"
+    if isinstance(value, RdfLiteral):
+        text = json.dumps(value.lexical, ensure_ascii=False)
+        return f"{text}@{value.lang}" if value.lang else f"{text}^^<{value.datatype}>"
     if _BARE.match(value) and value not in _KEYWORDS:
         return value
     return json.dumps(value, ensure_ascii=False)

@@ -10,8 +10,9 @@ function of the log and the birth stamps and are recomputed on restore.
 the previous export (a fact's birth stamp or None when it is gone), so writing
 them is idempotent: replaying a write after a crash gives the same state.
 
-Facts are encoded as JSON text of `[pred, arg, ...]` (IRIs as "<...>", as on the
-wire), which is also their Redis hash field.
+Facts are encoded as JSON text of `[pred, arg, ...]` (constants as
+engine.syntax.json_value writes them, as on the wire), which is also their
+Redis hash field.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 
 from engine.errors import FluxmatError
 from engine.fd.core import FullyDynamic, Journal, Key
-from engine.syntax import Iri
+from engine.syntax import json_value, value_from_json
 
 
 def fingerprint(engine: FullyDynamic) -> str:
@@ -33,24 +34,14 @@ def fingerprint(engine: FullyDynamic) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def _value(v):
-    return f"<{v.value}>" if isinstance(v, Iri) else v
-
-
-def _from_value(v):
-    if isinstance(v, str) and len(v) > 2 and v[0] == "<" and v[-1] == ">":
-        return Iri(v[1:-1])
-    return v
-
-
 def fact_text(engine: FullyDynamic, key: Key) -> str:
     fact = engine.decode(*key)
-    return json.dumps([fact[0], *map(_value, fact[1:])], ensure_ascii=False)
+    return json.dumps([fact[0], *map(json_value, fact[1:])], ensure_ascii=False)
 
 
 def fact_key(engine: FullyDynamic, text: str) -> Key:
     item = json.loads(text)
-    return engine.encode((item[0], *map(_from_value, item[1:])))
+    return engine.encode((item[0], *map(value_from_json, item[1:])))
 
 
 @dataclass
