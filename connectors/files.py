@@ -2,8 +2,12 @@
 
 * Facts files are in program syntax (`edge(a, b).`), or JSON Lines (one
   `["pred", arg, ...]` array per line) when the name ends in `.jsonl`/`.ndjson`.
+* RDF files (N-Triples, N-Quads, Turtle, TriG, RDF/XML, also gzip-compressed)
+  by extension, read by connectors.rdf; `fmt` overrides the extension.
 * Update files are JSON Lines, one update per line:
-  `{"add": [[pred, arg, ...], ...], "del": [...], "id": optional}`. Blank lines
+  `{"add": [[pred, arg, ...], ...], "del": [...], "id": optional}`, or with
+  RDF text `{"format": "ntriples" | "nquads", "add": "<s> <p> <o> .",
+  "del": "...", "id": optional}` (connectors.rdf.rdf_update). Blank lines
   are skipped. Any other key, a non-list `add`/`del`, or a malformed fact is a
   `ParseError` naming file, line (and column for invalid JSON).
 
@@ -17,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from connectors.rdf import format_of, rdf_update, read_rdf
 from engine import atom_to_fact, fact_from_json, parse_facts
 from engine.errors import ParseError
 from engine.syntax import Pos
@@ -48,10 +53,16 @@ def _json_line(text: str, path, lineno: int):
         raise ParseError(f"invalid JSON: {exc.msg}", Pos(str(path), lineno, exc.colno)) from None
 
 
-def read_facts(path: str | Path, prefixes: dict[str, str]) -> list[tuple]:
-    """Facts from a file in program syntax or JSON Lines."""
+def read_facts(path: str | Path, prefixes: dict[str, str], fmt: str | None = None) -> list[tuple]:
+    """Facts from a file in program syntax, JSON Lines or RDF (connectors.rdf).
+
+    `fmt` (`facts`, `jsonl` or an RDF format name) overrides the file's extension.
+    """
+    rdf_format = format_of(path, fmt)
+    if rdf_format is not None:
+        return read_rdf(path, rdf_format)
     text = _read(path)
-    if str(path).endswith((".jsonl", ".ndjson")):
+    if fmt == "jsonl" or (fmt is None and str(path).endswith((".jsonl", ".ndjson"))):
         out = []
         for lineno, line in enumerate(text.splitlines(), start=1):
             if line.strip():
@@ -65,6 +76,9 @@ def parse_update(item: object, prefixes: dict[str, str], where: str) -> Update:
     """Validate one decoded JSON update."""
     if not isinstance(item, dict):
         raise ParseError(f"{where}: expected an update object {{\"add\": [...], \"del\": [...]}}")
+    if "format" in item:
+        add, delete = rdf_update(item, where)
+        return Update(add, delete, item.get("id"), where)
     unknown = sorted(set(item) - {"add", "del", "id"})
     if unknown:
         raise ParseError(
