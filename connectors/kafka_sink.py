@@ -5,6 +5,12 @@ Delta messages (deltas topic, partition 0, key `str(batch)`)::
     {"batch": 7, "through": <opaque, e.g. source offsets>, "part": 0, "parts": 2,
      "added": [["edge", "a", "b"], ...], "removed": [...]}
 
+* With `delta_format="ntriples"` the processor hands over a fact that is a
+  triple as its N-Triples line (a string) and any other fact as a JSON array;
+  each message then carries `"format": "ntriples"`, `"added"` / `"removed"` as
+  N-Triples text (one triple per line), and the other facts as JSON arrays in
+  `"not_triples": {"added": [...], "removed": [...]}` (only when there are any),
+  so nothing is dropped.
 * One micro-batch's delta is split into `parts` messages of at most
   `max_facts_per_message` facts (added and removed counted together); an empty
   delta is still one message, so consumers see every batch id.
@@ -42,6 +48,21 @@ def _encode(message: dict) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+def _ntriples(message: dict) -> dict:
+    """A delta message with N-Triples text, the facts that are not triples aside."""
+    out = {**message, "format": "ntriples"}
+    others: dict[str, list] = {}
+    for key in ("added", "removed"):
+        items = message[key]
+        out[key] = "".join(line + "\n" for line in items if isinstance(line, str))
+        rest = [f for f in items if not isinstance(f, str)]
+        if rest:
+            others[key] = rest
+    if others:
+        out["not_triples"] = {"added": others.get("added", []), "removed": others.get("removed", [])}
+    return out
+
+
 class KafkaPublisher:
     """Publishes deltas and dead letters to Kafka, synchronously.
 
@@ -60,7 +81,7 @@ class KafkaPublisher:
 
     def __init__(self, bootstrap: str, deltas_topic: str, dead_letter_topic: str | None = None,
                  max_facts_per_message: int = 5000, source_topic: str | None = None,
-                 connect_timeout: float = 5.0) -> None:
+                 connect_timeout: float = 5.0, delta_format: str = "json") -> None:
         from kafka import KafkaProducer
         from kafka.errors import KafkaError
 
@@ -71,6 +92,7 @@ class KafkaPublisher:
         self.dead_letter_topic = dead_letter_topic
         self.max_facts = int(max_facts_per_message)
         self.source_topic = source_topic
+        self.delta_format = delta_format
         check_broker(bootstrap, timeout=connect_timeout)
         try:
             self._producer = KafkaProducer(
@@ -97,7 +119,7 @@ class KafkaPublisher:
                 if len(cur_a) + len(cur_r) == self.max_facts:
                     parts.append((cur_a, cur_r))
                     cur_a, cur_r = [], []
-                (cur_a if kind == "a" else cur_r).append(list(fact))
+                (cur_a if kind == "a" else cur_r).append(fact if isinstance(fact, str) else list(fact))
         parts.append((cur_a, cur_r))
         return parts
 
@@ -119,6 +141,8 @@ class KafkaPublisher:
              "added": a, "removed": r}
             for i, (a, r) in enumerate(parts)
         ]
+        if self.delta_format == "ntriples":
+            messages = [_ntriples(m) for m in messages]
         self._send_all(self.deltas_topic, key, messages, partition=0)
         return n
 

@@ -20,7 +20,7 @@ from connectors.files import read_facts, read_updates
 from engine import ALGORITHMS, FluxmatError, Reasoner, Report
 from engine.fd import FullyDynamic
 from engine.printer import FactPrinter
-from ops import inspect_cli, stream_cli
+from ops import inspect_cli, rdf_cli, stream_cli
 
 
 def _env(name: str, default):
@@ -45,21 +45,28 @@ class Config:
     hypertree: str = "on"
     equality: str = "off"
     levels: str = "on"
+    ontology: tuple[str, ...] = ()
+    facts_format: str | None = None
+    format: str = "facts"
 
     @classmethod
     def from_args(cls, ns: argparse.Namespace) -> Config:
         values = {k: v for k, v in vars(ns).items() if k in cls.__dataclass_fields__}
+        values["ontology"] = tuple(values.get("ontology") or ())
         if values.get("algorithm", "") is None:  # the default depends on --equality
             values["algorithm"] = "bf" if values.get("equality") == "rewrite" else "dredc"
         return cls(**values)
 
 
 def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
-    p.add_argument("program", help="Datalog program file (.dl, or RDFox .dlog)")
+    p.add_argument("program", nargs="?", help="Datalog program file (.dl, or RDFox .dlog); "
+                   "may be left out when --ontology is given")  # fmt: skip
+    rdf_cli.add_input_flags(p)
     if facts:
         p.add_argument(
             "--facts", action="append", default=[], metavar="FILE",
-            help="explicit facts: program syntax, or JSON Lines when named *.jsonl (repeatable)",
+            help="explicit facts: program syntax, JSON Lines when named *.jsonl, RDF when named "
+            "*.nt *.nq *.ttl *.trig *.rdf *.owl (also *.gz) (repeatable)",
         )  # fmt: skip
         p.add_argument(
             "--modules", default=_env("MODULES", "on"), choices=["on", "off"],
@@ -104,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("materialise", aliases=["materialize"], help="print mat(P, E), sorted")
     _add_program(m)
     m.add_argument("--output", metavar="FILE", help="write the facts here instead of stdout")
+    rdf_cli.add_output_flag(m)
 
     r = sub.add_parser("replay", help="apply a JSONL update stream and print the final result")
     _add_program(r)
@@ -126,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="units of work between checks for a new update "
                    "(env FLUXMAT_BUDGET; default: %(default)s)")
     r.add_argument("--output", metavar="FILE", help="write the final facts here")
+    rdf_cli.add_output_flag(r)
     r.add_argument("--stats", metavar="FILE", help="write one JSON object per update here")
 
     c = sub.add_parser("check", help="validate a program and summarise its strata")
@@ -136,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--code", action="store_true", help="also print the generated plan code")
     stream_cli.add_parsers(sub)
     inspect_cli.add_parsers(sub)
+    rdf_cli.add_parsers(sub)
     return ap
 
 
@@ -143,6 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _reasoner(cfg: Config) -> Reasoner:
+    if cfg.ontology or cfg.program is None:
+        return rdf_cli.reasoner(
+            cfg.program, cfg.ontology, cfg.algorithm, equality=cfg.equality,
+            modules=cfg.modules == "on", hypertree=cfg.hypertree == "on", levels=cfg.levels == "on",
+        )  # fmt: skip
     path = Path(cfg.program)
     if not path.is_file():
         raise FluxmatError(f"{cfg.program}: no such file")
@@ -155,11 +170,14 @@ def _reasoner(cfg: Config) -> Reasoner:
 def _facts(cfg: Config, reasoner: Reasoner) -> list[tuple]:
     out: list[tuple] = []
     for f in cfg.facts:
-        out.extend(read_facts(f, reasoner.prefixes))
+        out.extend(read_facts(f, reasoner.prefixes, cfg.facts_format))
     return out
 
 
 def _write_facts(cfg: Config, reasoner: Reasoner) -> None:
+    if cfg.format != "facts":
+        rdf_cli.write(rdf_cli.render(reasoner.facts(), cfg.format, reasoner.prefixes), cfg.output)
+        return
     text = "".join(line + "\n" for line in reasoner.lines())
     if cfg.output:
         Path(cfg.output).write_text(text, encoding="utf-8")
@@ -305,7 +323,7 @@ def cmd_check(cfg: Config) -> None:
     internal = an.internal
     user_rules = [r for r in an.rules if r.head.pred not in internal]
     nrec = sum(1 for r in user_rules if r.recursive)
-    print(f"{cfg.program}: ok")
+    print(f"{cfg.program or ', '.join(cfg.ontology)}: ok")
     print(f"  rules: {len(user_rules)} ({len(user_rules) - nrec} non-recursive, {nrec} recursive)")
     print(f"  facts: {len(reasoner.program.facts)}")
     preds = {an.display.get(p, p) for p in an.arity if p not in internal}
@@ -364,7 +382,8 @@ COMMANDS = {
 }  # fmt: skip
 
 
-STREAM_COMMANDS = {"run": stream_cli.cmd_run, "demo": stream_cli.cmd_demo, **inspect_cli.COMMANDS}
+STREAM_COMMANDS = {"run": stream_cli.cmd_run, "demo": stream_cli.cmd_demo, **inspect_cli.COMMANDS,
+                   **rdf_cli.COMMANDS}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,10 @@ Routes (GET):
                 deltas and errors (the shape of `ops.metrics.JobMetrics.status`)
   /api/query    ?pattern=pred(a, ?X)&limit=N  -> facts matching the pattern
   /api/why      ?fact=pred(a, b)              -> a proof of the fact (engine.why)
+  /api/sparql   ?query=SELECT ...&format=json|csv|ntriples|turtle&limit=N -> SPARQL 1.1
+                results (SPARQL protocol GET; the format also by Accept), over the
+                materialisation's triples, read-only, at most `limit` (default 1,000,
+                at most 10,000) results and 5 s (connectors.sparql)
   /healthz      "ok" (never needs the token)
 
 Binding: 127.0.0.1 unless told otherwise; any other address needs an auth token.
@@ -39,6 +43,9 @@ from ops.metrics import delta_entry, history_point
 
 PAGE = Path(__file__).with_name("dashboard.html")
 DEFAULT_LIMIT = 200
+SPARQL_TIMEOUT = 5.0
+ACCEPT = {"csv": "text/csv", "ntriples": "application/n-triples", "turtle": "text/turtle",
+          "json": "application/sparql-results+json"}  # fmt: skip
 
 
 def is_loopback(host: str) -> bool:
@@ -77,11 +84,12 @@ class StoredSource:
     """The job's Redis state, for a dashboard running apart from the job."""
 
     def __init__(self, program: str, url: str, namespace: str = "default",
-                 metrics_url: str | None = None):  # fmt: skip
+                 metrics_url: str | None = None, ontologies: tuple[str, ...] = ()):  # fmt: skip
         from connectors.state import RedisStateStore
 
         self.program, self.url, self.namespace = program, url, namespace
         self.metrics_url = metrics_url
+        self.ontologies = tuple(ontologies)
         self.store = RedisStateStore(url, namespace)
         self._view: StateView | None = None
         self._view_batch: int | None = None
@@ -95,7 +103,7 @@ class StoredSource:
         with self._lock:
             batch = self.store.last_batch()
             if self._view is None or batch != self._view_batch:
-                self._view = from_store(self.program, self.url, self.namespace)
+                self._view = from_store(self.program, self.url, self.namespace, self.ontologies)
                 self._view_batch = batch
             return self._view
 
@@ -189,6 +197,23 @@ def _handler(source, token: str | None):
                 given = header[len("Bearer ") :]
             return hmac.compare_digest(given.encode(), token.encode())
 
+        def _sparql(self, query: dict) -> None:
+            from connectors.sparql import DEFAULT_LIMIT as SPARQL_LIMIT
+            from connectors.sparql import Limits
+
+            accept = self.headers.get("Accept", "")
+            fmt = query.get("format", [None])[0] or next(
+                (f for f, kind in ACCEPT.items() if kind in accept), None)  # fmt: skip
+            limits = Limits(results=int(query.get("limit", [SPARQL_LIMIT])[0]), timeout=SPARQL_TIMEOUT)
+            answer, _ = source.view().sparql(query.get("query", [""])[0], fmt, limits)
+            self.send_response(200)
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Content-Length", str(len(answer.body)))
+            self.send_header("X-Fluxmat-Truncated", "true" if answer.truncated else "false")
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(answer.body)
+
         def do_GET(self):  # noqa: N802 - the http.server API
             url = urlparse(self.path)
             query = parse_qs(url.query)
@@ -208,6 +233,8 @@ def _handler(source, token: str | None):
                     return self._json(200, source.view().query(query.get("pattern", [""])[0], limit))
                 if url.path == "/api/why":
                     return self._json(200, source.view().why(query.get("fact", [""])[0]))
+                if url.path == "/api/sparql":
+                    return self._sparql(query)
             except Busy as exc:
                 return self._json(503, {"error": str(exc)})
             except (FluxmatError, ValueError) as exc:

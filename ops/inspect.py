@@ -34,6 +34,8 @@ class StateView:
         self.reasoner = reasoner
         self.lock = lock or threading.Lock()
         self.wait = wait
+        self._triples = None  # (version, facts) and (version, TripleStore) for sparql()
+        self._store = None
 
     @contextmanager
     def _locked(self):
@@ -55,6 +57,26 @@ class StateView:
         shown = found if limit is None else found[:limit]
         return {"pattern": pattern, "count": len(found), "facts": shown,
                 "truncated": len(shown) < len(found)}  # fmt: skip
+
+    def sparql(self, query: str, fmt: str | None = None, limits=None, source: str = "<query>"):
+        """(connectors.sparql.Answer, facts that are not triples) for a SPARQL query.
+
+        The triple store is built from the facts under the lock and kept until the
+        materialisation changes; the query itself runs outside the lock, bounded.
+        """
+        from connectors.sparql import Limits, TripleStore
+
+        m = self.reasoner.maintainer
+        with self._locked():
+            version = (getattr(m, "clock", None), getattr(m, "last_seq", None),
+                       sum(len(r) for r in m.I.values()))  # fmt: skip
+            if self._triples is None or self._triples[0] != version:
+                self._triples = (version, list(m.facts()))
+            facts = self._triples
+        if self._store is None or self._store[0] != facts[0]:
+            self._store = (facts[0], TripleStore(facts[1]))
+        store = self._store[1]
+        return store.answer(query, fmt, limits or Limits(), source), store.skipped
 
     def why(self, fact_text: str) -> dict:
         """`{"fact", "found", "lines", "proof"}` for one ground fact in program syntax."""
@@ -79,8 +101,16 @@ def _program(path: str) -> Path:
     return p
 
 
-def from_store(program: str, url: str, namespace: str = "default") -> StateView:
-    """The state the streaming job keeps in `url` under `namespace`, for `program`."""
+def _reasoner(program: str | None, algorithm: str, ontologies) -> Reasoner:
+    if ontologies:  # the program plus the ontologies' rules, as `fluxmat run --ontology` built it
+        from ops.rdf_cli import reasoner
+
+        return reasoner(program, ontologies, algorithm)
+    return Reasoner.from_file(_program(program), algorithm)
+
+
+def from_store(program: str | None, url: str, namespace: str = "default", ontologies=()) -> StateView:
+    """The state the streaming job keeps in `url` under `namespace`, for `program` (+ ontologies)."""
     store = open_store(url, namespace)
     try:
         snap = store.load()
@@ -88,14 +118,15 @@ def from_store(program: str, url: str, namespace: str = "default") -> StateView:
         store.close()
     if snap is None:
         raise FluxmatError(f"no fluxmat state in {url} under namespace {namespace!r} (has the job run?)")
-    reasoner = Reasoner.from_file(_program(program), str(snap.meta.get("algorithm", "fd-counting")))
+    reasoner = _reasoner(program, str(snap.meta.get("algorithm", "fd-counting")), ontologies)
     check_fingerprint(reasoner.maintainer, snap)
     restore(reasoner.maintainer, snap)
     return StateView(reasoner)
 
 
-def from_files(program: str, facts: list[str], algorithm: str = "remat") -> StateView:
-    """mat(P, E) computed from `program` and the explicit facts in `facts`."""
-    reasoner = Reasoner.from_file(_program(program), algorithm)
-    reasoner.load([f for path in facts for f in read_facts(path, reasoner.prefixes)])
+def from_files(program: str | None, facts: list[str], algorithm: str = "remat", ontologies=(),
+               facts_format: str | None = None) -> StateView:  # fmt: skip
+    """mat(P, E) computed from `program` (+ ontologies) and the explicit facts in `facts`."""
+    reasoner = _reasoner(program, algorithm, ontologies)
+    reasoner.load([f for path in facts for f in read_facts(path, reasoner.prefixes, facts_format)])
     return StateView(reasoner)

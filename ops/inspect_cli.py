@@ -19,6 +19,8 @@ from engine import FluxmatError
 
 
 def _source_flags(p: argparse.ArgumentParser) -> None:
+    from ops.rdf_cli import add_input_flags
+
     p.add_argument("program", help="the Datalog program the state was built for")
     p.add_argument("--redis", default=os.environ.get("FLUXMAT_REDIS"),
                    help="the job's state store redis://HOST:PORT/DB (env FLUXMAT_REDIS)")
@@ -27,6 +29,7 @@ def _source_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--facts", action="append", default=[], metavar="FILE",
                    help="instead of --redis: compute mat(P, E) from these explicit facts")
     p.add_argument("--json", action="store_true", help="print JSON (as the dashboard's API)")
+    add_input_flags(p)
 
 
 def add_parsers(sub) -> None:
@@ -51,6 +54,8 @@ def add_parsers(sub) -> None:
                    help="port (env FLUXMAT_DASHBOARD_PORT; default: %(default)s)")
     d.add_argument("--auth-token", default=os.environ.get("FLUXMAT_AUTH_TOKEN"),
                    help="token required by every page (env FLUXMAT_AUTH_TOKEN; needed beyond 127.0.0.1)")
+    d.add_argument("--ontology", action="append", default=[], metavar="FILE",
+                   help="the ontologies the job was started with (repeatable)")
 
 
 def _view(ns: argparse.Namespace):
@@ -59,8 +64,8 @@ def _view(ns: argparse.Namespace):
     if ns.redis and ns.facts:
         raise FluxmatError("give either --redis (the job's state) or --facts (files), not both")
     if ns.redis:
-        return from_store(ns.program, ns.redis, ns.namespace)
-    return from_files(ns.program, ns.facts)
+        return from_store(ns.program, ns.redis, ns.namespace, ns.ontology)
+    return from_files(ns.program, ns.facts, ontologies=ns.ontology, facts_format=ns.facts_format)
 
 
 def cmd_query(ns: argparse.Namespace) -> None:
@@ -86,7 +91,7 @@ def cmd_why(ns: argparse.Namespace) -> None:
 def cmd_dashboard(ns: argparse.Namespace) -> None:
     from ops.dashboard import StoredSource, serve
 
-    source = StoredSource(ns.program, ns.redis, ns.namespace, ns.metrics_url)
+    source = StoredSource(ns.program, ns.redis, ns.namespace, ns.metrics_url, tuple(ns.ontology))
     source.view()  # load (and check) the state before announcing the page
     server = serve(source, ns.host, ns.port, ns.auth_token)
     host, port = server.server_address[:2]

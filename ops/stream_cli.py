@@ -45,9 +45,16 @@ REQUIRED = {"--bootstrap-servers", "--updates-topic", "--deltas-topic", "--redis
 
 def add_parsers(sub) -> None:
     r = sub.add_parser("run", help="the streaming job: Kafka updates -> deltas, state in Redis")
-    r.add_argument("program", help="Datalog program file")
+    r.add_argument("program", nargs="?", help="Datalog program file (may be left out with --ontology)")
     r.add_argument("--facts", action="append", default=[], metavar="FILE",
                    help="initial explicit facts (used only when the state store is empty)")
+    from ops.rdf_cli import add_input_flags
+
+    add_input_flags(r)
+    r.add_argument("--delta-format", default=os.environ.get("FLUXMAT_DELTA_FORMAT", "json"),
+                   choices=["json", "ntriples"],
+                   help="deltas as JSON facts, or as N-Triples text (facts that are not triples "
+                   "stay JSON, under not_triples) (env FLUXMAT_DELTA_FORMAT; default: %(default)s)")  # fmt: skip
     for flag, env, default, text in RUN_FLAGS:
         value = os.environ.get(f"FLUXMAT_{env}", default)
         needed = flag in REQUIRED and value is None
@@ -73,7 +80,7 @@ def job_config(ns: argparse.Namespace):
     from stream.job import JobConfig
 
     return JobConfig(
-        program=ns.program, facts=tuple(ns.facts), bootstrap_servers=ns.bootstrap_servers,
+        program=ns.program or "", facts=tuple(ns.facts), bootstrap_servers=ns.bootstrap_servers,
         updates_topic=ns.updates_topic, deltas_topic=ns.deltas_topic,
         dead_letter_topic=ns.dead_letter_topic or None, redis=ns.redis, namespace=ns.namespace,
         checkpoint=ns.checkpoint, algorithm=ns.algorithm,
@@ -82,7 +89,8 @@ def job_config(ns: argparse.Namespace):
         master=ns.master, metrics_port=_int(ns.metrics_port, "--metrics-port"),
         metrics_host=ns.metrics_host, dashboard_port=_int(ns.dashboard_port, "--dashboard-port"),
         dashboard_host=ns.dashboard_host, auth_token=ns.auth_token or None,
-        starting_offsets=ns.starting_offsets or None,
+        starting_offsets=ns.starting_offsets or None, ontology=tuple(ns.ontology),
+        facts_format=ns.facts_format, delta_format=ns.delta_format,
     )  # fmt: skip
 
 

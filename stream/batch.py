@@ -29,12 +29,13 @@ import time
 from dataclasses import dataclass, field
 
 from connectors.files import parse_update
+from connectors.rdf import Triples
 from connectors.state import INITIAL
 from engine import FluxmatError, Reasoner
 from engine.fd import FullyDynamic
 from engine.fd.snapshot import StateMismatch, check_fingerprint, export_changes, restore
 from engine.printer import FactPrinter
-from engine.syntax import Iri
+from engine.syntax import json_value
 
 INITIAL_BATCH = INITIAL  # the initial materialisation's batch id
 __all__ = ["INITIAL_BATCH", "BatchOutcome", "BatchProcessor", "StateMismatch"]
@@ -81,9 +82,12 @@ class BatchProcessor:
         budget: units of work between two submitted updates.
         progress: optional callable receiving the engine's pending operations
             after each submitted update (the job's metrics sample it).
+        delta_format: `json` (facts as JSON arrays) or `ntriples` (a fact that is a
+            triple as its N-Triples line, connectors.rdf; any other as a JSON array).
     """
 
-    def __init__(self, reasoner: Reasoner, store, publisher, budget: int = 1000, progress=None):
+    def __init__(self, reasoner: Reasoner, store, publisher, budget: int = 1000, progress=None,
+                 delta_format: str = "json"):  # fmt: skip
         if not isinstance(reasoner.maintainer, FullyDynamic):
             raise FluxmatError(
                 f"the streaming job needs a fully dynamic algorithm (fd-dred or fd-counting), "
@@ -98,6 +102,7 @@ class BatchProcessor:
         self.progress = progress
         self.base = 0  # added to Spark's batch ids (see connectors.state: rebase)
         self.printer = FactPrinter(reasoner.program.prefixes)
+        self.triples = Triples() if delta_format == "ntriples" else None
 
     # ------------------------------------------------------------ start
     def start(self, initial_facts: list[tuple]) -> str:
@@ -183,12 +188,19 @@ class BatchProcessor:
         return outcome
 
     # ------------------------------------------------------------ output
-    def _wire(self, fact: tuple) -> list:
-        """A fact as on the wire: `[pred, arg, ...]`, IRIs as "<...>", prefixes compacted."""
+    def _wire(self, fact: tuple) -> list | str:
+        """A fact as on the wire: `[pred, arg, ...]`, IRIs as "<...>", prefixes compacted.
+
+        With `delta_format="ntriples"`, a fact that is a triple is its N-Triples line.
+        """
+        if self.triples is not None:
+            triple = self.triples.triple(fact)
+            if triple is not None:
+                return f"{triple} ."
         pred = self.printer.pred(fact[0])
         if pred.startswith("<") and pred.endswith(">"):
             pred = pred[1:-1]
-        return [pred, *(f"<{a.value}>" if isinstance(a, Iri) else a for a in fact[1:])]
+        return [pred, *map(json_value, fact[1:])]
 
     def _publish(self, batch: int, output: dict) -> None:
         self.publisher.publish_delta(batch, output["through"], output["added"], output["removed"])

@@ -32,6 +32,7 @@ from pathlib import Path
 from connectors.broker import check_broker, ensure_topics
 from connectors.files import read_facts
 from connectors.kafka_sink import KafkaPublisher
+from connectors.owl2rl import load_program, summary
 from connectors.state import open_store
 from engine import FluxmatError, Reasoner
 from stream.batch import BatchOutcome, BatchProcessor
@@ -62,6 +63,9 @@ class JobConfig:
     dashboard_host: str = "127.0.0.1"
     auth_token: str | None = None  # required by the dashboard beyond loopback
     starting_offsets: str | None = None  # for a new checkpoint: earliest (default), latest, JSON
+    ontology: tuple[str, ...] = ()  # OWL ontologies whose OWL 2 RL rules join the program
+    facts_format: str | None = None  # how --facts files are read (None: by extension)
+    delta_format: str = "json"  # json | ntriples (connectors.kafka_sink)
 
 
 def spark_session(master: str, app: str = "fluxmat"):
@@ -122,7 +126,7 @@ class Job:
         store = open_store(cfg.redis, cfg.namespace)
         publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
-            source_topic=cfg.updates_topic,
+            source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
         )  # fmt: skip
         return store, publisher
 
@@ -132,14 +136,22 @@ class Job:
             from ops.dashboard import check_binding
 
             check_binding(cfg.dashboard_host, cfg.auth_token)  # before anything is written
-        reasoner = Reasoner.from_file(cfg.program, cfg.algorithm)
-        facts = [f for path in cfg.facts for f in read_facts(path, reasoner.prefixes)]
+        if cfg.ontology or not cfg.program:
+            program, warnings = load_program(cfg.program or None, cfg.ontology)
+            if warnings:
+                self.log(f"warning: {summary(warnings)}")
+            reasoner = Reasoner(program, cfg.algorithm)
+        else:
+            reasoner = Reasoner.from_file(cfg.program, cfg.algorithm)
+        facts = [f for path in cfg.facts for f in read_facts(path, reasoner.prefixes, cfg.facts_format)]
         store, publisher = self._connect()
         rebase = self._check_checkpoint(store)
         from ops.metrics import JobMetrics
 
-        metrics = self.metrics = JobMetrics(cfg.program, cfg.algorithm, cfg.namespace, cfg.updates_topic)
-        processor = BatchProcessor(reasoner, store, publisher, cfg.budget, progress=metrics.on_pending)
+        label = cfg.program or ", ".join(cfg.ontology)
+        metrics = self.metrics = JobMetrics(label, cfg.algorithm, cfg.namespace, cfg.updates_topic)
+        processor = BatchProcessor(reasoner, store, publisher, cfg.budget, progress=metrics.on_pending,
+                                   delta_format=cfg.delta_format)  # fmt: skip
         self.processor = processor
         with self.lock:
             self.log(processor.start(facts))  # refuses a state built for another program

@@ -1,0 +1,267 @@
+"""SPARQL 1.1 over a materialisation's triples, read-only and bounded (pyoxigraph).
+
+`TripleStore(facts)` loads the facts that are triples (connectors.rdf mapping;
+the others are counted in `skipped`) into an in-memory pyoxigraph store;
+`answer(query, fmt, limits)` evaluates SELECT, ASK, CONSTRUCT or DESCRIBE:
+
+* read-only: only queries run (an update is a syntax error), and SERVICE
+  (federated queries, which would reach other machines) is refused;
+* bounded: at most `limits.results` solutions or triples are returned
+  (`truncated` says when more existed), the evaluation runs in a forked child
+  process that is killed after `limits.timeout` seconds, and an answer larger
+  than `limits.max_bytes` is cut off with an error. Without `os.fork` (not
+  POSIX) the query runs in process with the result limit only;
+* results in the standard formats: SELECT and ASK as SPARQL 1.1 Query Results
+  JSON (`application/sparql-results+json`) or CSV (`text/csv`; ASK as Jena
+  writes it, a `_askResult` column), CONSTRUCT and DESCRIBE as N-Triples or
+  Turtle.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import select
+import signal
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pyoxigraph as ox
+
+from connectors.rdf import Triples
+from engine.errors import FluxmatError
+
+DEFAULT_LIMIT = 1000
+MAX_LIMIT = 10_000
+DEFAULT_TIMEOUT = 10.0
+MAX_BYTES = 16 << 20
+TABLE_FORMATS = {"json": "application/sparql-results+json", "csv": "text/csv; charset=utf-8"}
+GRAPH_FORMATS = {"ntriples": "application/n-triples", "turtle": "text/turtle; charset=utf-8"}
+_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+_SERVICE = re.compile(r"(?<![\w:?$])SERVICE(?![\w:-])", re.IGNORECASE)
+_STRIP = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|<[^<>"\s]*>|#[^\n]*')
+
+
+class SparqlError(FluxmatError):
+    """A query that cannot be answered: syntax, SERVICE, a limit exceeded."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much one question may cost."""
+
+    results: int = DEFAULT_LIMIT
+    timeout: float = DEFAULT_TIMEOUT
+    max_bytes: int = MAX_BYTES
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.results <= MAX_LIMIT:
+            raise SparqlError(f"the result limit must be between 1 and {MAX_LIMIT:,}, got {self.results}")
+        if not 0 < self.timeout <= 300:
+            raise SparqlError(f"the timeout must be between 0 and 300 seconds, got {self.timeout:g}")
+
+
+@dataclass(frozen=True)
+class Answer:
+    body: bytes
+    content_type: str
+    count: int  # solutions or triples returned (ASK: 1)
+    truncated: bool  # more existed beyond the limit
+
+
+class TripleStore:
+    """The triples of a set of facts, in an in-memory pyoxigraph store."""
+
+    def __init__(self, facts: Iterable[tuple]):
+        conv = Triples()
+        self.skipped = 0
+        self.store = ox.Store()
+        quads = []
+        for fact in facts:
+            t = conv.triple(fact)
+            if t is None:
+                self.skipped += 1
+            else:
+                quads.append(ox.Quad(t.subject, t.predicate, t.object))
+        self.store.bulk_extend(quads)
+        self.size = len(quads)
+
+    def answer(self, query: str, fmt: str | None = None, limits: Limits = Limits(),
+               source: str = "<query>") -> Answer:  # fmt: skip
+        """Evaluate `query` within `limits`; `fmt` json|csv (SELECT, ASK), ntriples|turtle (graphs).
+
+        Errors are `SparqlError`s; a syntax error names `source`:line:column.
+        """
+        if _SERVICE.search(_STRIP.sub(" ", query)):
+            raise SparqlError("SERVICE (a federated query) is not allowed: questions are answered "
+                              "from the materialisation only")  # fmt: skip
+        if not hasattr(os, "fork"):  # pragma: no cover - not POSIX
+            return _evaluate(self.store, query, fmt, limits, source)
+        return _in_child(lambda: _evaluate(self.store, query, fmt, limits, source), limits)
+
+
+def _in_child(work, limits: Limits) -> Answer:
+    """Run `work` in a forked child, killed at the timeout; its answer comes back over a pipe."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 0
+        try:
+            os.close(read)
+            try:
+                a = work()
+                msg = json.dumps({"type": a.content_type, "count": a.count, "truncated": a.truncated,
+                                  "size": len(a.body)}).encode() + b"\n" + a.body  # fmt: skip
+            except FluxmatError as exc:
+                msg = json.dumps({"error": str(exc)}).encode() + b"\n"
+            with os.fdopen(write, "wb") as out:
+                out.write(msg)
+        except BaseException:  # noqa: BLE001 - a child must never unwind into the parent's code
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write)
+    deadline = time.monotonic() + limits.timeout
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SparqlError(f"the query ran longer than the {limits.timeout:g} s limit "
+                                  "(narrow it, or raise --timeout)")  # fmt: skip
+            ready, _, _ = select.select([read], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(read, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limits.max_bytes + 4096:
+                raise SparqlError(f"the answer is larger than {limits.max_bytes:,} bytes (lower the limit)")
+    finally:
+        os.close(read)
+        _reap(pid)
+    data = b"".join(chunks)
+    head, _, body = data.partition(b"\n")
+    try:
+        meta = json.loads(head)
+    except ValueError:
+        raise SparqlError("the query failed (the evaluating process ended without an answer)") from None
+    if "error" in meta:
+        raise SparqlError(meta["error"])
+    return Answer(body, meta["type"], meta["count"], meta["truncated"])
+
+
+def _reap(pid: int) -> None:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == 0:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    except ChildProcessError:  # pragma: no cover - already reaped
+        pass
+
+
+_AT = re.compile(r"^error at (\d+):(\d+): ")
+
+
+def _evaluate(store: ox.Store, query: str, fmt: str | None, limits: Limits, source: str) -> Answer:
+    try:
+        result = store.query(query)
+    except SyntaxError as exc:
+        text = str(exc.msg if exc.msg else exc)
+        at = _AT.match(text)
+        where = f"{source}:{at.group(1)}:{at.group(2)}: " if at else f"{source}: "
+        raise SparqlError(f"{where}invalid SPARQL: {text[at.end():] if at else text}") from None
+    except (OSError, ValueError) as exc:
+        raise SparqlError(f"the query failed: {exc}") from None
+    try:
+        if isinstance(result, ox.QueryBoolean):
+            return _boolean(bool(result), fmt or "json")
+        if isinstance(result, ox.QuerySolutions):
+            return _table(result, fmt or "json", limits)
+        return _graph(result, fmt or "ntriples", limits)
+    except (OSError, ValueError) as exc:
+        raise SparqlError(f"the query failed: {exc}") from None
+
+
+def _check(fmt: str, allowed: dict, what: str) -> None:
+    if fmt not in allowed:
+        raise SparqlError(f"{what} gives {'a table' if allowed is TABLE_FORMATS else 'triples'}: "
+                          f"format {' or '.join(allowed)}, not {fmt}")  # fmt: skip
+
+
+def _boolean(value: bool, fmt: str) -> Answer:
+    _check(fmt, TABLE_FORMATS, "ASK")
+    if fmt == "json":
+        body = json.dumps({"head": {}, "boolean": value}).encode()
+    else:
+        body = f"_askResult\r\n{'true' if value else 'false'}\r\n".encode()
+    return Answer(body, TABLE_FORMATS[fmt], 1, False)
+
+
+def _json_term(term) -> dict:
+    if isinstance(term, ox.NamedNode):
+        return {"type": "uri", "value": term.value}
+    if isinstance(term, ox.BlankNode):
+        return {"type": "bnode", "value": term.value}
+    if isinstance(term, ox.Literal):
+        out = {"type": "literal", "value": term.value}
+        if term.language:
+            out["xml:lang"] = term.language
+        elif term.datatype.value != _XSD_STRING:
+            out["datatype"] = term.datatype.value
+        return out
+    return {"type": "triple", "value": str(term)}  # RDF-star, never produced from facts
+
+
+def _csv_term(term) -> str:
+    if isinstance(term, ox.BlankNode):
+        return f"_:{term.value}"
+    return term.value if isinstance(term, ox.NamedNode | ox.Literal) else str(term)
+
+
+def _table(solutions: ox.QuerySolutions, fmt: str, limits: Limits) -> Answer:
+    _check(fmt, TABLE_FORMATS, "SELECT")
+    names = [v.value for v in solutions.variables]
+    rows = []
+    truncated = False
+    for solution in solutions:
+        if len(rows) == limits.results:
+            truncated = True
+            break
+        rows.append([solution[name] for name in names])
+    if fmt == "json":
+        bindings = [{n: _json_term(t) for n, t in zip(names, row, strict=True) if t is not None}
+                    for row in rows]  # fmt: skip
+        body = json.dumps({"head": {"vars": names}, "results": {"bindings": bindings}},
+                          ensure_ascii=False).encode("utf-8")  # fmt: skip
+    else:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\r\n")
+        writer.writerow(names)
+        writer.writerows([["" if t is None else _csv_term(t) for t in row] for row in rows])
+        body = out.getvalue().encode("utf-8")
+    return Answer(body, TABLE_FORMATS[fmt], len(rows), truncated)
+
+
+def _graph(triples, fmt: str, limits: Limits) -> Answer:
+    _check(fmt, GRAPH_FORMATS, "CONSTRUCT")
+    out: list[ox.Triple] = []
+    truncated = False
+    for t in triples:
+        if len(out) == limits.results:
+            truncated = True
+            break
+        out.append(t)
+    if fmt == "ntriples":
+        body = "".join(sorted(f"{t} .\n" for t in out)).encode("utf-8")
+    else:
+        body = ox.serialize(sorted(out, key=str), format=ox.RdfFormat.TURTLE)
+    return Answer(body, GRAPH_FORMATS[fmt], len(out), truncated)
