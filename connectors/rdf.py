@@ -180,12 +180,15 @@ class Triples:
         """The triple of `fact`, or None when it is not one (see the module docstring)."""
         if len(fact) not in (2, 3) or not isinstance(fact[1], Iri):
             return None
-        pred = self.predicate(fact[0])
         subject = term_of(fact[1])
-        if pred is None or subject is None or isinstance(subject, ox.Literal):
+        if subject is None or isinstance(subject, ox.Literal):
             return None
-        if len(fact) == 2:
-            return ox.Triple(subject, _RDF_TYPE, pred)
+        if len(fact) == 2:  # C[s]: the class may be a (skolemised) blank node
+            cls = ox.BlankNode(fact[0][len(BNODE) :]) if fact[0].startswith(BNODE) else self.predicate(fact[0])
+            return None if cls is None else ox.Triple(subject, _RDF_TYPE, cls)
+        pred = self.predicate(fact[0])
+        if pred is None:
+            return None
         obj = term_of(fact[2])
         return None if obj is None else ox.Triple(subject, pred, obj)
 
