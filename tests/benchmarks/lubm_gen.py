@@ -27,6 +27,11 @@ does not expand prefixes of Python facts (only the JSON/text readers do), so
 pass `prefixes` (e.g. `dict(program.prefixes)`) to get full-IRI predicates.
 
     python3 -m tests.benchmarks.lubm_gen --universities 1 > lubm.jsonl
+    python3 -m tests.benchmarks.lubm_gen --universities 1 --format turtle > lubm.ttl
+
+`write_rdf(facts, path, fmt)` writes the same data as RDF (`--format ntriples |
+turtle | rdfxml`): `C(x)` as `x rdf:type ub:C`, `p(x, y)` as `x ub:p y`, constants
+starting with `http://` as IRIs and `"..."^^xsd:string` as plain literals.
 """
 
 from __future__ import annotations
@@ -178,6 +183,46 @@ def _department(fact, rng: random.Random, any_university, univ: str, u: int, d: 
             fact("ResearchAssistant", who)
 
 
+UB = "http://swat.cse.lehigh.edu/onto/univ-bench.owl#"
+RDF_FORMATS = ("ntriples", "turtle", "rdfxml")
+
+
+def triples(facts: list[tuple]) -> list:
+    """The generated facts as pyoxigraph triples (univ-bench IRIs)."""
+    import pyoxigraph as ox
+
+    rdf_type = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+    nodes: dict[str, object] = {}
+
+    def term(value: str):
+        found = nodes.get(value)
+        if found is None:
+            if value.startswith('"') and value.endswith('"^^xsd:string'):
+                found = ox.Literal(value[1 : -len('"^^xsd:string')])
+            else:
+                found = ox.NamedNode(value)
+            nodes[value] = found
+        return found
+
+    out = []
+    for f in facts:
+        name = f[0][len(A1) :] if f[0].startswith(A1) else f[0]
+        if len(f) == 2:
+            out.append(ox.Triple(term(f[1]), rdf_type, term(UB + name)))
+        else:
+            out.append(ox.Triple(term(f[1]), term(UB + name), term(f[2])))
+    return out
+
+
+def write_rdf(facts: list[tuple], out, fmt: str) -> None:
+    """Write the facts as RDF in `fmt` (ntriples, turtle, rdfxml) to a path or binary stream."""
+    import pyoxigraph as ox
+
+    kind = {"ntriples": ox.RdfFormat.N_TRIPLES, "turtle": ox.RdfFormat.TURTLE,
+            "rdfxml": ox.RdfFormat.RDF_XML}[fmt]  # fmt: skip
+    ox.serialize(triples(facts), out, kind, prefixes={"ub": UB} if fmt != "ntriples" else None)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m tests.benchmarks.lubm_gen", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -185,8 +230,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--departments", type=int, default=None,
                     help="departments per university (default: 15-25 at random, as LUBM)")  # fmt: skip
     ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--format", choices=["jsonl", *RDF_FORMATS], default="jsonl",
+                    help="one JSONL update line (default), or RDF")  # fmt: skip
     args = ap.parse_args(argv)
     facts = generate(args.universities, args.departments, args.seed)
+    if args.format != "jsonl":
+        write_rdf(facts, sys.stdout.buffer, args.format)
+        print(f"{len(facts)} triples", file=sys.stderr)
+        return 0
     # one corpus-style JSONL update line: {"add": [[pred, arg, ...], ...]}
     json.dump({"add": [list(f) for f in facts]}, sys.stdout)
     sys.stdout.write("\n")
