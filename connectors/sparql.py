@@ -11,6 +11,10 @@ the others are counted in `skipped`) into an in-memory pyoxigraph store;
   process that is killed after `limits.timeout` seconds, and an answer larger
   than `limits.max_bytes` is cut off with an error. Without `os.fork` (not
   POSIX) the query runs in process with the result limit only;
+* literals as read: pyoxigraph stores numbers by value (`"05"^^xsd:int` as
+  `"5"^^xsd:integer`), so comparisons and joins in SPARQL use values; answers
+  give each literal back as it was read (connectors.rdf) unless two literals
+  of the materialisation have the same value (then the canonical form);
 * results in the standard formats: SELECT and ASK as SPARQL 1.1 Query Results
   JSON (`application/sparql-results+json`) or CSV (`text/csv`; ASK as Jena
   writes it, a `_askResult` column), CONSTRUCT and DESCRIBE as N-Triples or
@@ -89,6 +93,13 @@ class TripleStore:
                 quads.append(ox.Quad(t.subject, t.predicate, t.object))
         self.store.bulk_extend(quads)
         self.size = len(quads)
+        self.originals = _originals(q.object for q in quads)
+
+    def restore(self, term):
+        """A literal as read, where the store keeps it in canonical form (see `_originals`)."""
+        if isinstance(term, ox.Literal) and self.originals:
+            return self.originals.get(str(term)) or term
+        return term
 
     def answer(self, query: str, fmt: str | None = None, limits: Limits = Limits(),
                source: str = "<query>") -> Answer:  # fmt: skip
@@ -100,8 +111,8 @@ class TripleStore:
             raise SparqlError("SERVICE (a federated query) is not allowed: questions are answered "
                               "from the materialisation only")  # fmt: skip
         if not hasattr(os, "fork"):  # pragma: no cover - not POSIX
-            return _evaluate(self.store, query, fmt, limits, source)
-        return _in_child(lambda: _evaluate(self.store, query, fmt, limits, source), limits)
+            return _evaluate(self, query, fmt, limits, source)
+        return _in_child(lambda: _evaluate(self, query, fmt, limits, source), limits)
 
 
 def _in_child(work, limits: Limits) -> Answer:
@@ -171,13 +182,49 @@ def _reap(pid: int) -> None:
 _AT = re.compile(r"^error at (\d+):(\d+): ")
 
 
-def _evaluate(store: ox.Store, query: str, fmt: str | None, limits: Limits, source: str) -> Answer:
+def _originals(terms) -> dict[str, ox.Literal | None]:
+    """Canonical form -> literal as read, for the typed literals the store rewrites.
+
+    pyoxigraph's store keeps numbers by value: `"05"^^xsd:int` is stored (and
+    answered) as `"5"^^xsd:integer`. Answers give the literal as read instead,
+    unless several literals share a canonical form (the store has merged them;
+    the value None then keeps the canonical form).
+    """
+    typed = {t for t in terms if isinstance(t, ox.Literal) and not t.language
+             and t.datatype.value != _XSD_STRING}  # fmt: skip
+    if not typed:
+        return {}
+    scratch = ox.Store()
+    scratch.bulk_extend(ox.Quad(ox.NamedNode(f"urn:t:{i}"), ox.NamedNode("urn:t:v"), t)
+                        for i, t in enumerate(typed))  # fmt: skip
+    out: dict[str, ox.Literal | None] = {}
+    order = list(typed)
+    for q in scratch:
+        original = order[int(q.subject.value[len("urn:t:"):])]
+        if q.object != original:
+            key = str(q.object)
+            out[key] = original if key not in out else None
+    return out
+
+
+def _position(query: str, at: re.Match) -> tuple[int, int]:
+    """The parser's line and column; at the end of the input, just after the last token."""
+    line, col = int(at.group(1)), int(at.group(2))
+    lines = query.split("\n")
+    if line - 1 < len(lines) and not query[sum(len(x) + 1 for x in lines[: line - 1]) + col - 1 :].strip():
+        rest = query.rstrip()
+        line = rest.count("\n") + 1
+        col = len(rest) - (rest.rfind("\n") + 1) + 1
+    return line, col
+
+
+def _evaluate(ts: TripleStore, query: str, fmt: str | None, limits: Limits, source: str) -> Answer:
     try:
-        result = store.query(query)
+        result = ts.store.query(query)
     except SyntaxError as exc:
         text = str(exc.msg if exc.msg else exc)
         at = _AT.match(text)
-        where = f"{source}:{at.group(1)}:{at.group(2)}: " if at else f"{source}: "
+        where = f"{source}:{':'.join(map(str, _position(query, at)))}: " if at else f"{source}: "
         raise SparqlError(f"{where}invalid SPARQL: {text[at.end():] if at else text}") from None
     except (OSError, ValueError) as exc:
         raise SparqlError(f"the query failed: {exc}") from None
@@ -185,8 +232,8 @@ def _evaluate(store: ox.Store, query: str, fmt: str | None, limits: Limits, sour
         if isinstance(result, ox.QueryBoolean):
             return _boolean(bool(result), fmt or "json")
         if isinstance(result, ox.QuerySolutions):
-            return _table(result, fmt or "json", limits)
-        return _graph(result, fmt or "ntriples", limits)
+            return _table(result, fmt or "json", limits, ts.restore)
+        return _graph(result, fmt or "ntriples", limits, ts.restore)
     except (OSError, ValueError) as exc:
         raise SparqlError(f"the query failed: {exc}") from None
 
@@ -227,7 +274,7 @@ def _csv_term(term) -> str:
     return term.value if isinstance(term, ox.NamedNode | ox.Literal) else str(term)
 
 
-def _table(solutions: ox.QuerySolutions, fmt: str, limits: Limits) -> Answer:
+def _table(solutions: ox.QuerySolutions, fmt: str, limits: Limits, restore) -> Answer:
     _check(fmt, TABLE_FORMATS, "SELECT")
     names = [v.value for v in solutions.variables]
     rows = []
@@ -236,7 +283,7 @@ def _table(solutions: ox.QuerySolutions, fmt: str, limits: Limits) -> Answer:
         if len(rows) == limits.results:
             truncated = True
             break
-        rows.append([solution[name] for name in names])
+        rows.append([restore(solution[name]) for name in names])
     if fmt == "json":
         bindings = [{n: _json_term(t) for n, t in zip(names, row, strict=True) if t is not None}
                     for row in rows]  # fmt: skip
@@ -251,7 +298,7 @@ def _table(solutions: ox.QuerySolutions, fmt: str, limits: Limits) -> Answer:
     return Answer(body, TABLE_FORMATS[fmt], len(rows), truncated)
 
 
-def _graph(triples, fmt: str, limits: Limits) -> Answer:
+def _graph(triples, fmt: str, limits: Limits, restore) -> Answer:
     _check(fmt, GRAPH_FORMATS, "CONSTRUCT")
     out: list[ox.Triple] = []
     truncated = False
@@ -259,7 +306,7 @@ def _graph(triples, fmt: str, limits: Limits) -> Answer:
         if len(out) == limits.results:
             truncated = True
             break
-        out.append(t)
+        out.append(ox.Triple(t.subject, t.predicate, restore(t.object)))
     if fmt == "ntriples":
         body = "".join(sorted(f"{t} .\n" for t in out)).encode("utf-8")
     else:

@@ -24,10 +24,10 @@ from connectors.owl2rl import INCONSISTENT, load_program, translate
 from connectors.rdf import read_rdf, write_rdf
 from engine import Reasoner, parse_program
 from engine.syntax import Iri
+from tests.lubm_rdf import UNIV_BENCH, lubm_department
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "corpus"
-UNIV_BENCH = SHARED / "ontologies" / "univ-bench.owl"
 LUBM_DLOG = SHARED / "illich-glimm" / "programs" / "lubm.dlog"
 EX = "http://example.org/"
 UB = "http://swat.cse.lehigh.edu/onto/univ-bench.owl#"
@@ -276,39 +276,9 @@ def test_cli_owl2rl_warns_on_stderr_and_program_is_optional(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def lubm(tmp_path_factory):
-    """One generated LUBM department as N-Triples, and owlrl's closure of it with univ-bench.
-
-    Only the closure's triples without blank nodes and without a literal subject
-    (owlrl derives generalised triples such as `"x" rdf:type rdfs:Literal`) are kept.
-    """
-    import owlrl  # test dependencies (pyproject.toml [test])
-    import rdflib
-
-    from tests.benchmarks.lubm_gen import generate
-    from tests.benchmarks.lubm_gen import write_rdf as write_lubm
-
-    path = tmp_path_factory.mktemp("lubm") / "d1.nt"
-    write_lubm(generate(1, 1), str(path), "ntriples")
-    g = rdflib.Graph()
-    g.parse(str(UNIV_BENCH), format="xml")
-    g.parse(str(path), format="nt")
-    owlrl.DeductiveClosure(owlrl.OWLRL_Semantics).expand(g)
-    closure = ox.serialize(
-        [ox.Triple(*(_ox(t) for t in triple)) for triple in g
-         if not any(isinstance(t, rdflib.BNode) for t in triple)
-         and not isinstance(triple[0], rdflib.Literal)], format=ox.RdfFormat.N_TRIPLES)  # fmt: skip
-    return path, closure
-
-
-def _ox(term):
-    import rdflib
-
-    if isinstance(term, rdflib.Literal):
-        if term.language:
-            return ox.Literal(str(term), language=term.language)
-        return ox.Literal(str(term), datatype=ox.NamedNode(str(term.datatype)) if term.datatype else None)
-    return ox.NamedNode(str(term))
+def lubm():
+    """One generated LUBM department as N-Triples, and owlrl's closure of it (tests/lubm_rdf.py)."""
+    return lubm_department()
 
 
 def instance_triples(nt: bytes) -> set[str]:
