@@ -407,7 +407,7 @@ class Translator:
                      [self.prop(p, x, y1), *a1, self.prop(p, x, y2), *a2], name)
                     for a1, a2 in product(f1, f2)]  # fmt: skip
         raise Unsupported(f"{self.show(c)} in superclass position is outside OWL 2 RL "
-                          "(it allows allValuesFrom, hasValue and max cardinality 0 or 1 there): "
+                          "(which allows allValuesFrom, hasValue, max cardinality 0 or 1 there): "
                           "not translated")  # fmt: skip
 
     # ------------------------------------------------------------ class axioms
@@ -429,7 +429,7 @@ class Translator:
             try:
                 self.subclass(a, b, name)
             except Unsupported as exc:
-                problems.append(f"{self.show(a)} subClassOf {self.show(b)}: {exc}")
+                problems.append(str(exc))
         if problems:
             raise Unsupported("; ".join(problems))
 
@@ -602,8 +602,9 @@ def summary(warnings: list[OwlWarning]) -> str | None:
     if not warnings:
         return None
     files = ", ".join(dict.fromkeys(w.pos.file for w in warnings))
-    return (f"{len(warnings)} axiom{'s' * (len(warnings) != 1)} of {files} outside OWL 2 RL not "
-            f"translated (first: {warnings[0]}); `fluxmat owl2rl FILE` lists them all")  # fmt: skip
+    n = len(warnings)
+    return (f"{n} axiom{'s' * (n != 1)} of {files} outside OWL 2 RL not translated "
+            f"(`fluxmat owl2rl FILE` lists {'them' if n != 1 else 'it'}); first: {warnings[0]}")  # fmt: skip
 
 
 def ontology_rules(paths: tuple[str, ...] | list[str]) -> tuple[Program, list[OwlWarning]]:

@@ -16,6 +16,12 @@ import time
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
+DEMOS = {  # `fluxmat demo` and `fluxmat demo --rdf`: files in ops/examples
+    False: {"program": "university.dl", "ontology": None, "facts": "university-facts.dl",
+            "updates": "university-updates.jsonl", "delta_format": "json"},
+    True: {"program": None, "ontology": "family.ttl", "facts": "family-data.ttl",
+           "updates": "family-updates.jsonl", "delta_format": "ntriples"},
+}  # fmt: skip
 
 RUN_FLAGS = [
     # flag, env name, default, help
@@ -63,6 +69,9 @@ def add_parsers(sub) -> None:
     d = sub.add_parser("demo", help="run the whole pipeline on a bundled example, nothing to install")
     d.add_argument("--budget", type=int, default=2, help="units of work between updates (default 2)")
     d.add_argument("--delay", type=float, default=0.3, help="seconds between produced updates")
+    d.add_argument("--rdf", action="store_true",
+                   help="the RDF example instead: an OWL ontology (--ontology), Turtle facts, "
+                   "N-Triples update messages in, N-Triples deltas out (--delta-format ntriples)")  # fmt: skip
 
 
 def _int(value, flag: str) -> int | None:
@@ -113,16 +122,20 @@ def cmd_demo(ns: argparse.Namespace) -> None:
     from engine import Reasoner
     from stream.job import Job, JobConfig
 
-    program = EXAMPLES / "university.dl"
-    facts = EXAMPLES / "university-facts.dl"
-    lines = (EXAMPLES / "university-updates.jsonl").read_text(encoding="utf-8").splitlines()
+    example = DEMOS[bool(getattr(ns, "rdf", False))]
+    program, facts = example["program"], EXAMPLES / example["facts"]
+    ontology = (str(EXAMPLES / example["ontology"]),) if example["ontology"] else ()
+    lines = (EXAMPLES / example["updates"]).read_text(encoding="utf-8").splitlines()
     say = lambda msg: print(msg, flush=True)  # noqa: E731
-    say(f"fluxmat demo: program {program.name}, {len(lines)} update messages")
+    what = f"program {program}" if program else f"ontology {example['ontology']}"
+    say(f"fluxmat demo: {what}, {len(lines)} update messages")
+    program = EXAMPLES / program if program else None
     started = time.monotonic()
     with EmbeddedBroker() as broker, tempfile.TemporaryDirectory() as tmp:
         say(f"  broker (tansu) on {broker.bootstrap}; state in process memory; Spark local[2]")
         cfg = JobConfig(
-            program=str(program), facts=(str(facts),), bootstrap_servers=broker.bootstrap,
+            program=str(program or ""), facts=(str(facts),), bootstrap_servers=broker.bootstrap,
+            ontology=ontology, delta_format=example["delta_format"],
             updates_topic="updates", deltas_topic="deltas", dead_letter_topic="dead-letters",
             redis="memory://", checkpoint=str(Path(tmp) / "checkpoint"), budget=ns.budget,
             trigger_interval="300ms",
@@ -158,23 +171,27 @@ def cmd_demo(ns: argparse.Namespace) -> None:
         deltas = read_deltas(broker.bootstrap, "deltas")
         dead = read_deltas(broker.bootstrap, "dead-letters")
     say("deltas published (as consumers see them):")
-    current: set[tuple] = set()
+    current: set = set()
     for msg in deltas:
-        for fact in msg["added"]:
-            current.add(tuple(fact))
-        for fact in msg["removed"]:
-            current.discard(tuple(fact))
-        shown = ", ".join(_fact(f) for f in msg["added"][:4])
-        more = "" if len(msg["added"]) <= 4 else f" ... ({len(msg['added'])} facts)"
-        removed = ", ".join(_fact(f) for f in msg["removed"][:4])
+        added, removed_items = _items(msg, "added"), _items(msg, "removed")
+        current.update(added)
+        current.difference_update(removed_items)
+        shown = ", ".join(_fact(f) for f in added[:4])
+        more = "" if len(added) <= 4 else f" ... ({len(added)} facts)"
+        removed = ", ".join(_fact(f) for f in removed_items[:4])
         say(f"  batch {msg['batch']:>2} through {msg['through']}: +[{shown}{more}] -[{removed}]")
     for msg in dead:
         say(f"  dead letter (partition {msg['source']['partition']}, offset "
             f"{msg['source']['offset']}): {msg['reason']}")  # fmt: skip
-    reference = Reasoner.from_file(program, "remat")
+    if ontology:
+        from connectors.owl2rl import load_program
+
+        reference = Reasoner(load_program(str(program) if program else None, ontology)[0], "remat")
+    else:
+        reference = Reasoner.from_file(program, "remat")
     explicit = _replay_explicit(reference, facts, lines)
     reference.load(explicit)
-    expected = {tuple(f) for f in (job.processor._wire(x) for x in reference.facts())}
+    expected = {f if isinstance(f, str) else tuple(f) for f in map(job.processor._wire, reference.facts())}
     ok = "equals" if current == expected else "DIFFERS FROM"
     say(f"summary: {len(deltas)} delta messages, {len(dead)} dead letters, "
         f"{len(current)} facts rebuilt from the deltas ({ok} a from-scratch evaluation), "
@@ -183,8 +200,15 @@ def cmd_demo(ns: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
-def _fact(f: list) -> str:
-    return f"{f[0]}({', '.join(map(str, f[1:]))})"
+def _fact(f) -> str:
+    return f if isinstance(f, str) else f"{f[0]}({', '.join(map(str, f[1:]))})"
+
+
+def _items(msg: dict, key: str) -> list:
+    """A delta message's added or removed facts: tuples, and N-Triples lines (--delta-format ntriples)."""
+    if isinstance(msg[key], str):
+        return msg[key].splitlines() + [tuple(f) for f in msg.get("not_triples", {}).get(key, [])]
+    return [tuple(f) for f in msg[key]]
 
 
 def _produce(bootstrap: str, lines: list[str], delay: float, ready: threading.Event) -> None:

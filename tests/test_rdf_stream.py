@@ -35,6 +35,7 @@ from tests.test_pipeline import ROOT, Proc, job_env, produce, wait_for_through
 
 RDF_DIR = Path(__file__).parent / "rdf"
 EX = "http://example.org/"
+FAMILY = "http://example.org/family#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 ONTOLOGY = """@prefix ex: <http://example.org/> .
 @prefix owl: <http://www.w3.org/2002/07/owl#> .
@@ -160,3 +161,16 @@ def test_ntriples_updates_in_ntriples_deltas_out(broker, redis_srv, tmp_path):
     r = cli("query", program_path, f"<{EX}ancestor>(<{EX}dee>, ?Y)")
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().splitlines() == ["ex:ancestor(ex:dee, ex:ann)."]
+
+
+def test_demo_rdf(tmp_path):
+    """`fluxmat demo --rdf`: the README's streaming example runs as printed and checks itself."""
+    demo = Proc([sys.executable, "-m", "ops.cli", "demo", "--rdf"], tmp_path, "demo-rdf")
+    try:
+        code = demo.wait(240)
+    finally:
+        demo.cleanup()
+    lines = demo.stdout().strip().splitlines()
+    assert code == 0, demo.tail()
+    assert "(equals a from-scratch evaluation)" in lines[-1], demo.tail()
+    assert any(f'<{FAMILY}fay> <{FAMILY}name> "Fay" .' in ln for ln in lines), demo.tail()  # N-Triples
