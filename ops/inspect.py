@@ -102,7 +102,7 @@ def _program(path: str) -> Path:
 
 
 def _reasoner(program: str | None, algorithm: str, ontologies) -> Reasoner:
-    if ontologies:  # the program plus the ontologies' rules, as `fluxmat run --ontology` built it
+    if ontologies or program is None:  # the program plus the ontologies' rules, as `run` built it
         from ops.rdf_cli import reasoner
 
         return reasoner(program, ontologies, algorithm)

@@ -21,7 +21,8 @@ from engine import FluxmatError
 def _source_flags(p: argparse.ArgumentParser) -> None:
     from ops.rdf_cli import add_input_flags
 
-    p.add_argument("program", help="the Datalog program the state was built for")
+    p.add_argument("program", nargs="?",
+                   help="the Datalog program the state was built for (may be left out with --ontology)")
     p.add_argument("--redis", default=os.environ.get("FLUXMAT_REDIS"),
                    help="the job's state store redis://HOST:PORT/DB (env FLUXMAT_REDIS)")
     p.add_argument("--namespace", default=os.environ.get("FLUXMAT_NAMESPACE", "default"),
