@@ -45,8 +45,6 @@ import pyoxigraph as ox
 
 from connectors.owl import OWL, RDF, RDFS, STANDARD_PREFIXES, XSD, Graph, is_bnode, read_graph
 from connectors.rdf import Terms, file_tag
-from engine.errors import FluxmatError
-from engine.parser import parse_program
 from engine.printer import FactPrinter
 from engine.syntax import Atom, Const, Iri, Pos, Program, Rule, Var, literal
 
@@ -564,60 +562,3 @@ class Translator:
 def translate(path: str | Path, fmt: str | None = None) -> Translation:
     """The OWL 2 RL rules, facts and warnings of the ontology in `path`."""
     return Translator(read_graph(path, fmt)).run()
-
-
-def load_program(
-    program: str | None, ontologies: tuple[str, ...] | list[str] = ()
-) -> tuple[Program, list[OwlWarning]]:
-    """The program in `program` (None: none) plus the rules and facts of the ontologies.
-
-    Raises:
-        FluxmatError: neither a program nor an ontology, or a file that cannot be read.
-    """
-    if program is None and not ontologies:
-        raise FluxmatError("give a PROGRAM, an --ontology FILE, or both")
-    parsed = None
-    if program is not None:
-        path = Path(program)
-        if not path.is_file():
-            raise FluxmatError(f"{program}: no such file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise FluxmatError(f"{program}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-        parsed = parse_program(text, str(path))
-    if not ontologies:
-        return parsed, []
-    onto, warnings = ontology_rules(ontologies)
-    if parsed is None:
-        return onto, warnings
-    prefixes = {**dict(onto.prefixes), **dict(parsed.prefixes)}
-    merged = Program(parsed.rules + onto.rules, parsed.facts + onto.facts, tuple(prefixes.items()),
-                     parsed.source)  # fmt: skip
-    return merged, warnings
-
-
-def summary(warnings: list[OwlWarning]) -> str | None:
-    """One line about the warnings of `load_program` (None when there are none)."""
-    if not warnings:
-        return None
-    files = ", ".join(dict.fromkeys(w.pos.file for w in warnings))
-    n = len(warnings)
-    return (f"{n} axiom{'s' * (n != 1)} of {files} outside OWL 2 RL not translated "
-            f"(`fluxmat owl2rl FILE` lists {'them' if n != 1 else 'it'}); first: {warnings[0]}")  # fmt: skip
-
-
-def ontology_rules(paths: tuple[str, ...] | list[str]) -> tuple[Program, list[OwlWarning]]:
-    """One program holding the rules and facts of every ontology in `paths`, and their warnings."""
-    rules: list[Rule] = []
-    facts: list[Atom] = []
-    prefixes: dict[str, str] = {}
-    warnings: list[OwlWarning] = []
-    for path in paths:
-        t = translate(path)
-        rules += [r for r, _ in t.rules]
-        facts += t.facts
-        prefixes.update(t.prefixes)
-        warnings += t.warnings
-    return Program(tuple(rules), tuple(facts), tuple(prefixes.items()), ", ".join(paths)), warnings
-

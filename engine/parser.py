@@ -49,6 +49,7 @@ from engine.syntax import (
     Program,
     Rule,
     Var,
+    is_json_literal,
     literal,
     value_from_json,
 )  # fmt: skip
@@ -583,13 +584,6 @@ def _json_kind(value: object) -> str:
     return f"{type(value).__name__} {_json_text(value)}"
 
 
-def _json_literal(arg: dict) -> bool:
-    """Whether `arg` is a JSON-LD value object `{"@value": str, "@type" | "@language": str}`."""
-    if set(arg) not in ({"@value", "@type"}, {"@value", "@language"}):
-        return False
-    return all(isinstance(v, str) for v in arg.values()) and bool(arg.get("@type", arg.get("@language")))
-
-
 def fact_from_json(item: object, prefixes: dict[str, str], where: str = "") -> Atom:
     """Convert a JSON fact `["pred", arg, ...]` (as decoded by `json.loads`).
 
@@ -623,7 +617,7 @@ def fact_from_json(item: object, prefixes: dict[str, str], where: str = "") -> A
             pred = prefixes[m.group(1)] + m.group(2)
     args = []
     for k, arg in enumerate(item[1:], start=1):
-        if isinstance(arg, dict) and _json_literal(arg):
+        if isinstance(arg, dict) and is_json_literal(arg):
             args.append(Const(value_from_json(arg)))
             continue
         if isinstance(arg, bool) or not isinstance(arg, int | str):

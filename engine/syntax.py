@@ -95,6 +95,13 @@ def json_value(value: Value):
     return value
 
 
+def is_json_literal(item: dict) -> bool:
+    """Whether `item` is a JSON-LD value object `{"@value": str, "@type" | "@language": str}`."""
+    if set(item) not in ({"@value", "@type"}, {"@value", "@language"}):
+        return False
+    return all(isinstance(v, str) for v in item.values()) and bool(item.get("@type", item.get("@language")))
+
+
 def value_from_json(item) -> Value:
     """The inverse of `json_value` for values it produced (no validation)."""
     if isinstance(item, str) and len(item) > 2 and item[0] == "<" and item[-1] == ">":

@@ -15,7 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from connectors.owl2rl import load_program, summary, translate
+from connectors.owl2rl import translate
+from connectors.programs import load_program, summary
 from connectors.rdf import FORMATS, OUTPUT_FORMATS, write_rdf
 from connectors.sparql import DEFAULT_LIMIT, DEFAULT_TIMEOUT, GRAPH_FORMATS, TABLE_FORMATS, Limits
 from engine import FluxmatError, Reasoner

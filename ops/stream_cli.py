@@ -184,7 +184,7 @@ def cmd_demo(ns: argparse.Namespace) -> None:
         say(f"  dead letter (partition {msg['source']['partition']}, offset "
             f"{msg['source']['offset']}): {msg['reason']}")  # fmt: skip
     if ontology:
-        from connectors.owl2rl import load_program
+        from connectors.programs import load_program
 
         reference = Reasoner(load_program(str(program) if program else None, ontology)[0], "remat")
     else:

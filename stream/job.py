@@ -32,7 +32,7 @@ from pathlib import Path
 from connectors.broker import check_broker, ensure_topics
 from connectors.files import read_facts
 from connectors.kafka_sink import KafkaPublisher
-from connectors.owl2rl import load_program, summary
+from connectors.programs import load_program, summary
 from connectors.state import open_store
 from engine import FluxmatError, Reasoner
 from stream.batch import BatchOutcome, BatchProcessor

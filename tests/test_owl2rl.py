@@ -20,7 +20,8 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from connectors.owl2rl import INCONSISTENT, load_program, translate
+from connectors.owl2rl import INCONSISTENT, translate
+from connectors.programs import load_program
 from connectors.rdf import read_rdf, write_rdf
 from engine import Reasoner, parse_program
 from engine.syntax import Iri

@@ -26,7 +26,7 @@ import pytest
 from connectors.broker import ensure_topics
 from connectors.files import parse_update
 from connectors.kafka_sink import read_deltas
-from connectors.owl2rl import load_program
+from connectors.programs import load_program
 from connectors.rdf import Triples, read_rdf
 from engine import Reasoner
 from engine.printer import FactPrinter

@@ -94,7 +94,7 @@ def parse_fluxmat(arg: dict) -> dict:
 
 
 def materialise_fluxmat(arg: dict) -> dict:
-    from connectors.owl2rl import load_program
+    from connectors.programs import load_program
     from connectors.rdf import Triples, read_rdf
     from engine import Reasoner
 
