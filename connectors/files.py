@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine import atom_to_fact, fact_from_json, parse_facts
+from engine import atom_to_fact, fact_from_json, parse_facts, read_source
 from engine.errors import ParseError
 from engine.syntax import Pos
 
@@ -33,12 +33,7 @@ class Update:
 
 
 def _read(path: str | Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ParseError(f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise ParseError(f"{path}: cannot read: {exc}") from None
+    return read_source(path)
 
 
 def _json_line(text: str, path, lineno: int):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from engine.analysis import Analysis, analyse
 from engine.errors import AlgorithmError, AnalysisError, FluxmatError, ParseError, UpdateError
+from engine.lexer import read_source
 from engine.maintain import ALGORITHMS, Maintainer, Report, create
 from engine.parser import fact_from_json, parse_facts, parse_program
 from engine.printer import FactPrinter
@@ -23,7 +24,7 @@ from engine.syntax import Atom, Iri, Program
 __all__ = [
     "ALGORITHMS", "AlgorithmError", "Analysis", "AnalysisError", "FluxmatError", "Iri",
     "Maintainer", "ParseError", "Program", "Reasoner", "Report", "UpdateError", "analyse",
-    "atom_to_fact", "create", "fact_from_json", "parse_facts", "parse_program",
+    "atom_to_fact", "create", "fact_from_json", "parse_facts", "parse_program", "read_source",
 ]  # fmt: skip
 
 
@@ -92,8 +93,7 @@ class Reasoner:
         equality: str = "off",
         levels: bool = True,
     ) -> Reasoner:
-        path = Path(path)
-        text = path.read_text(encoding="utf-8")
+        text = read_source(path)
         return cls(
             parse_program(text, str(path)), algorithm, modules, hypertree, equality, levels
         )

@@ -24,7 +24,18 @@ from dataclasses import dataclass, field
 
 from engine.errors import AnalysisError
 from engine.graph import components
-from engine.syntax import Atom, BinOp, Comparison, Negation, Pos, Program, Rule, Term, Var
+from engine.syntax import (
+    Atom,
+    BinOp,
+    Comparison,
+    Negation,
+    Pos,
+    Program,
+    Rule,
+    Term,
+    Var,
+    postorder,
+)
 
 INTERNAL_PREFIX = "__"
 
@@ -134,10 +145,11 @@ class Analysis:
 
 
 def term_vars(term: Term) -> list[str]:
+    """The variables of `term`, left to right, with repetitions."""
     if isinstance(term, Var):
         return [term.name]
     if isinstance(term, BinOp):
-        return term_vars(term.left) + term_vars(term.right)
+        return [t.name for t in postorder(term) if isinstance(t, Var)]
     return []
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from engine.analysis import AnalysedRule, Assign, Filter, term_vars
 from engine.storage import Dictionary
-from engine.syntax import BinOp, Const, Iri, Term, Var
+from engine.syntax import INT_SAFE_BITS, BinOp, Const, Iri, Term, Var, int_in_range, postorder
 
 
 @dataclass(frozen=True)
@@ -60,18 +60,25 @@ def _num(a, b):
 
 def _add(a, b):
     if _num(a, b):
-        return a + b
+        r = a + b
+        return r if r.bit_length() <= INT_SAFE_BITS or int_in_range(r) else None
     if type(a) is str and type(b) is str:
         return a + b
     return None
 
 
 def _sub(a, b):
-    return a - b if _num(a, b) else None
+    if _num(a, b):
+        r = a - b
+        return r if r.bit_length() <= INT_SAFE_BITS or int_in_range(r) else None
+    return None
 
 
 def _mul(a, b):
-    return a * b if _num(a, b) else None
+    if _num(a, b):
+        r = a * b
+        return r if r.bit_length() <= INT_SAFE_BITS or int_in_range(r) else None
+    return None
 
 
 def _div(a, b):
@@ -115,6 +122,7 @@ def _ne(a, b):
     return a is not None and b is not None and a != b
 
 
+_MAX_CALL_NESTING = 32
 ARITH = {"+": "_add", "-": "_sub", "*": "_mul", "/": "_div", "%": "_mod"}
 COMPARE = {"<": "_lt", "<=": "_le", ">": "_gt", ">=": "_ge", "=": "_eq", "!=": "_ne"}
 RUNTIME = {
@@ -177,17 +185,35 @@ class _Compiler:
     def const_id(self, value) -> int:
         return self.dictionary.intern(value)
 
-    def value_expr(self, term: Term) -> str:
-        """Python expression for the *value* of a term (None when undefined)."""
+    def leaf_value(self, term: Var | Const) -> str:
         if isinstance(term, Var):
             return f"vals[{_pyvar(term.name)}]"
-        if isinstance(term, Const):
-            if isinstance(term.value, Iri):
-                self.consts.append(term.value)
-                return f"C[{len(self.consts) - 1}]"
-            return repr(term.value)
-        assert isinstance(term, BinOp)
-        return f"{ARITH[term.op]}({self.value_expr(term.left)}, {self.value_expr(term.right)})"
+        if isinstance(term.value, Iri):
+            self.consts.append(term.value)
+            return f"C[{len(self.consts) - 1}]"
+        return repr(term.value)
+
+    def value_expr(self, term: Term) -> str:
+        """Python expression for the *value* of a term (None when undefined).
+
+        Calls nest at most `_MAX_CALL_NESTING` deep: a deeper subterm is computed
+        into a temporary on a line of its own first (Python's compiler refuses
+        about 200 nested calls). The arithmetic functions return None for an
+        undefined operand, so computing a subterm early gives the same value.
+        """
+        out: list[tuple[str, int]] = []  # (expression, call nesting)
+        for node in postorder(term):
+            if not isinstance(node, BinOp):
+                out.append((self.leaf_value(node), 0))
+                continue
+            (right, dr), (left, dl) = out.pop(), out.pop()
+            text, depth = f"{ARITH[node.op]}({left}, {right})", max(dl, dr) + 1
+            if depth >= _MAX_CALL_NESTING:
+                temp = self.e.fresh("e")
+                self.e.emit(f"{temp} = {text}")
+                text, depth = temp, 0
+            out.append((text, depth))
+        return out[0][0]
 
     def id_expr(self, term: Term) -> str | None:
         """Python expression for the id of a simple term, None for expressions."""

@@ -1,4 +1,9 @@
-"""Printing facts in program syntax, compacting IRIs with the program's prefixes."""
+"""Printing facts in program syntax, compacting IRIs with the program's prefixes.
+
+Every printed fact reads back (engine.parser, with the same prefixes) as the
+same fact: predicates and constants that are not identifiers are written as
+IRIs or quoted strings (engine.syntax.format_pred / format_value).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ class FactPrinter:
     def __init__(self, prefixes: Iterable[tuple[str, str]] = ()):
         # longest namespace first, so the most specific prefix wins
         self.prefixes = sorted(prefixes, key=lambda p: -len(p[1]))
+        self.names = {name for name, _ns in self.prefixes}
 
     def _compact(self, iri: str) -> str | None:
         for name, ns in self.prefixes:
@@ -24,7 +30,13 @@ class FactPrinter:
         return None
 
     def pred(self, pred: str) -> str:
-        return self._compact(pred) or format_pred(pred)
+        compact = self._compact(pred)
+        if compact is not None:
+            return compact
+        text = format_pred(pred)
+        if text[0] not in "<\"" and text.partition(":")[0] in self.names:
+            return f"<{pred}>"  # `p:local` kept verbatim would read back expanded
+        return text
 
     def value(self, value) -> str:
         if isinstance(value, Iri):

@@ -143,11 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _reasoner(cfg: Config) -> Reasoner:
-    path = Path(cfg.program)
-    if not path.is_file():
-        raise FluxmatError(f"{cfg.program}: no such file")
     return Reasoner.from_file(
-        path, cfg.algorithm, modules=cfg.modules == "on", hypertree=cfg.hypertree == "on",
+        cfg.program, cfg.algorithm, modules=cfg.modules == "on", hypertree=cfg.hypertree == "on",
         equality=cfg.equality, levels=cfg.levels == "on",
     )
 
@@ -195,10 +192,11 @@ def cmd_materialise(cfg: Config) -> None:
 
 def cmd_replay(cfg: Config) -> None:
     reasoner = _reasoner(cfg)
-    facts = _facts(cfg, reasoner)
-    updates = list(read_updates(cfg.updates, reasoner.prefixes))  # validate all before applying
     if cfg.budget < 0:
         raise FluxmatError("--budget must be at least 0")
+    facts = _facts(cfg, reasoner)
+    updates = list(read_updates(cfg.updates, reasoner.prefixes))
+    _validate(reasoner, facts, updates)
     stats = open(cfg.stats, "w", encoding="utf-8") if cfg.stats else None  # noqa: SIM115
     try:
         report = reasoner.load(facts)
@@ -212,6 +210,17 @@ def cmd_replay(cfg: Config) -> None:
         if stats:
             stats.close()
     _write_facts(cfg, reasoner)
+
+
+def _validate(reasoner: Reasoner, facts: list[tuple], updates) -> None:
+    """The whole stream is checked before anything is applied (arities, add/delete clashes)."""
+    check = reasoner.maintainer.update_checker()
+    check([*reasoner.program_facts(), *facts], ())
+    for upd in updates:
+        try:
+            check(upd.add, upd.delete)
+        except FluxmatError as exc:
+            raise FluxmatError(f"{upd.where}: {exc}") from None
 
 
 def _replay_sequential(reasoner: Reasoner, updates, stats) -> None:

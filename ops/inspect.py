@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from pathlib import Path
 
 from connectors.files import read_facts
 from connectors.state import open_store
@@ -72,13 +71,6 @@ class StateView:
                     "proof": to_json(proof, self._show)}  # fmt: skip
 
 
-def _program(path: str) -> Path:
-    p = Path(path)
-    if not p.is_file():
-        raise FluxmatError(f"{path}: no such file")
-    return p
-
-
 def from_store(program: str, url: str, namespace: str = "default") -> StateView:
     """The state the streaming job keeps in `url` under `namespace`, for `program`."""
     store = open_store(url, namespace)
@@ -88,7 +80,7 @@ def from_store(program: str, url: str, namespace: str = "default") -> StateView:
         store.close()
     if snap is None:
         raise FluxmatError(f"no fluxmat state in {url} under namespace {namespace!r} (has the job run?)")
-    reasoner = Reasoner.from_file(_program(program), str(snap.meta.get("algorithm", "fd-counting")))
+    reasoner = Reasoner.from_file(program, str(snap.meta.get("algorithm", "fd-counting")))
     check_fingerprint(reasoner.maintainer, snap)
     restore(reasoner.maintainer, snap)
     return StateView(reasoner)
@@ -96,6 +88,6 @@ def from_store(program: str, url: str, namespace: str = "default") -> StateView:
 
 def from_files(program: str, facts: list[str], algorithm: str = "remat") -> StateView:
     """mat(P, E) computed from `program` and the explicit facts in `facts`."""
-    reasoner = Reasoner.from_file(_program(program), algorithm)
+    reasoner = Reasoner.from_file(program, algorithm)
     reasoner.load([f for path in facts for f in read_facts(path, reasoner.prefixes)])
     return StateView(reasoner)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from engine.analysis import Analysis, ModuleSpec, Stratum
@@ -152,18 +152,45 @@ class Maintainer(ABC):
         return self.analysis.stratum_of.get(pred, 0)
 
     def encode(self, fact: PyFact) -> tuple[str, Fact]:
-        pred, args = fact[0], fact[1:]
+        return self._relation(fact, self.arity), tuple(map(self.dictionary.intern, fact[1:]))
+
+    def _relation(self, fact: PyFact, arity: dict[str, int]) -> str:
+        """The relation of `fact`; its arity must agree with `arity` (a new one is added)."""
+        pred, n = fact[0], len(fact) - 1
         if self.analysis.overloads:
-            pred = self.analysis.relation(pred, len(args))
-        known = self.arity.get(pred)
+            pred = self.analysis.relation(pred, n)
+        known = arity.get(pred)
         if known is None:
-            self.arity[pred] = len(args)
-        elif known != len(args):
+            arity[pred] = n
+        elif known != n:
             raise UpdateError(
-                f"fact {self.show_fact(fact)} has {_n(len(args), 'argument')} but predicate "
+                f"fact {self.show_fact(fact)} has {_n(n, 'argument')} but predicate "
                 f"{self.show_fact((fact[0],))} has {known}"
             )
-        return pred, tuple(map(self.dictionary.intern, args))
+        return pred
+
+    def update_checker(self) -> Callable[[Iterable[PyFact], Iterable[PyFact]], None]:
+        """A function that validates updates in order without applying them.
+
+        Each call checks one update `(add, delete)` as `encode_update` would when
+        it is applied after the ones checked before: every fact's arity agrees
+        with the program, the current state and the earlier updates, and no fact
+        is both added and deleted. Nothing is interned or stored: a whole stream
+        can be validated before its first update is applied (`fluxmat replay`).
+        """
+        arity = dict(self.arity)
+
+        def check(add: Iterable[PyFact], delete: Iterable[PyFact]) -> None:
+            added = set()
+            for fact in add:
+                self._relation(fact, arity)
+                added.add(fact)
+            for fact in delete:
+                self._relation(fact, arity)
+                if fact in added:
+                    raise UpdateError(_both(self.show_fact(fact)))
+
+        return check
 
     def decode(self, pred: str, fact: Fact) -> PyFact:
         values = self.dictionary.values
@@ -404,9 +431,7 @@ class Maintainer(ABC):
             for fact in delete:
                 pred, f = self.encode(fact)
                 if f in plus.get(pred, ()):
-                    raise UpdateError(
-                        f"invalid update: fact {self.show_fact(fact)} is both added and deleted"
-                    )
+                    raise UpdateError(_both(self.show_fact(fact)))
                 minus.setdefault(pred, set()).add(f)
         except UpdateError:
             for pred in set(self.arity) - known:
@@ -529,6 +554,10 @@ class Maintainer(ABC):
         r.backward_reads = c.backward_reads - br
         r.seconds = time.perf_counter() - start
         return r
+
+
+def _both(fact: str) -> str:
+    return f"invalid update: fact {fact} is both added and deleted"
 
 
 def _n(count: int, noun: str) -> str:
