@@ -99,6 +99,11 @@ class Relation:
             self._indexes[cols] = entry
         return entry[1]
 
+    def indexed(self, cols: tuple[int, ...]) -> dict | None:
+        """The index on `cols` when one is kept already, else None (never builds one)."""
+        entry = self._indexes.get(cols)
+        return None if entry is None else entry[1]
+
     def add(self, fact: Fact) -> bool:
         if fact in self.facts:
             return False

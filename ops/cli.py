@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from connectors.files import read_facts, read_updates
+from connectors.redact import redact
 from engine import ALGORITHMS, FluxmatError, Reasoner, Report
 from engine.fd import FullyDynamic
 from engine.printer import FactPrinter
@@ -376,26 +377,48 @@ COMMANDS = {
 STREAM_COMMANDS = {"run": stream_cli.cmd_run, "demo": stream_cli.cmd_demo, **inspect_cli.COMMANDS}
 
 
+def _limit_hit(exc: BaseException) -> str:
+    """The message for a MemoryError or RecursionError: which limit was hit."""
+    if isinstance(exc, RecursionError):
+        return (f"the input nests too deeply: Python's recursion limit "
+                f"({sys.getrecursionlimit()} frames) was reached")  # fmt: skip
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    limit = ("the memory available to the process" if soft == resource.RLIM_INFINITY
+             else f"the address-space limit of {soft // 2**20} MiB (ulimit -v)")  # fmt: skip
+    return f"out of memory: {limit} was used up"
+
+
+def error_line(message: str) -> str:
+    """The one `fluxmat: error:` line for `message`: URL passwords masked, newlines escaped."""
+    return "fluxmat: error: " + redact(message).replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
+    message = None
     try:
         if ns.command in STREAM_COMMANDS:
             STREAM_COMMANDS[ns.command](ns)
         else:
             COMMANDS[ns.command](Config.from_args(ns))
     except FluxmatError as exc:
-        print(f"fluxmat: error: {exc}", file=sys.stderr)
-        return 1
+        message = str(exc)
     except BrokenPipeError:  # e.g. `fluxmat materialise ... | head`
         sys.stderr.close()
         return 0
     except (OSError, ConnectionError) as exc:
-        print(f"fluxmat: error: {exc}", file=sys.stderr)
-        return 1
+        message = str(exc)
+    except (MemoryError, RecursionError) as exc:
+        message = _limit_hit(exc)  # the traceback's frames are freed before printing
     except KeyboardInterrupt:
         print("fluxmat: interrupted", file=sys.stderr)
         return 130
-    return 0
+    if message is None:
+        return 0
+    print(error_line(message), file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ dashboard API's JSON instead.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -64,9 +63,11 @@ def _view(ns: argparse.Namespace):
 
 
 def cmd_query(ns: argparse.Namespace) -> None:
+    from ops.inspect import json_text
+
     result = _view(ns).query(ns.pattern, ns.limit)
     if ns.json:
-        print(json.dumps(result, ensure_ascii=False))
+        print(json_text(result))
         return
     sys.stdout.write("".join(f + ".\n" for f in result["facts"]))
     more = f" (showing {len(result['facts'])})" if result["truncated"] else ""
@@ -74,9 +75,11 @@ def cmd_query(ns: argparse.Namespace) -> None:
 
 
 def cmd_why(ns: argparse.Namespace) -> None:
+    from ops.inspect import json_text
+
     result = _view(ns).why(ns.fact)
     if ns.json:
-        print(json.dumps(result, ensure_ascii=False))
+        print(json_text(result))  # a proof thousands of steps deep nests as deep
     else:
         print("\n".join(result["lines"]))
     if not result["found"]:

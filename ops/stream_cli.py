@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -86,13 +87,78 @@ def job_config(ns: argparse.Namespace):
     )  # fmt: skip
 
 
+_TOPIC = re.compile(r"[A-Za-z0-9._\-]{1,249}\Z")
+_INTERVAL = re.compile(r"\d+\s*(ms|s|(millisecond|second|minute|hour)s?)\Z")
+
+
+def check_run_flags(cfg) -> None:
+    """Refuse values `fluxmat run` cannot use before anything is contacted or started."""
+    from connectors.redact import redact
+    from engine import ALGORITHMS, FluxmatError
+    from engine.fd import FullyDynamic
+
+    def fail(message: str):
+        raise FluxmatError(message)
+
+    fully_dynamic = sorted(n for n, cls in ALGORITHMS.items() if issubclass(cls, FullyDynamic))
+    if cfg.algorithm not in fully_dynamic:
+        fail(f"--algorithm must be a fully dynamic algorithm ({' or '.join(fully_dynamic)}), "
+             f"got {cfg.algorithm!r}")  # fmt: skip
+
+    for flag, topic in (("--updates-topic", cfg.updates_topic), ("--deltas-topic", cfg.deltas_topic),
+                        ("--dead-letter-topic", cfg.dead_letter_topic)):  # fmt: skip
+        if topic is not None and (not _TOPIC.match(topic) or topic in (".", "..")):
+            fail(f"{flag} must be a Kafka topic name (1-249 of a-z A-Z 0-9 . _ -), got {topic!r}")
+    for flag, port in (("--metrics-port", cfg.metrics_port), ("--dashboard-port", cfg.dashboard_port)):
+        if port is not None and not 0 <= port <= 65535:
+            fail(f"{flag} must be a port number from 0 to 65535, got {port}")
+    if not _INTERVAL.match(cfg.trigger_interval.strip()):
+        fail(f"--trigger-interval expects a duration such as 500ms, 2s or '1 minute', "
+             f"got {cfg.trigger_interval!r}")  # fmt: skip
+    if cfg.budget < 0:
+        fail(f"--budget must be at least 0, got {cfg.budget}")
+    if cfg.max_updates_per_batch is not None and cfg.max_updates_per_batch < 1:
+        fail(f"--max-updates-per-batch must be at least 1, got {cfg.max_updates_per_batch}")
+    if cfg.redis and not cfg.redis.startswith(("redis://", "rediss://", "unix://", "memory:")):
+        fail(f"--redis expects redis://HOST:PORT/DB, rediss://... or memory://, got {redact(cfg.redis)!r}")
+    offsets = cfg.starting_offsets
+    if offsets and offsets not in ("earliest", "latest"):
+        try:
+            parsed = json.loads(offsets)
+        except (ValueError, RecursionError):
+            parsed = None
+        if not (isinstance(parsed, dict) and all(
+                k.isdigit() and type(v) is int and v >= 0 for k, v in parsed.items())):  # fmt: skip
+            fail("--starting-offsets expects earliest, latest or a JSON object "
+                 f"{{\"<partition>\": <offset>}}, got {offsets[:60]!r}")  # fmt: skip
+
+
 def cmd_run(ns: argparse.Namespace) -> None:
     import logging
 
+    from connectors.redact import redact
     from stream.job import run_until_signalled
 
+    cfg = job_config(ns)
+    check_run_flags(cfg)
     logging.basicConfig(level=logging.WARNING, format="fluxmat: %(levelname)s: %(message)s")
-    run_until_signalled(job_config(ns))
+    for handler in logging.getLogger().handlers:  # no password of a URL in any log line
+        handler.addFilter(_Redacting(redact))
+    run_until_signalled(cfg)
+
+
+class _Redacting:
+    """A logging filter that masks URL passwords in the formatted message."""
+
+    def __init__(self, redact):
+        self.redact = redact
+
+    def filter(self, record) -> bool:
+        message = record.getMessage()
+        shown = self.redact(message)
+        if shown != message:
+            record.msg, record.args = shown, ()
+        return True
 
 
 # ---------------------------------------------------------------- demo
