@@ -23,6 +23,7 @@ from prometheus_client import (
     start_http_server,
 )
 
+from connectors.redact import redact
 from ops.metric_names import METRICS
 
 disable_created_metrics()  # no `_created` series: they only clutter dashboards
@@ -175,7 +176,7 @@ class JobMetrics:
         with self._lock:
             self.c["fluxmat_batch_failures_total"].inc()
             self.totals["failures"] += 1
-            self.errors.append({"t": time.time(), "message": f"{type(exc).__name__}: {exc}"})
+            self.errors.append({"t": time.time(), "message": redact(f"{type(exc).__name__}: {exc}")})
 
     def set_lag(self, lag: dict[str, int]) -> None:
         gauge = self.c["fluxmat_consumer_lag_messages"]

@@ -24,8 +24,9 @@ from engine.syntax import (
     Rule,
     Var,
 )
+from tests.shared import PROGRAMS, corpus_files, need
 
-CORPUS = Path("/work/shared/corpus/illich-glimm/programs")
+CORPUS = PROGRAMS
 GOLDEN_ERRORS = Path(__file__).parent / "golden" / "errors"
 
 
@@ -446,7 +447,7 @@ def _count_rules(text: str) -> int:
     return sum(line.count(":-") for line in text.splitlines() if not line.lstrip().startswith("%"))
 
 
-CORPUS_FILES = sorted(CORPUS.glob("*.dlog"))
+CORPUS_FILES = corpus_files(CORPUS, "*.dlog")
 EXPECTED_RULES = {
     "claros.dlog": 1337,
     "dbpedia.dlog": 39,
@@ -459,12 +460,12 @@ EXPECTED_RULES = {
 
 
 def test_corpus_is_present():
-    assert {p.name for p in CORPUS_FILES} >= set(EXPECTED_RULES)
+    assert {p.name for p in CORPUS_FILES if p is not None} >= set(EXPECTED_RULES)
 
 
-@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: getattr(p, "name", "missing"))
 def test_corpus_programs_parse(path):
-    text = path.read_text()
+    text = need(path).read_text()
     prog = parse_program(text, path.name)
     assert len(prog.rules) == _count_rules(text)
     if path.name in EXPECTED_RULES:
@@ -478,7 +479,7 @@ def test_corpus_programs_parse(path):
 
 
 def test_corpus_prefix_expansion():
-    lubm = parse_program((CORPUS / "lubm.dlog").read_text())
+    lubm = parse_program(need(CORPUS / "lubm.dlog").read_text())
     ns = "http://swat.cse.lehigh.edu/onto/univ-bench.owl#"
     assert lubm.rules[0] == Rule(
         A(ns + "colleagues", V("X"), V("Z")),
@@ -494,7 +495,7 @@ def test_corpus_prefix_expansion():
 
 
 def test_biggest_corpus_file_parses_fast():
-    text = (CORPUS / "relations.dlog").read_text()
+    text = need(CORPUS / "relations.dlog").read_text()
     parse_program(text)  # warm up
     best = min(_timed(parse_program, text) for _ in range(3))
     assert best < 0.5, best
