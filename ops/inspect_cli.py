@@ -89,6 +89,8 @@ def cmd_why(ns: argparse.Namespace) -> None:
 def cmd_dashboard(ns: argparse.Namespace) -> None:
     from ops.dashboard import StoredSource, serve
 
+    if not 0 <= ns.port <= 65535:
+        raise FluxmatError(f"--port must be a port number from 0 to 65535, got {ns.port}")
     source = StoredSource(ns.program, ns.redis, ns.namespace, ns.metrics_url)
     source.view()  # load (and check) the state before announcing the page
     server = serve(source, ns.host, ns.port, ns.auth_token)

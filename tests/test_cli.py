@@ -527,3 +527,9 @@ def test_run_flags_are_checked_before_connecting(tmp_path, path_files):
         assert ":pw@" not in str(exc.value)
     user_error(fluxmat(*base, "--budget", "-1"), "--budget must be at least 0")  # as a user sees it
     user_error(fluxmat(*base), "cannot reach Kafka broker at 127.0.0.1:1")  # one line, no kafka log
+
+
+def test_error_dashboard_port_is_checked_first(path_files):
+    program, _, _ = path_files
+    user_error(fluxmat("dashboard", program, "--redis", "redis://127.0.0.1:1/0", "--port", "99999"),
+               "--port must be a port number from 0 to 65535, got 99999")  # fmt: skip
