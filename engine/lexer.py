@@ -75,9 +75,8 @@ _TERM_END = frozenset({"id", "var", "int", "str", "iri", "pname", ")", "]"})
 _VALUE_KINDS = frozenset({"id", "pname"})
 CMP_OPS = frozenset({"=", "!=", "<", "<=", ">", ">=", ":="})
 ARITH_OPS = frozenset({"+", "-", "*", "/", "%"})
+# Token kinds that can be a predicate name; a `(` after one opens an argument list.
 PRED_KINDS = frozenset({"id", "pname", "iri", "str"})
-# After these token kinds `(` opens an atom's argument list (a predicate name).
-_OPENS_ARGS = PRED_KINDS
 
 # A token is (kind, value, start, end). kind is a category name ("id", "var", ...)
 # or the operator text itself ("(", ":-", ...); "<>" becomes "!=".
@@ -124,7 +123,7 @@ def tokenize(text: str) -> Iterator[Token]:
         if kind == "op":
             kind = "!=" if val == "<>" else val
             if kind == "(":
-                parens.append(prev in _OPENS_ARGS)
+                parens.append(prev in PRED_KINDS)
                 mod_ok = False
             elif kind == ")":
                 mod_ok = not parens.pop() if parens else False

@@ -1,8 +1,9 @@
 """The parser (stage 1): program text -> `engine.syntax.Program`.
 
-A recursive-descent parser over the tokens of engine.lexer. It knows nothing about safety, arities or
-stratification (that is `engine.analysis`); it only checks that text is well
-formed and builds the AST, giving every node the position of its first token.
+A recursive-descent parser over the tokens of engine.lexer. It knows nothing
+about safety, arities or stratification (that is `engine.analysis`); it only
+checks that text is well formed and builds the AST, giving every node the
+position of its first token.
 Every mistake is a `ParseError` naming file, line and column, what was expected
 and what was found (`end of input` at the end).
 
@@ -15,6 +16,11 @@ Public API:
 
 Decisions worth knowing (the lexical ones are in engine.lexer):
 
+- A predicate name is an identifier, a prefixed name, an IRI or a quoted string
+  (`"ed ge"(a)`: any name prints and reads back, see engine.printer).
+- Parentheses and unary minus signs nest at most `MAX_NESTING` deep (the parser
+  recurses on them); sums and products of any length are loops, and later
+  stages walk terms without recursion.
 - A prefixed name with an undeclared prefix is an error as a constant, but as a
   predicate name it is kept verbatim (`p:hasParent`), because RDFox rule files
   (e.g. the Illich-Glimm `family.dlog`) use prefixes they never declare and
