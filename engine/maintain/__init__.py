@@ -9,22 +9,22 @@ from __future__ import annotations
 
 from engine.analysis import Analysis
 from engine.equality import MODES
+from engine.equality.bfeq import BFEq
+from engine.equality.rewrite import Rewrite
 from engine.errors import AlgorithmError
 from engine.fd.policies import FDCounting, FDDRed
 from engine.maintain.base import Maintainer, Report
 from engine.maintain.bf import BF
-from engine.maintain.bfeq import BFEq
 from engine.maintain.counting import Counting
 from engine.maintain.dred import DRed
 from engine.maintain.dredc import DRedC
 from engine.maintain.remat import Remat
-from engine.maintain.rewrite import SUPPORTED as EQUALITY_ALGORITHMS
-from engine.maintain.rewrite import Rewrite
 from engine.storage import Dictionary
 
 ALGORITHMS: dict[str, type[Maintainer]] = {
     cls.name: cls for cls in (Remat, DRed, Counting, DRedC, BF, FDDRed, FDCounting)
 }
+EQUALITY_ALGORITHMS = ("remat", "dred", "dredc", "bf")  # those that accept equality="rewrite"
 
 
 def create(
@@ -42,8 +42,9 @@ def create(
     (`Maintainer.supports_modules`); other algorithms ignore it. `hypertree`
     evaluates cyclic rules over hypertree decompositions (all algorithms).
     `equality` is "off" (the default: `owl:sameAs` is an ordinary predicate) or
-    "rewrite" (equality by rewriting to representatives, engine.maintain.rewrite;
-    only the algorithms in `EQUALITY_ALGORITHMS` accept it). `levels` lets
+    "rewrite" (equality by rewriting to representatives, engine.equality: `bf`
+    is B/F~, the others recompute when the classes can change; only the
+    algorithms in `EQUALITY_ALGORITHMS` accept it). `levels` lets
     `dredc` stop overdeletion at well-founded derivations (engine.maintain.dredc);
     other algorithms ignore it.
     """
@@ -62,8 +63,9 @@ def create(
                 f"algorithm '{name}' does not support equality=rewrite; "
                 f"choose one of: {', '.join(EQUALITY_ALGORITHMS)}"
             )
-        kind = BFEq if name == "bf" else Rewrite  # bf is B/F~: equality changes are incremental
-        return kind(analysis, dictionary, modules, hypertree, algorithm=name, levels=levels)
+        if name == "bf":  # B/F~: equality changes are incremental
+            return BFEq(analysis, dictionary, hypertree=hypertree)
+        return Rewrite(analysis, dictionary, modules, hypertree, algorithm=name, levels=levels)
     return cls(analysis, dictionary, modules=modules, hypertree=hypertree, levels=levels)
 
 

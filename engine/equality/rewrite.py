@@ -1,4 +1,4 @@
-"""Equality by rewriting (`equality="rewrite"`): the r-materialisation and its upkeep.
+"""`remat`, `dred`, `dredc` with `equality="rewrite"`: the recomputing wrapper.
 
 Contract (see engine.equality for the semantics). `facts()` returns the
 *expanded* materialisation J -- what P plus the equality axioms entail, so
@@ -24,8 +24,10 @@ other update -- in particular deleting an equality, which can split a class and
 restore rewritten facts (Motik et al. 2015, section 3.1) -- recomputes the
 r-materialisation from scratch over the updated E: correct, but not
 incremental. `Report.details["equality_recomputed"]` says which path an update
-took. `bf` does not come here for updates: engine.maintain.bfeq (B/F~, a
-subclass) maintains every update incrementally, equality changes included.
+took. The wrapper reports itself as `remat~`, `dred~` or `dredc~` (Remat~ in
+the paper's notation): it runs that algorithm, it is not it. `bf` does not
+come here: engine.equality.bfeq (B/F~) maintains every update incrementally,
+equality changes included.
 """
 
 from __future__ import annotations
@@ -34,34 +36,57 @@ import time
 from collections.abc import Iterable
 
 from engine.analysis import Analysis, Stratum, analyse
-from engine.equality import (
-    SAME_AS,
-    Classes,
-    PyFact,
-    check_program,
-    expand,
-    order_key,
-    rewrite_rules,
-    signatures,
-)
-from engine.errors import AnalysisError
+from engine.equality.classes import Classes, PyFact, expand, sorted_facts
+from engine.equality.program import SAME_AS, check, rewrite_rules, signatures
 from engine.maintain.base import Maintainer, Report
-from engine.maintain.bf import BF
 from engine.maintain.dred import DRed
 from engine.maintain.dredc import DRedC
 from engine.maintain.remat import Remat
 from engine.storage import Dictionary
 
-SUPPORTED = ("remat", "dred", "dredc", "bf")  # algorithms that accept equality="rewrite"
+_INNER: dict[str, type[Maintainer]] = {cls.name: cls for cls in (Remat, DRed, DRedC)}
 
 
-_INNER: dict[str, type[Maintainer]] = {cls.name: cls for cls in (Remat, DRed, DRedC, BF)}
+class Rewriting(Maintainer):
+    """What the maintainers of rewrite mode share: the views of (pi, I), the update prologue.
 
-
-class Rewrite(Maintainer):
-    """An algorithm of `SUPPORTED` with owl:sameAs as equality, stored by rewriting."""
+    Subclasses keep `classes` (pi over values) and `compact` (I as Python facts),
+    or properties giving them.
+    """
 
     incremental = False
+    classes: Classes
+    compact: set[PyFact]
+
+    def __init__(self, analysis: Analysis, dictionary: Dictionary | None, hypertree: bool):
+        super().__init__(analysis, dictionary, modules=False, hypertree=hypertree)
+        self.arity.setdefault(SAME_AS, 2)
+
+    def rewritten(self) -> list[PyFact]:
+        """The compact materialisation I = pi(J): normal facts only, sorted."""
+        return sorted_facts(self.compact)
+
+    def representative(self, value) -> object:
+        """pi(value): the representative of `value`'s class."""
+        return self.classes.find(value)
+
+    def _begin(self, add: Iterable[PyFact], delete: Iterable[PyFact]):
+        """Start an update: (start time, counts before, E+, E-, no-op adds, no-op deletes); E updated."""
+        start = time.perf_counter()
+        before = self._snapshot_counts()
+        plus, minus, noop_add, noop_del = self.normalise(add, delete)
+        for pred, fs in minus.items():
+            self.E[pred] -= fs
+        for pred, fs in plus.items():
+            self.E.setdefault(pred, set()).update(fs)
+        return start, before, plus, minus, noop_add, noop_del
+
+    def update_stratum(self, s: Stratum) -> None:  # pragma: no cover - not used
+        raise AssertionError("rewrite mode maintains the whole rewriting in update()")
+
+
+class Rewrite(Rewriting):
+    """`remat`, `dred` or `dredc` with owl:sameAs as equality, stored by rewriting."""
 
     def __init__(
         self,
@@ -72,32 +97,17 @@ class Rewrite(Maintainer):
         algorithm: str = "remat",
         levels: bool = True,
     ):
-        check_program(analysis.program)
-        if analysis.overloads:
-            names = ", ".join(sorted(analysis.overloads))
-            raise AnalysisError(
-                f"equality rewriting does not support predicates used with several arities ({names})"
-            )
-        super().__init__(analysis, dictionary, modules=False, hypertree=hypertree)
-        self.arity.setdefault(SAME_AS, 2)
+        check(analysis)
+        super().__init__(analysis, dictionary, hypertree)
         self._modules, self._hypertree, self._levels = modules, hypertree, levels
-        self.name = algorithm
+        self.name = f"{algorithm}~"
         self._inner_cls = _INNER[algorithm]
         self.inner: Maintainer | None = None  # the last round's maintainer over pi(P)
         self.preimages: dict[PyFact, int] = {}  # normal fact -> explicit facts rewritten to it
         self.sigs: set[tuple[str, int]] = set()
         self.derives_equality = any(r.head.pred == SAME_AS for r in analysis.program.rules)
         self.classes = Classes()
-        self.compact: set[PyFact] = set()
-
-    # ------------------------------------------------------------ views
-    def rewritten(self) -> list[PyFact]:
-        """The compact materialisation I = pi(J): normal facts only, sorted."""
-        return sorted(self.compact, key=lambda f: (f[0], *(order_key(v) for v in f[1:])))
-
-    def representative(self, value) -> object:
-        """pi(value): the representative of `value`'s class."""
-        return self.classes.find(value)
+        self.compact = set()
 
     # ------------------------------------------------------------ evaluation
     def _rematerialise(self) -> int:
@@ -143,17 +153,6 @@ class Rewrite(Maintainer):
         report.added = sum(len(r) for r in self.I.values())
         report.details = {"equality_rounds": rounds, "compact_facts": len(self.compact)}
         return report
-
-    def _begin(self, add: Iterable[PyFact], delete: Iterable[PyFact]):
-        """Start an update: (start time, counts before, E+, E-, no-op adds, no-op deletes); E updated."""
-        start = time.perf_counter()
-        before = self._snapshot_counts()
-        plus, minus, noop_add, noop_del = self.normalise(add, delete)
-        for pred, fs in minus.items():
-            self.E[pred] -= fs
-        for pred, fs in plus.items():
-            self.E.setdefault(pred, set()).update(fs)
-        return start, before, plus, minus, noop_add, noop_del
 
     def _update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Report:
         start, before, plus, minus, noop_add, noop_del = self._begin(add, delete)
@@ -210,6 +209,3 @@ class Rewrite(Maintainer):
             pred, f = self.encode(fact)
             self.rel(pred).add(f)
         return True
-
-    def update_stratum(self, s: Stratum) -> None:  # pragma: no cover - not used
-        raise AssertionError("equality rewriting recomputes everything in update()")
