@@ -57,7 +57,7 @@ from engine.graph import depth_first
 from engine.maintain.base import Report
 from engine.storage import Dictionary, Fact, Relation
 
-Change = tuple[set[Key], set[Key]]  # (facts of J removed, facts of J added)
+Change = dict[str, tuple[set[Fact], set[Fact]]]  # per relation: (facts of J removed, added)
 
 
 class BFEq(Rewriting):
@@ -163,10 +163,9 @@ class BFEq(Rewriting):
         for pred, f in self.constants:
             self.relation(pred).add(f)
         sat = self._insert([(p, f) for p, fs in self.E.items() for f in fs], track=False)
-        members = self.pi.members
-        for pred, rel in self.store.items():
-            if pred not in self.internal:
-                self.rel(pred).update(g for f in rel.facts for g in expand_args(f, members))
+        keys = ((p, f) for p, rel in self.store.items() if p not in self.internal for f in rel.facts)
+        for pred, facts in _expanded(keys, self.pi.members, self.pi.trivial).items():
+            self.rel(pred).update(facts)
         report = self._report(before, start)
         report.added = sum(len(r) for r in self.I.values())
         report.details = {"compact_facts": self._compact_size(), "rule_instances": sat.instances}
@@ -174,25 +173,24 @@ class BFEq(Rewriting):
 
     def _update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Report:
         start, before, plus, minus, noop_add, noop_del = self._begin(add, delete)
-        gone: set[Key] = set()
-        new: set[Key] = set()
+        totals: Change = {}
         details = {"equality_recomputed": 0}
         if minus:
             keys = [(p, f) for p, fs in minus.items() for f in fs]
             for key in keys:
                 self._unindex(key)
             run = _Deletion(self)
-            self._apply(self._expansion_change(*run.run(keys)), gone, new)
+            self._apply(self._expansion_change(*run.run(keys)), totals)
             details.update(run.stats())
         if plus:
             sat = self._insert([(p, f) for p, fs in plus.items() for f in fs], track=True)
             removed, added = sat.dropped - sat.entered, sat.entered - sat.dropped
-            self._apply(self._expansion_change(removed, added, sat.old_classes), gone, new)
+            self._apply(self._expansion_change(removed, added, sat.old_classes), totals)
             details["rule_instances"] = details.get("rule_instances", 0) + sat.instances
         report = self._report(before, start)
         report.noop_adds, report.noop_deletes = noop_add, noop_del
-        for pred, (a, r) in _by_pred(new, gone).items():
-            report.note(pred, a, r)
+        for pred, (gone, new) in totals.items():
+            report.note(pred, new, gone)
         details["compact_facts"] = self._compact_size()
         report.details = details
         report.seconds = time.perf_counter() - start
@@ -217,35 +215,54 @@ class BFEq(Rewriting):
         Only facts that left or entered I, or mention a representative whose class
         changed, can expand differently; every other fact of I expands as before.
         """
-        members, find, skip = self.pi.members, self.pi.find, self.internal
+        pi, skip = self.pi, self.internal
         was = {k for k in removed if k[0] not in skip}
         now = {k for k in added if k[0] not in skip}
         for r in old_classes:
             was.update(k for k in mentioning(self.store, r, skip) if k not in added)
-        for r in {find(m) for ms in old_classes.values() for m in ms}:
+        for r in {pi.find(m) for ms in old_classes.values() for m in ms}:
             now.update(mentioning(self.store, r, skip))
+        before = _expanded(
+            was, lambda v: old_classes.get(v) or pi.members(v),
+            lambda f: pi.trivial(f) and old_classes.keys().isdisjoint(f),
+        )  # fmt: skip
+        after = _expanded(now, pi.members, pi.trivial)
+        out: Change = {}
+        for pred in before.keys() | after.keys():
+            b, a = before.get(pred, set()), after.get(pred, set())
+            out[pred] = (b - a, a - b)
+        return out
 
-        def old(v):
-            return old_classes.get(v) or members(v)
+    def _apply(self, change: Change, totals: Change) -> None:
+        """Apply a change of J to the stored relations, folding it into the update's totals.
 
-        before = {(p, g) for p, f in was for g in expand_args(f, old)}
-        after = {(p, g) for p, f in now for g in expand_args(f, members)}
-        return before - after, after - before
+        A fact removed and then added back by one update (or the reverse) is no change.
+        """
+        for pred, (gone, new) in change.items():
+            rel = self.rel(pred)
+            rel.difference_update(gone)
+            rel.update(new)
+            all_gone, all_new = totals.setdefault(pred, (set(), set()))
+            back = gone & all_new
+            all_new -= back
+            all_gone |= gone - back
+            back = new & all_gone
+            all_gone -= back
+            all_new |= new - back
 
-    def _apply(self, change: Change, all_gone: set[Key], all_new: set[Key]) -> None:
-        """Apply a change of J to the stored relations, folding it into the update's totals."""
-        gone, new = change
-        for (pred, f), into, undo in [(k, all_gone, all_new) for k in gone] + [
-            (k, all_new, all_gone) for k in new
-        ]:
-            if into is all_gone:
-                self.rel(pred).discard(f)
-            else:
-                self.rel(pred).add(f)
-            if (pred, f) in undo:
-                undo.discard((pred, f))  # removed then added back by one update, or vice versa
-            else:
-                into.add((pred, f))
+
+def _expanded(keys: Iterable[Key], members, plain) -> Facts:
+    """F^pi per relation for the normal facts `keys` (`plain(f)`: f stands for itself alone)."""
+    out: Facts = {}
+    for pred, f in keys:
+        into = out.get(pred)
+        if into is None:
+            into = out[pred] = set()
+        if plain(f):
+            into.add(f)
+        else:
+            into.update(expand_args(f, members))
+    return out
 
 
 class _Deletion:
@@ -473,11 +490,3 @@ def _drop(index: dict, key, item) -> None:
     s.discard(item)
     if not s:
         del index[key]
-
-
-def _by_pred(new: set[Key], gone: set[Key]) -> dict[str, tuple[set, set]]:
-    out: dict[str, tuple[set, set]] = {}
-    for facts, k in ((new, 0), (gone, 1)):
-        for pred, f in facts:
-            out.setdefault(pred, (set(), set()))[k].add(f)
-    return out
