@@ -400,33 +400,36 @@ class _Deletion:
         proved); this one checks the few facts that can derive equalities first
         instead of the many that merely mention c.
         """
-        if F in self.C:
+        C = self.C
+        if F in C:
             return
-        self.C.add(F)
+        C.add(F)
         self.Cq.append(F)
         self.saturate()
         pred, f = F
         if self.proved(pred, f):
             return
-        m, S, pi = self.m, self.S, self.pi
+        m, S, pi, view = self.m, self.S, self.pi, self._unrefuted
         for rule in m.by_head.get(pred, ()):  # lines 32-35
-            for _, body in self.backward.backward(rule, (f,), self._unrefuted, self._unrefuted, False):
+            for _, body in self.backward.backward(rule, (f,), view, view, False):
                 for atom, g in zip(rule.positives, body, strict=True):
-                    if atom.pred not in m.internal:
-                        yield (atom.pred, g)
+                    G = (atom.pred, g)
+                    if G not in C and atom.pred not in m.internal:  # a checked G: nothing to do
+                        yield G
                         if self.proved(pred, f):
                             return
-        refuted = S.get(SAME_AS, ())
+        refuted = S[SAME_AS]
         for c in set(f):  # lines 29-31
-            if (c, c) not in refuted and len(pi.members(c)) > 1:
-                yield (SAME_AS, (c, c))
+            G = (SAME_AS, (c, c))
+            if G not in C and (c, c) not in refuted and len(pi.members(c)) > 1:
+                yield G
                 if self.proved(pred, f):
                     return
         if pred == SAME_AS and f[0] == f[1]:  # lines 25-28
             if all(d in m.explicit_with for d in pi.members(f[0])):
                 return
             for G in mentioning(self.I, f[0], m.internal):
-                if G[1] not in S.get(G[0], ()):
+                if G not in C and G[1] not in S[G[0]]:
                     yield G
                     if self.proved(pred, f):
                         return
