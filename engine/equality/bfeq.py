@@ -51,7 +51,7 @@ from engine.analysis import Analysis, analyse
 from engine.equality.classes import Classes, PyFact, expand_args, order_key
 from engine.equality.program import SAME_AS, check, constants_as_facts
 from engine.equality.rewrite import Rewriting
-from engine.equality.saturation import Facts, Key, Saturation, mentioning, seeds
+from engine.equality.saturation import Facts, Key, Saturation, mentioning
 from engine.evaluate import Bound, Evaluator
 from engine.graph import depth_first
 from engine.maintain.base import Report
@@ -202,7 +202,10 @@ class BFEq(Rewriting):
     def _insert(self, keys: list[Key], track: bool) -> Saturation:
         """Forward r-materialisation of E+ (`keys`, already in E) over the stored (pi, I)."""
         sat = Saturation(self.ev, self.rule_ids, self.pi, self.store, self.internal, track=track)
-        sat.add(seeds((p, self.pi.image(f)) for p, f in keys))
+        new: Facts = {}
+        for pred, f in keys:
+            new.setdefault(pred, set()).add(self.pi.image(f))
+        sat.add(new)
         if sat.old_classes:
             self.rekey(m for ms in sat.old_classes.values() for m in ms)
         for key in keys:

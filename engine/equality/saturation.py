@@ -31,7 +31,7 @@ built-ins (engine.equality.program.check_program).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from engine.equality.classes import Classes
 from engine.equality.program import SAME_AS
@@ -207,10 +207,3 @@ class Saturation:
             rel = self.V[pred] = Relation()
         return rel
 
-
-def seeds(facts: Iterable[tuple[str, Fact]]) -> Facts:
-    """Per-relation sets of `(pred, fact)` pairs."""
-    out: Facts = {}
-    for pred, f in facts:
-        out.setdefault(pred, set()).add(f)
-    return out
