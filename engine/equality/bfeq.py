@@ -364,10 +364,7 @@ class _Deletion:
 
     def images(self, f: Fact):
         """gamma(F^pi), per position the representatives under gamma of F's classes."""
-        pi = self.pi
-        if pi.trivial(f):
-            return (f,)  # gamma refines pi: a singleton of pi is one of gamma
-        find = self.gamma.find
+        pi, find = self.pi, self.gamma.find
         cols = []
         for v in f:
             ms = pi.members(v)
@@ -375,15 +372,19 @@ class _Deletion:
         return product(*cols)
 
     def proved(self, pred: str, f: Fact) -> bool:
-        """allProved(F)."""
+        """allProved(F). gamma refines pi: F of singletons is its only image."""
         if f in self.S.get(pred, ()):
             return False
         holds = self.sat.holds
+        if self.pi.trivial(f):
+            return holds(pred, f)
         return all(holds(pred, g) for g in self.images(f))
 
     def disproved(self, pred: str, f: Fact) -> bool:
         """allDisproved(F)."""
         holds = self.sat.holds
+        if self.pi.trivial(f):
+            return not holds(pred, f)
         return not any(holds(pred, g) for g in self.images(f))
 
     # ------------------------------------------------------------ Algorithm 4

@@ -31,7 +31,8 @@ built-ins (engine.equality.program.check_program).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from itertools import chain
 
 from engine.equality.classes import Classes
 from engine.equality.program import SAME_AS
@@ -106,23 +107,20 @@ class Saturation:
 
     def add(self, facts: Facts) -> None:
         """P.add for each of `facts` (not gated: lines 39-40), then lines 41-50 to the end."""
-        delta = self._absorb(facts, False)
+        delta = self._absorb(facts.items(), False)
         if delta:
             saturate(self.ev, self.rules, self.view, self.view, delta, self._accept)
 
     def _accept(self, derived: Derived, _delta: Facts) -> Facts:
-        heads: Facts = {}
-        for rule, hs in derived:
-            self.instances += len(hs)
-            heads.setdefault(rule.head.pred, set()).update(hs)  # type: ignore[union-attr]
-        return self._absorb(heads, True)
+        self.instances += sum(len(hs) for _, hs in derived)
+        return self._absorb([(rule.head.pred, hs) for rule, hs in derived], True)  # type: ignore[union-attr]
 
-    def _absorb(self, facts: Facts, gated: bool) -> Facts:
+    def _absorb(self, facts: Iterable[tuple[str, Iterable[Fact]]], gated: bool) -> Facts:
         """Lines 42-47 for a round's facts: rewrite (merging), admit, reflexivity; the new ones."""
         image, gate = self.gamma.image, self.gate if gated else None
         new: Facts = {}
         merges: list[Fact] = []
-        for pred, fs in facts.items():
+        for pred, fs in facts:
             known = self._rel(pred).facts
             out = new.setdefault(pred, set())
             for f in fs:
@@ -157,8 +155,7 @@ class Saturation:
             if self.track:
                 self.entered.update((pred, f) for f in fs)
             if pred not in self.internal:
-                for f in fs:
-                    constants.update(f)
+                constants.update(chain.from_iterable(fs))
         return constants
 
     def _renormalise(self, new: Facts) -> list[Fact]:
