@@ -23,6 +23,7 @@ PROGRAM = """
 p(X, Z) :- e(X, Y), e(Y, Z).
 q(X) :- e(X, X), p(X, Y).
 c(X, Z) :- e(X, Y), e(Y, Z), e(Z, W), e(W, X).
+n(X) :- e(X, Y), not p(Y, X).
 """
 NODES = range(4)
 edge = st.tuples(st.just("e"), st.sampled_from(NODES), st.sampled_from(NODES))
@@ -40,7 +41,7 @@ def test_bound_views_follow_changes_in_place(steps, data):
     an = analyse(parse_program(PROGRAM))
     dictionary = Dictionary()
     ids = [dictionary.intern(f"n{i}") for i in NODES]
-    rels = {p: Relation() for p in ("e", "p", "q", "c")}
+    rels = {p: Relation() for p in ("e", "p", "q", "c", "n")}
     excluded: dict[str, set] = {p: set() for p in rels}  # empty when the views are built
 
     def view(pred: str) -> list:
