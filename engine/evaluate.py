@@ -27,9 +27,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from engine.analysis import AnalysedRule, Analysis
+from engine.analysis import Analysis
 from engine.hypertree import compile_decomposed
 from engine.plans import AnyOf, Plan, compile_plan
+from engine.rules import AnalysedRule
 from engine.storage import Dictionary, Fact, Relation
 
 Source = tuple[Relation, object]

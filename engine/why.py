@@ -22,8 +22,8 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from engine.analysis import AnalysedRule
 from engine.errors import FluxmatError
+from engine.rules import AnalysedRule
 from engine.syntax import Atom, Const, Var
 
 Key = tuple[str, tuple[int, ...]]

@@ -37,12 +37,13 @@ This package knows nothing of algorithms, counters' upkeep or I/O.
 
 from __future__ import annotations
 
-from engine.analysis import AnalysedRule, ModuleSpec, linear_base
+from engine.analysis import ModuleSpec, linear_base
 from engine.evaluate import Counts
 from engine.modules.base import Module
 from engine.modules.ltc import LinearClosure
 from engine.modules.stc import SymmetricTransitiveClosure
 from engine.modules.tc import TransitiveClosure
+from engine.rules import AnalysedRule
 
 MODULES: dict[str, type[Module]] = {
     cls.kind: cls for cls in (TransitiveClosure, SymmetricTransitiveClosure, LinearClosure)
