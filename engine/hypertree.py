@@ -32,9 +32,9 @@ from collections import Counter
 from collections.abc import Callable
 from operator import itemgetter
 
-from engine.analysis import AnalysedRule, term_vars
 from engine.decompose import Decomposition
-from engine.plans import RUNTIME, Plan, _Compiler, _pyvar, place_body
+from engine.plans import RUNTIME, Compiler, Plan, place_body, pyvar
+from engine.rules import AnalysedRule, term_vars
 from engine.storage import Dictionary
 
 
@@ -45,14 +45,14 @@ def _compile_bag(rule, bag, lits, delta, seeds, keep, facts, dictionary, size, c
     `keep`, then (with `facts`) its positive and negated facts; `S` gives values
     of `seeds` (None: unseeded).
     """
-    comp = _Compiler(rule, dictionary)
+    comp = Compiler(rule, dictionary)
     comp.count_work = count
     e = comp.e
     if seeds:
         e.emit("for s in S:")
         e.depth += 1
         for k, v in enumerate(seeds):
-            e.emit(f"{_pyvar(v)} = s[{k}]")
+            e.emit(f"{pyvar(v)} = s[{k}]")
             comp.bound.add(v)
         comp.order.append("seeded on " + ", ".join(seeds))
     if delta is not None:
@@ -61,7 +61,7 @@ def _compile_bag(rule, bag, lits, delta, seeds, keep, facts, dictionary, size, c
         comp, lits, [i for i in bag.lits if i != delta], [i for i in bag.negs if i != delta],
         list(bag.builtins), size,
     )  # fmt: skip
-    row = "".join(_pyvar(v) + ", " for v in keep)
+    row = "".join(pyvar(v) + ", " for v in keep)
     if facts:
         row += "".join(comp.tvars[i] + ", " for i in bag.lits + bag.negs)
     e.emit(f"out_append(({row}))")
@@ -77,12 +77,12 @@ def _compile_bag(rule, bag, lits, delta, seeds, keep, facts, dictionary, size, c
 
 def _compile_head(rule: AnalysedRule, dictionary: Dictionary, slots: dict, instances: bool):
     """`emit(groups, out, vals, intern)`: append each head (or instance) `count` times."""
-    comp = _Compiler(rule, dictionary)
+    comp = Compiler(rule, dictionary)
     e = comp.e
     e.emit("for s, n in R.items():")
     e.depth += 1
     for v, k in slots["vars"].items():
-        e.emit(f"{_pyvar(v)} = s[{k}]")
+        e.emit(f"{pyvar(v)} = s[{k}]")
     parts = []
     for a in rule.head.args:
         ident = comp.id_expr(a)
