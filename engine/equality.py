@@ -29,12 +29,22 @@ from collections.abc import Iterable, Iterator
 from itertools import product
 
 from engine.errors import AnalysisError
-from engine.syntax import Atom, BinOp, Comparison, Const, Iri, Negation, Program, Rule, Value, Var
+from engine.syntax import (
+    Atom,
+    BinOp,
+    Comparison,
+    Const,
+    Iri,
+    Negation,
+    Program,
+    PyFact,
+    Rule,
+    Value,
+    Var,
+)
 
 SAME_AS = "http://www.w3.org/2002/07/owl#sameAs"
 MODES = ("off", "rewrite")
-
-PyFact = tuple  # (pred, *values)
 
 
 def order_key(value: Value) -> tuple:

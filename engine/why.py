@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 
 from engine.errors import FluxmatError
 from engine.rules import AnalysedRule
-from engine.syntax import Atom, Const, Var
+from engine.syntax import Atom, Const, PyFact, Var
 
 Key = tuple[str, tuple[int, ...]]
-PyFact = tuple
 ANY = "_\u2063"  # an argument a negated atom leaves open (printed as `_`)
 
 

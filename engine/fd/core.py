@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from engine.analysis import Analysis
 from engine.errors import FluxmatError
 from engine.fd.closure import MODULE, ClosureUpkeep
-from engine.maintain.base import Maintainer, PyFact, Report
+from engine.maintain.base import Maintainer, Report
 from engine.storage import Dictionary, Fact, Relation, paused_gc
+from engine.syntax import PyFact
 
 Key = tuple[str, Fact]  # (predicate, encoded fact)
 Inst = tuple[int, Key, tuple[Key, ...], tuple[Key, ...]]  # rule, head, positives, negated

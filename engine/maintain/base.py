@@ -30,8 +30,8 @@ from engine.errors import UpdateError
 from engine.evaluate import Derived, Evaluator, saturate
 from engine.modules import Module, build
 from engine.storage import Dictionary, Fact, Relation, Weighted, paused_gc
+from engine.syntax import PyFact
 
-PyFact = tuple  # (pred: str, *args: Value)
 Changes = dict[str, set[Fact]]
 
 
