@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from engine.analysis import Analysis
 from engine.hypertree import compile_decomposed
@@ -51,6 +51,15 @@ class Counts:
     backward_matches: int = 0
     backward_reads: int = 0  # facts read while evaluating rules backwards
     iterations: int = 0
+
+    def snapshot(self) -> Counts:
+        """A copy, for measuring the work done after it (reports, engine.maintainer)."""
+        return replace(self, applications=Counter(self.applications), module_work=Counter(self.module_work))
+
+    def rewind(self, to: Counts) -> None:
+        """Forget the work done since the snapshot `to` (in place: evaluators share this)."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(to, f.name))
 
 
 def _exclusion(excl, extra):
@@ -79,14 +88,19 @@ class Evaluator:
         dictionary: Dictionary,
         size: Callable[[str], int],
         hypertree: bool = True,
+        counts: Counts | None = None,
     ):
-        """`hypertree` evaluates cyclic rules over their decompositions (engine.hypertree)."""
+        """An evaluator over relations whose sizes `size` gives (for join orders).
+
+        `hypertree` evaluates cyclic rules over their decompositions
+        (engine.hypertree); the work is added to `counts` (a fresh `Counts` if none).
+        """
         self.analysis = analysis
         self.hypertree = hypertree
         self.dictionary = dictionary
         self.size = size
         self.plans: dict[tuple[int, str, int | None], Plan] = {}
-        self.counts = Counts()
+        self.counts = Counts() if counts is None else counts
         # rule ids grouped by the predicates of their literals, for delta dispatch
         self.by_literal: dict[str, list[tuple[int, int]]] = {}
         for r in analysis.rules:

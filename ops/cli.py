@@ -19,8 +19,10 @@ from pathlib import Path
 from connectors.files import read_facts, read_updates
 from connectors.redact import redact
 from engine import ALGORITHMS, FluxmatError, Reasoner, Report
+from engine.evaluate import Evaluator
 from engine.fd import FullyDynamic
 from engine.printer import FactPrinter
+from engine.storage import Dictionary
 from ops import inspect_cli, stream_cli
 
 
@@ -339,7 +341,8 @@ def _module(reasoner: Reasoner, m) -> str:
 
 def cmd_explain(cfg: Config) -> None:
     reasoner = _reasoner(cfg)
-    an, ev = reasoner.analysis, reasoner.maintainer.ev
+    an = reasoner.analysis
+    ev = Evaluator(an, Dictionary(), lambda _pred: 0, cfg.hypertree == "on")  # plans before a load
     pr: FactPrinter = reasoner.printer
     print("== AST")
     print(reasoner.program)

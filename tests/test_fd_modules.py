@@ -14,7 +14,7 @@ import pytest
 
 from connectors.state import MemoryStateStore
 from engine import Reasoner
-from engine.fd.closure import Reachability
+from engine.modules.reach import Reachability
 from engine.fd.snapshot import export_changes, fingerprint, restore
 
 FD = ("fd-dred", "fd-counting")

@@ -6,7 +6,8 @@ updates, and reports consistency points. `FDDRed` and `FDCounting` (policies) ar
 the two algorithms. Pure engine code: no Spark, Kafka or Redis.
 """
 
-from engine.fd.core import ConsistencyPoint, FDStats, FullyDynamic, NotQuiescent
+from engine.fd.core import FullyDynamic
 from engine.fd.policies import FDCounting, FDDRed
+from engine.fd.records import ConsistencyPoint, FDStats, NotQuiescent
 
 __all__ = ["ConsistencyPoint", "FDCounting", "FDDRed", "FDStats", "FullyDynamic", "NotQuiescent"]

@@ -28,84 +28,25 @@ quiescent state equals mat(P, E_n).
 from __future__ import annotations
 
 import random
-import time
 from abc import abstractmethod
-from dataclasses import dataclass, field
 
-from engine.analysis import Analysis
-from engine.errors import FluxmatError
-from engine.fd.closure import MODULE, ClosureUpkeep
-from engine.maintain.base import Maintainer, Report
+from engine.analysis import Analysis, ModuleSpec
+from engine.fd.records import (
+    MODULE,
+    ConsistencyPoint,
+    FDStats,
+    Inst,
+    Journal,
+    Key,
+    NotQuiescent,
+    Wave,
+)
+from engine.maintainer import Report, Update
+from engine.seminaive import SemiNaive
 from engine.storage import Dictionary, Fact, Relation, paused_gc
-from engine.syntax import PyFact
-
-Key = tuple[str, Fact]  # (predicate, encoded fact)
-Inst = tuple[int, Key, tuple[Key, ...], tuple[Key, ...]]  # rule, head, positives, negated
 
 
-@dataclass
-class Wave:
-    """Deletions with one root cause; rederivation runs when `pending` reaches 0."""
-
-    id: int
-    update: int
-    pending: int = 0
-    done: bool = False
-    deleted: list[Key] = field(default_factory=list)
-    candidates: dict[Key, list[Inst]] = field(default_factory=dict)
-    rederive_left: int = 0
-
-
-@dataclass
-class Journal:
-    """What changed since the state was last exported (engine.fd.snapshot)."""
-
-    explicit: set = field(default_factory=set)  # fact keys whose E membership changed
-    facts: set = field(default_factory=set)  # fact keys inserted or deleted
-    log: dict = field(default_factory=dict)  # derivation-log instances added or removed -> head
-    full: bool = True  # export everything (after load or restore)
-
-    def clear(self) -> None:
-        self.explicit.clear()
-        self.facts.clear()
-        self.log.clear()
-        self.full = False
-
-
-@dataclass
-class FDStats:
-    """Cumulative counters of the fully dynamic engine."""
-
-    units: int = 0
-    updates: int = 0
-    determined: int = 0
-    cancelled: int = 0
-    executed: int = 0
-    recursion_stops: int = 0
-    rederivations: int = 0
-    waves: int = 0
-    noop_adds: int = 0
-    noop_deletes: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class ConsistencyPoint:
-    """A quiescent state: it equals mat(P, E) after update `seq` (id `through`)."""
-
-    seq: int
-    through: object
-    added: list[PyFact]
-    removed: list[PyFact]
-
-
-class NotQuiescent(FluxmatError):
-    """Raised when a run exceeds its step bound (a termination test failed)."""
-
-
-class FullyDynamic(ClosureUpkeep, Maintainer):
+class FullyDynamic(SemiNaive):
     """Shared machinery of FD-DRed and FD-Counting (see the module docstring).
 
     Library use::
@@ -123,8 +64,8 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
 
     name = "fd"
     wants_present_heads = False  # counting also logs instances whose head exists
-    supports_modules = True  # tc/stc/ltc modules of strata that hold R alone (engine.fd.closure)
-    module_kinds = ("tc", "stc", "ltc")
+    supports_modules = True  # tc/stc/ltc modules of strata that hold R alone (`takes`)
+    upkeep_modules = True  # kept operation by operation, as upkeep modules
 
     def __init__(
         self,
@@ -136,6 +77,7 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         hypertree: bool = True,
         levels: bool = True,  # accepted for a uniform interface; DRed^c's levels are not used
     ):
+        """A fully dynamic engine; `seed` drives the fair choice of the next unit of work."""
         super().__init__(analysis, dictionary, modules, hypertree)
         self.rng = random.Random(seed)
         self.interleaved = interleaved
@@ -153,7 +95,14 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         self.journal = Journal()
         self.stats = FDStats()
         self.chooser = None  # optional (queues) -> (update, index): scripted schedules in tests
-        self.setup_closures()
+        self.active_rules = [r for r in analysis.rules if r.id not in self.module_rules]
+        self.base_rules = {  # closure pred -> the other rules of its stratum (its edges)
+            p: [r.id for r in self.active_rules if r.head.pred == p] for p in self.closures
+        }
+        self.closure_bases: dict[str, list[str]] = {}  # ltc: S pred -> closure preds
+        for p, c in self.closures.items():
+            for b in c.bases:
+                self.closure_bases.setdefault(b, []).append(p)
         self.pos_rules: dict[str, list[int]] = {}
         self.neg_rules: dict[str, list[int]] = {}
         for r in self.active_rules:
@@ -170,26 +119,48 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
             self.interleaved = interleaved
 
     # ------------------------------------------------------------ load
-    def _insert_all(self, pred: str, facts) -> None:
-        super()._insert_all(pred, facts)
+    def enter(self, pred: str, facts) -> None:
+        super().enter(pred, facts)
         born = self.born
         for f in facts:
             self.clock += 1
             born[(pred, f)] = self.clock
 
-    def _load(self, facts) -> Report:
+    def materialise(self, report: Report) -> None:
+        """mat(P, E) with birth stamps; then the policy's state and the upkeep modules'."""
         self.born.clear()
         self.clock = 0
-        report = super()._load(facts)
-        self.after_load()
-        self.build_closures()
+        super().materialise(report)
+        with self.unreported():  # a report counts the materialisation's work only
+            self.after_load()
+            self.rebuild_closures()
         self.dirty.clear()
         self.journal = Journal()
         report.details["log_size"] = self.log_size()
-        return report
 
     def after_load(self) -> None:
         """Hook: build policy state (e.g. the derivation log) over the loaded I."""
+
+    def rebuild_closures(self) -> None:
+        """Build the upkeep modules from the current I.
+
+        The edges are the explicit R facts and the heads of the stratum's other rules.
+        """
+
+        def edges(pred: str) -> set[Fact]:
+            found = set(self.E.get(pred, ()))
+            base = self.base_rules[pred]
+            if base:
+                for _rule, heads in self.ev.derive(base, self.OLD, self.OLD):
+                    found.update(heads)
+            return found & self.rel(pred).facts
+
+        self.build_closures(edges)
+
+    def takes(self, spec: ModuleSpec) -> bool:
+        """Take a tc/stc/ltc(R) module if R's stratum holds R alone and only its rules recur."""
+        s = next(s for s in self.analysis.strata if s.index == spec.stratum)
+        return s.preds == {spec.pred} and set(s.recursive) == set(spec.rules)
 
     # ------------------------------------------------------------ the public API
     @property
@@ -208,6 +179,10 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         Sequential: it waits until the engine is quiescent.
         """
         plus, minus = self.encode_update(add, delete)  # errors surface here, at once
+        return self._accept(plus, minus, id)
+
+    def _accept(self, plus, minus, id: object) -> int:
+        """Integrate an encoded update now (interleaved, or quiescent) or queue it."""
         self.seq += 1
         entry = (self.seq, id, plus, minus)
         if self.interleaved or self.quiescent:
@@ -258,16 +233,16 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         self.dirty.clear()
         return ConsistencyPoint(self.last_seq, self.last_id, added, removed)
 
-    # ------------------------------------------------------------ Maintainer adapter
-    def _update(self, add, delete) -> Report:
+    # ------------------------------------------------------------ the Maintainer interface
+    def maintain(self, update: Update, report: Report) -> None:
         """Submit one update and run to quiescence (the classic interface)."""
-        start = time.perf_counter()
-        before = self._snapshot_counts()
         stats_before = self.stats.as_dict()
-        self.submit(add, delete)
+        self.stats.noop_adds += update.noop_adds  # dropped before it reached the engine
+        self.stats.noop_deletes += update.noop_deletes
+        self._accept(update.plus, update.minus, None)
         self.run()
         point = self.poll()
-        report = self._report(before, start)
+        assert point is not None  # quiescent after run()
         for pred, f in self._encode_all(point.added):
             report.added_facts.setdefault(pred, set()).add(f)
         for pred, f in self._encode_all(point.removed):
@@ -278,8 +253,6 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         report.noop_adds = report.details.pop("noop_adds")
         report.noop_deletes = report.details.pop("noop_deletes")
         report.details["log_size"] = self.log_size()
-        report.seconds = time.perf_counter() - start
-        return report
 
     def _encode_all(self, facts):
         for fact in facts:
@@ -338,15 +311,14 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
     def _integrate(self, entry) -> None:
         """Determine the explicit operations of an update (rule 1-i)."""
         seq, uid, plus, minus = entry
-        plus, minus, noop_add, noop_del = self.drop_noops(plus, minus)  # against E now
-        self.stats.noop_adds += noop_add
-        self.stats.noop_deletes += noop_del
+        update = self.drop_noops(plus, minus)  # against E now
+        self.stats.noop_adds += update.noop_adds
+        self.stats.noop_deletes += update.noop_deletes
         self.stats.updates += 1
         self.last_seq, self.last_id = seq, (uid if uid is not None else seq)
+        update.apply(self.E)
         wave = None
-        for pred, fs in minus.items():
-            e = self.E[pred]
-            e -= fs
+        for pred, fs in update.minus.items():
             self.journal.explicit.update((pred, f) for f in fs)
             rel = self.rel(pred)
             for f in fs:
@@ -354,8 +326,7 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
                     if wave is None:
                         wave = self._new_wave(seq)
                     self._enqueue_del((pred, f), wave)
-        for pred, fs in plus.items():
-            self.E.setdefault(pred, set()).update(fs)
+        for pred, fs in update.plus.items():
             self.journal.explicit.update((pred, f) for f in fs)
             rel = self.rel(pred)
             for f in fs:
@@ -363,8 +334,7 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
                 if key in self.pending_del:  # a newer explicit add cancels a pending delete
                     self._cancel_del(key)
                 if f not in rel.facts:
-                    self.stats.determined += 1
-                    self._push(seq, ("a", key, None, True, seq))
+                    self._determine_add(key, None, seq, explicit=True)
                 elif pred in self.closures:
                     self.link(key, seq)
         if wave is not None:
@@ -480,8 +450,12 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         head = inst[1]
         if not self.wants_present_heads and head[1] in self.rel(head[0]).facts:
             return
+        self._determine_add(head, inst, update)
+
+    def _determine_add(self, key: Key, inst, update: int, explicit: bool = False) -> None:
+        """Queue `add(key)` justified by `inst` (a rule instance, None, or MODULE)."""
         self.stats.determined += 1
-        self._push(update, ("a", head, inst, False, update))
+        self._push(update, ("a", key, inst, explicit, update))
 
     def _exec_del(self, key: Key, wave: int) -> None:
         if self.pending_del.get(key) != wave:
@@ -537,6 +511,57 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         w.rederive_left -= 1
         if w.rederive_left == 0:
             del self.waves[wave]
+
+    # ------------------------------------------------------------ upkeep modules
+    def has_base_support(self, key: Key) -> bool:
+        """Policy hook: whether a present R fact is justified by a base rule now."""
+        return False
+
+    def _module_adds(self, pred: str, pairs, update: int) -> None:
+        """Module additions for the `pairs` of closure `pred` not present."""
+        present = self.rel(pred).facts
+        for g in pairs:
+            if g not in present:
+                self._determine_add((pred, g), MODULE, update)
+
+    def _module_dels(self, pred: str, pairs, wave: int, but=None) -> None:
+        """Deletions, in `wave`, of the `pairs` of closure `pred` present (except `but`)."""
+        present = self.rel(pred).facts
+        for g in pairs:
+            if g != but and g in present:
+                self._enqueue_del((pred, g), wave)
+
+    def link(self, key: Key, update: int) -> None:
+        """`key` is a base fact: module additions for what the edge derives."""
+        pred, f = key
+        self._module_adds(pred, self.closures[pred].link(f), update)
+
+    def s_link(self, key: Key, update: int) -> None:
+        """An S fact entered I: module additions for the pairs of R it joins (ltc)."""
+        for r in self.closure_bases[key[0]]:
+            self._module_adds(r, self.closures[r].change(s_new=(key[1],))[1], update)
+
+    def s_unlink(self, key: Key, wave: int) -> None:
+        """An S fact left I: determine the deletion of the pairs it no longer joins (ltc)."""
+        for r in self.closure_bases[key[0]]:
+            self._module_dels(r, self.closures[r].change(s_gone=(key[1],))[0], wave)
+
+    def touch(self, key: Key, update: int) -> None:
+        """Link `key` if it is a base fact now (explicit or supported)."""
+        pred, f = key
+        if pred in self.closures and (f in self.E.get(pred, ()) or self.has_base_support(key)):
+            self.link(key, update)
+
+    def unlink_keeps(self, key: Key, wave: int) -> bool:
+        """Unlink `key`, a fact being deleted that is not a base fact.
+
+        Determines the deletion of the pairs its removal disconnects; True if the
+        module still derives `key` itself.
+        """
+        pred, f = key
+        closure = self.closures[pred]
+        self._module_dels(pred, closure.unlink(f), wave, but=f)
+        return closure.connected(f)
 
     # ------------------------------------------------------------ evaluation helpers
     def _with(self, pred: str, f: Fact):
@@ -601,6 +626,3 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
 
     def keep_candidates(self, key: Key, wave: Wave) -> None:
         """Hook at rederivation when `key` is present: keep what still derives it."""
-
-    def update_stratum(self, s) -> None:  # pragma: no cover - not used
-        raise AssertionError("fully dynamic algorithms do not run stratum by stratum")

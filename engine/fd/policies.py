@@ -17,7 +17,8 @@
 from __future__ import annotations
 
 from engine.analysis import Analysis
-from engine.fd.core import FullyDynamic, Inst, Key, Wave
+from engine.fd.core import FullyDynamic
+from engine.fd.records import Inst, Key, Wave
 from engine.storage import Dictionary, Fact
 
 

@@ -21,7 +21,8 @@ import json
 from dataclasses import dataclass, field
 
 from engine.errors import FluxmatError
-from engine.fd.core import FullyDynamic, Journal, Key
+from engine.fd.core import FullyDynamic
+from engine.fd.records import Journal, Key
 from engine.syntax import Iri
 
 
@@ -172,7 +173,7 @@ def restore(engine: FullyDynamic, snap: StateSnapshot) -> None:
                 tuple(fact_key(engine, g) for g in neg),
             )
             engine._log(inst)
-    engine.build_closures()
+    engine.rebuild_closures()
     engine.prepare()
     engine.dirty.clear()
     engine.journal = Journal(full=False)

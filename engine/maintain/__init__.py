@@ -1,8 +1,17 @@
-"""Maintenance algorithms behind one interface, selectable by name.
+"""Maintenance algorithms behind one interface, selectable by name (`ALGORITHMS`, `create`).
 
-Every algorithm is a `Maintainer` (engine.maintain.base): `load(facts)` computes
-mat(P, E); `update(add, delete)` maintains it and returns a `Report`. All of them
-use the shared evaluator and its single fixpoint loop (engine.evaluate).
+Every algorithm implements the `Maintainer` interface (engine.maintainer):
+`load(facts)` computes mat(P, E); `update(add, delete)` maintains it and
+returns a `Report`. This package holds `remat` and the classic algorithms, one
+update at a time: `dred`, `counting`, `dredc` and `bf` maintain an update
+stratum by stratum through the Delete/Rederive machinery of
+engine.maintain.stratified (a `Run` per update), `dredc` with levels
+(engine.maintain.levels); equality by rewriting (`rewrite`, B/F~ in `bfeq`).
+The fully dynamic algorithms (`fd-dred`, `fd-counting`) are engine.fd; the
+registry lists them too. All of them evaluate rules through the shared
+evaluator and its single fixpoint loop (engine.evaluate).
+
+Not here: parsing, analysis, plans, storage, specialised modules (engine.modules).
 """
 
 from __future__ import annotations
@@ -11,7 +20,6 @@ from engine.analysis import Analysis
 from engine.equality import MODES
 from engine.errors import AlgorithmError
 from engine.fd.policies import FDCounting, FDDRed
-from engine.maintain.base import Maintainer, Report
 from engine.maintain.bf import BF
 from engine.maintain.bfeq import BFEq
 from engine.maintain.counting import Counting
@@ -20,6 +28,7 @@ from engine.maintain.dredc import DRedC
 from engine.maintain.remat import Remat
 from engine.maintain.rewrite import SUPPORTED as EQUALITY_ALGORITHMS
 from engine.maintain.rewrite import Rewrite
+from engine.maintainer import Maintainer, Report
 from engine.storage import Dictionary
 
 ALGORITHMS: dict[str, type[Maintainer]] = {

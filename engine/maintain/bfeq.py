@@ -32,7 +32,6 @@ deletions first (B/F~), then its insertions (forward).
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Iterable
 from itertools import product
@@ -40,8 +39,8 @@ from itertools import product
 from engine.analysis import Analysis
 from engine.equality import SAME_AS, Classes, PyFact, expand_with
 from engine.graph import depth_first
-from engine.maintain.base import Report
 from engine.maintain.rewrite import Rewrite
+from engine.maintainer import Report, Update
 from engine.rewriting import (
     Saturation,
     Store,
@@ -103,23 +102,19 @@ class BFEq(Rewrite):
                     self.by_normal.setdefault(n, set()).add(fact)
 
     # ------------------------------------------------------------ load and update
-    def _load(self, facts: Iterable[PyFact]) -> Report:
-        start = time.perf_counter()
-        before = self._snapshot_counts()
-        self.set_explicit(facts)
+    def materialise(self, report: Report) -> None:
         self.I = {}
         self.classes, self.compact = Classes(), Store()
         self.norm_of, self.by_normal, self.by_const = {}, {}, {}
         self._set_rules(self.raw_rules)
         gone, new, stats = self._insert(list(self.explicit()))
         self._apply(gone, new, set(), set())
-        report = self._report(before, start)
         report.added = sum(len(r) for r in self.I.values())
         report.details = {"compact_facts": len(self.compact), **stats}
-        return report
 
-    def _update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Report:
-        start, before, plus, minus, noop_add, noop_del = self._begin(add, delete)
+    def maintain(self, update: Update, report: Report) -> None:
+        update.apply(self.E)
+        plus, minus = update.plus, update.minus
         gone: set[PyFact] = set()
         new: set[PyFact] = set()
         details = {"equality_recomputed": 0}
@@ -137,14 +132,10 @@ class BFEq(Rewrite):
             self._apply(g, n, gone, new)
             for k, v in stats.items():
                 details[k] = details.get(k, 0) + v
-        report = self._report(before, start)
-        report.noop_adds, report.noop_deletes = noop_add, noop_del
         for pred, (a, r) in _by_pred(self, new, gone).items():
             report.note(pred, a, r)
         details["compact_facts"] = len(self.compact)
         report.details = details
-        report.seconds = time.perf_counter() - start
-        return report
 
     def _insert(self, raw: list[PyFact]) -> tuple[set, set, dict]:
         """Forward r-materialisation of E+ over the stored (pi, I)."""

@@ -30,10 +30,7 @@ subclass) maintains every update incrementally, equality changes included.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterable
-
-from engine.analysis import Analysis, Stratum, analyse
+from engine.analysis import Analysis, analyse
 from engine.equality import (
     SAME_AS,
     Classes,
@@ -45,11 +42,11 @@ from engine.equality import (
     signatures,
 )
 from engine.errors import AnalysisError
-from engine.maintain.base import Maintainer, Report
 from engine.maintain.bf import BF
 from engine.maintain.dred import DRed
 from engine.maintain.dredc import DRedC
 from engine.maintain.remat import Remat
+from engine.maintainer import Maintainer, Report, Update
 from engine.storage import Dictionary
 
 SUPPORTED = ("remat", "dred", "dredc", "bf")  # algorithms that accept equality="rewrite"
@@ -60,8 +57,6 @@ _INNER: dict[str, type[Maintainer]] = {cls.name: cls for cls in (Remat, DRed, DR
 
 class Rewrite(Maintainer):
     """An algorithm of `SUPPORTED` with owl:sameAs as equality, stored by rewriting."""
-
-    incremental = False
 
     def __init__(
         self,
@@ -78,7 +73,7 @@ class Rewrite(Maintainer):
             raise AnalysisError(
                 f"equality rewriting does not support predicates used with several arities ({names})"
             )
-        super().__init__(analysis, dictionary, modules=False, hypertree=hypertree)
+        super().__init__(analysis, dictionary)
         self.arity.setdefault(SAME_AS, 2)
         self._modules, self._hypertree, self._levels = modules, hypertree, levels
         self.name = algorithm
@@ -134,40 +129,21 @@ class Rewrite(Maintainer):
             self.rel(pred).add(f)
         return rounds
 
-    def _load(self, facts: Iterable[PyFact]) -> Report:
-        start = time.perf_counter()
-        before = self._snapshot_counts()
-        self.set_explicit(facts)
+    def materialise(self, report: Report) -> None:
         rounds = self._rematerialise()
-        report = self._report(before, start)
         report.added = sum(len(r) for r in self.I.values())
         report.details = {"equality_rounds": rounds, "compact_facts": len(self.compact)}
-        return report
 
-    def _begin(self, add: Iterable[PyFact], delete: Iterable[PyFact]):
-        """Start an update: (start time, counts before, E+, E-, no-op adds, no-op deletes); E updated."""
-        start = time.perf_counter()
-        before = self._snapshot_counts()
-        plus, minus, noop_add, noop_del = self.normalise(add, delete)
-        for pred, fs in minus.items():
-            self.E[pred] -= fs
-        for pred, fs in plus.items():
-            self.E.setdefault(pred, set()).update(fs)
-        return start, before, plus, minus, noop_add, noop_del
-
-    def _update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Report:
-        start, before, plus, minus, noop_add, noop_del = self._begin(add, delete)
+    def maintain(self, update: Update, report: Report) -> None:
+        update.apply(self.E)
+        plus, minus = update.plus, update.minus
         old = {p: set(r.facts) for p, r in self.I.items()}
         recomputed = 0
         if (plus or minus) and not self._incremental(plus, minus):
             self._rematerialise()
             recomputed = 1
-        report = self._report(before, start)
-        report.noop_adds, report.noop_deletes = noop_add, noop_del
         report.details = {"equality_recomputed": recomputed, "compact_facts": len(self.compact)}
         self.record_diff(report, old)
-        report.seconds = time.perf_counter() - start
-        return report
 
     def _incremental(self, plus: dict, minus: dict) -> bool:
         """Maintain a class-preserving update through `inner`; False if it must be recomputed.
@@ -210,6 +186,3 @@ class Rewrite(Maintainer):
             pred, f = self.encode(fact)
             self.rel(pred).add(f)
         return True
-
-    def update_stratum(self, s: Stratum) -> None:  # pragma: no cover - not used
-        raise AssertionError("equality rewriting recomputes everything in update()")
