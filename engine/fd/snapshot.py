@@ -172,7 +172,7 @@ def restore(engine: FullyDynamic, snap: StateSnapshot) -> None:
                 tuple(fact_key(engine, g) for g in pos),
                 tuple(fact_key(engine, g) for g in neg),
             )
-            engine._log(inst)
+            engine.log_applied(inst)
     engine.rebuild_closures()
     engine.prepare()
     engine.dirty.clear()
