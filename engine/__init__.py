@@ -4,8 +4,13 @@ Contract: pure Python (plus numeric libraries); it imports no Spark, Kafka or
 Redis and never prints. Stages, each with its own type and printer:
 text -> `Program` (engine.parser / engine.syntax) -> `Analysis` (engine.analysis)
 -> compiled `Plan`s (engine.plans) -> execution over indexed relations
-(engine.storage, engine.evaluate) driven by a maintenance algorithm
-(engine.maintain). `Reasoner` is the convenience facade used by the CLI.
+(engine.storage, engine.evaluate) driven by a maintenance algorithm behind the
+`Maintainer` interface (engine.maintainer; the algorithms in engine.maintain and
+engine.fd, specialised modules in engine.modules). `Reasoner` is the facade used
+by the CLI. engine/ALGORITHMS.md describes the layout and the algorithms.
+
+Not here: reading or writing Kafka, Redis or files of facts (connectors), the
+streaming job (stream), the CLI and operations (ops).
 """
 
 from __future__ import annotations
