@@ -152,3 +152,35 @@ def test_cycle_check_catches_a_reintroduced_cycle(tmp_path):
         encoding="utf-8",
     )
     assert any("engine.maintain" in c and "engine.fd.core" in c for c in cycles(import_graph(copy)))
+
+
+# ---------------------------------------------------------------- one interface, no refusals
+
+
+def refusals(root: Path) -> list[str]:
+    """Methods in `root`/engine that refuse to work (`raise AssertionError / NotImplementedError`)."""
+    out = []
+    for path in sorted((root / "engine").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            for node in ast.walk(fn):
+                exc = node.exc if isinstance(node, ast.Raise) else None
+                if isinstance(exc, ast.Call):
+                    exc = exc.func
+                if isinstance(exc, ast.Name) and exc.id in ("AssertionError", "NotImplementedError"):
+                    out.append(f"{path.relative_to(root)}:{node.lineno} {fn.name}")
+    return out
+
+
+def test_no_algorithm_refuses_an_inherited_method(tmp_path):
+    """Issue 15: an algorithm implements only the interface, so nothing inherits a
+    method it has to refuse; the check finds such a refusal when one is written."""
+    assert refusals(ROOT) == []
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "x.py").write_text(
+        "class A:\n    def update_stratum(self, s):\n"
+        "        raise AssertionError('not used')\n"
+    )
+    assert refusals(tmp_path) == ["engine/x.py:3 update_stratum"]
