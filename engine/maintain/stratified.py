@@ -68,6 +68,7 @@ class Run:
 
     def __init__(self, m: Stratified, update: Update):
         self.m = m
+        self.I = m.I  # the old materialisation until `commit` (the same dict)
         self.plus, self.minus = update.plus, update.minus
         self.D: dict[str, Relation] = {}
         self.A: dict[str, Relation] = {}
@@ -90,21 +91,21 @@ class Run:
 
     # ------------------------------------------------------------ views
     def OLD(self, pred: str) -> list:
-        return [(self.m.rel(pred), None)]
+        return [(relation_in(self.I, pred), None)]
 
     def NEW(self, pred: str) -> list:
         r"""(I \\ D) u A."""
         if pred in self.replaced:  # D holds all of I
             return [(relation_in(self.A, pred), None)]
-        return [(self.m.rel(pred), relation_in(self.D, pred).facts), (relation_in(self.A, pred), None)]
+        return [(relation_in(self.I, pred), relation_in(self.D, pred).facts), (relation_in(self.A, pred), None)]
 
     def I_MINUS_DMA(self, pred: str) -> list:
         r"""I \\ (D \\ A)."""
-        return [(self.m.rel(pred), self.d_minus_a(pred))]
+        return [(relation_in(self.I, pred), self.d_minus_a(pred))]
 
     def I_PLUS_A(self, pred: str) -> list:
         """I u A."""
-        rel = self.m.rel(pred)
+        rel = relation_in(self.I, pred)
         return [(rel, None), (relation_in(self.A, pred), rel.facts)]
 
     def d_minus_a(self, pred: str) -> set[Fact]:
