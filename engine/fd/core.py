@@ -234,11 +234,13 @@ class FullyDynamic(SemiNaive):
         return ConsistencyPoint(self.last_seq, self.last_id, added, removed)
 
     # ------------------------------------------------------------ the Maintainer interface
+    def normalise(self, add, delete) -> Update:
+        """Encode only: no-ops are dropped when the update is integrated (it may wait)."""
+        return Update(*self.encode_update(add, delete))
+
     def maintain(self, update: Update, report: Report) -> None:
         """Submit one update and run to quiescence (the classic interface)."""
         stats_before = self.stats.as_dict()
-        self.stats.noop_adds += update.noop_adds  # dropped before it reached the engine
-        self.stats.noop_deletes += update.noop_deletes
         self._accept(update.plus, update.minus, None)
         self.run()
         point = self.poll()
