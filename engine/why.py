@@ -143,7 +143,7 @@ class Explainer:
             for rid, _head, pos, neg in m.logged(key):
                 if all(self.present(k) for k in pos) and not any(self.present(k) for k in neg):
                     out.append((rules[rid], tuple(pos), tuple(neg)))
-            # a module's rules are not logged (engine.fd.closure): evaluated backwards
+            # a module's rules are not logged (upkeep modules, engine.fd.core): evaluated backwards
             by_head = [rule for rule in by_head if rule.id in m.module_rules]
         for rule in by_head:
             preds = [a.pred for a in rule.positives]
