@@ -23,6 +23,18 @@ a derivation are rederived when the wave completes.
 The policies (engine.fd.policies) decide what a deletion propagates to and how
 rederivation finds support. engine/ALGORITHMS.md states the invariants and why a
 quiescent state equals mat(P, E_n).
+
+Limits (engine.limits, `set_limits`): every unit of work is charged to the
+update whose queue it came from (integration to the update integrated), so the
+work "caused by one update" is the rule applications and module inferences of
+its own units; the materialisation's size is checked after every unit. When a
+budget runs out, `WorkLimitExceeded` / `FactLimitExceeded` names the charged
+update (`.update`, its sequence number) and the engine is left mid-way: the
+caller rebuilds it (engine.fd.snapshot.restore, which also discards pending
+work). With overlapping updates, a unit of one update may find facts another
+update inserted, so the charge is exact only for an update processed alone
+(the sequential schedule, or `interleaved=True` with `run()` after each
+`submit`); stream.batch relies on that to blame exactly the right update.
 """
 
 from __future__ import annotations
@@ -30,74 +42,15 @@ from __future__ import annotations
 import random
 import time
 from abc import abstractmethod
-from dataclasses import dataclass, field
 
 from engine.analysis import Analysis
 from engine.errors import FluxmatError
 from engine.fd.closure import MODULE, ClosureUpkeep
-from engine.maintain.base import Maintainer, PyFact, Report
+from engine.fd.records import ConsistencyPoint, FDStats, Inst, Journal, Key, Wave
+from engine.maintain.base import Maintainer, Report
 from engine.storage import Dictionary, Fact, Relation, paused_gc
 
-Key = tuple[str, Fact]  # (predicate, encoded fact)
-Inst = tuple[int, Key, tuple[Key, ...], tuple[Key, ...]]  # rule, head, positives, negated
-
-
-@dataclass
-class Wave:
-    """Deletions with one root cause; rederivation runs when `pending` reaches 0."""
-
-    id: int
-    update: int
-    pending: int = 0
-    done: bool = False
-    deleted: list[Key] = field(default_factory=list)
-    candidates: dict[Key, list[Inst]] = field(default_factory=dict)
-    rederive_left: int = 0
-
-
-@dataclass
-class Journal:
-    """What changed since the state was last exported (engine.fd.snapshot)."""
-
-    explicit: set = field(default_factory=set)  # fact keys whose E membership changed
-    facts: set = field(default_factory=set)  # fact keys inserted or deleted
-    log: dict = field(default_factory=dict)  # derivation-log instances added or removed -> head
-    full: bool = True  # export everything (after load or restore)
-
-    def clear(self) -> None:
-        self.explicit.clear()
-        self.facts.clear()
-        self.log.clear()
-        self.full = False
-
-
-@dataclass
-class FDStats:
-    """Cumulative counters of the fully dynamic engine."""
-
-    units: int = 0
-    updates: int = 0
-    determined: int = 0
-    cancelled: int = 0
-    executed: int = 0
-    recursion_stops: int = 0
-    rederivations: int = 0
-    waves: int = 0
-    noop_adds: int = 0
-    noop_deletes: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class ConsistencyPoint:
-    """A quiescent state: it equals mat(P, E) after update `seq` (id `through`)."""
-
-    seq: int
-    through: object
-    added: list[PyFact]
-    removed: list[PyFact]
+__all__ = ["ConsistencyPoint", "FDStats", "FullyDynamic", "Inst", "Journal", "Key", "NotQuiescent", "Wave"]
 
 
 class NotQuiescent(FluxmatError):
@@ -151,6 +104,8 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         self.dirty: dict[Key, bool] = {}
         self.journal = Journal()
         self.stats = FDStats()
+        self.charged: dict[int, int] = {}  # update -> work of its units (limits only)
+        self._unit_update = 0  # the update of the unit being executed
         self.chooser = None  # optional (queues) -> (update, index): scripted schedules in tests
         self.setup_closures()
         self.pos_rules: dict[str, list[int]] = {}
@@ -177,6 +132,7 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
             born[(pred, f)] = self.clock
 
     def _load(self, facts) -> Report:
+        self.discard_pending()
         self.born.clear()
         self.clock = 0
         report = super()._load(facts)
@@ -207,6 +163,10 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         Sequential: it waits until the engine is quiescent.
         """
         plus, minus = self.encode_update(add, delete)  # errors surface here, at once
+        return self.submit_encoded(plus, minus, id)
+
+    def submit_encoded(self, plus, minus, id: object = None) -> int:
+        """`submit` for an update `encode_update` has already validated and encoded."""
         self.seq += 1
         entry = (self.seq, id, plus, minus)
         if self.interleaved or self.quiescent:
@@ -222,17 +182,40 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
 
     def _step(self, budget: int) -> int:
         done = 0
+        limited = self.limits.active
+        counts = self.ev.counts
         while done < budget:
             item = self._next()
             if item is None:
                 if self.inbox:
                     self._integrate(self.inbox.pop(0))
                     continue
+                self.charged.clear()  # quiescent: every update so far is complete
                 break
-            self._execute(item)
+            if limited:
+                before = counts.work
+                self._execute(item)
+                self._charge(self._unit_update, counts.work - before)
+            else:
+                self._execute(item)
             done += 1
         self.stats.units += done
         return done
+
+    def _charge(self, update: int, work: int) -> None:
+        """Add `work` to `update`'s charge; raise if it, or the materialisation, is over budget."""
+        total = self.charged[update] = self.charged.get(update, 0) + work
+        self.limits.check_work(total, update)
+        self.limits.check_facts(len(self.born), update)
+
+    def discard_pending(self) -> None:
+        """Forget all pending work, waves and charges (the state is about to be rebuilt)."""
+        self.queues.clear()
+        self.inbox.clear()
+        self.pending_del.clear()
+        self.waves.clear()
+        self.deleted_by.clear()
+        self.charged.clear()
 
     def run(self, max_units: int | None = None) -> int:
         """Work until quiescent; raise NotQuiescent past `max_units`."""
@@ -319,6 +302,7 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         else:
             upd = min(self.queues)
             q = self.queues[upd]
+        self._unit_update = upd
         item = q.pop()
         if not q:
             del self.queues[upd]
@@ -337,6 +321,7 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
     def _integrate(self, entry) -> None:
         """Determine the explicit operations of an update (rule 1-i)."""
         seq, uid, plus, minus = entry
+        work = self.ev.counts.work
         plus, minus, noop_add, noop_del = self.drop_noops(plus, minus)  # against E now
         self.stats.noop_adds += noop_add
         self.stats.noop_deletes += noop_del
@@ -368,6 +353,8 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
                     self.link(key, seq)
         if wave is not None:
             self._maybe_complete(wave)
+        if self.limits.active:  # closure modules may link at integration
+            self._charge(seq, self.ev.counts.work - work)
 
     def explicit_delete_propagates(self, key: Key) -> bool:
         """Whether removing `key` from E requires a deletion (policy hook)."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from engine.analysis import Analysis, ModuleSpec, Stratum
 from engine.errors import UpdateError
 from engine.evaluate import Derived, Evaluator, saturate
+from engine.limits import NO_LIMITS, Limits
 from engine.modules import Module, build
 from engine.storage import Dictionary, Fact, Relation, Weighted, paused_gc
 
@@ -110,6 +111,8 @@ class Maintainer(ABC):
         self.A: dict[str, Relation] = {}
         self._dma: dict[str, set[Fact]] = {}
         self._amd: dict[str, set[Fact]] = {}
+        self.limits: Limits = NO_LIMITS
+        self._work_start: int | None = None  # counts.work when the current update began
         self.modules: dict[int, list[Module]] = {}  # stratum -> its active modules
         if modules and self.supports_modules:
             for spec in analysis.modules:
@@ -130,6 +133,27 @@ class Maintainer(ABC):
     @property
     def uses_modules(self) -> bool:
         return bool(self.modules)
+
+    # ------------------------------------------------------------ limits
+    def set_limits(self, limits: Limits) -> None:
+        """The budget of later loads and updates (engine.limits); `NO_LIMITS` lifts it.
+
+        Checked between fixpoint rounds: a load or update that runs out raises
+        `WorkLimitExceeded` or `FactLimitExceeded` and leaves the state mid-way.
+        """
+        self.limits = limits
+        self.ev.guard = self.check_limits if limits.active else None
+
+    def check_limits(self) -> None:
+        """Raise if the current update's work or the materialisation is over budget."""
+        if self._work_start is not None:
+            self.limits.check_work(self.ev.counts.work - self._work_start)
+        if self.limits.facts is not None:
+            self.limits.check_facts(self.size())
+
+    def size(self) -> int:
+        """Facts in I, plus those the current update is adding (A) before its commit."""
+        return sum(map(len, self.I.values())) + sum(map(len, self.A.values()))
 
     # ------------------------------------------------------------ storage helpers
     def rel(self, pred: str) -> Relation:
@@ -309,7 +333,8 @@ class Maintainer(ABC):
 
     # ------------------------------------------------------------ materialisation
     def load(self, facts: Iterable[PyFact]) -> Report:
-        """Set E to `facts` and compute mat(P, E) from scratch."""
+        """Set E to `facts` and compute mat(P, E) from scratch (only the fact limit applies)."""
+        self._work_start = None
         with paused_gc():
             return self._load(facts)
 
@@ -458,8 +483,12 @@ class Maintainer(ABC):
 
     def update(self, add: Iterable[PyFact] = (), delete: Iterable[PyFact] = ()) -> Report:
         r"""Apply one update (E := (E \\ delete) u add) and maintain I."""
-        with paused_gc():
-            return self._update(add, delete)
+        self._work_start = self.ev.counts.work
+        try:
+            with paused_gc():
+                return self._update(add, delete)
+        finally:
+            self._work_start = None
 
     def _update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Report:
         start = time.perf_counter()

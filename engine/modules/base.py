@@ -29,6 +29,7 @@ class Module(ABC):
     def _count(self, n: int) -> None:
         if n:
             self.counts.module_work[self.name] += n
+            self.counts.work += n
 
     @abstractmethod
     def reset(self) -> None:
