@@ -264,7 +264,8 @@ class BatchProcessor:
                     except Exception as exc:  # a bad update stops only itself
                         reason = str(exc) if isinstance(exc, FluxmatError) else f"{type(exc).__name__}: {exc}"
                 if reason is not None:
-                    dead.append(self._dead_letter(reason, partition, offset, value))
+                    size = row[6] if len(row) > 6 else None
+                    dead.append(self._dead_letter(reason, partition, offset, value, size))
                     continue
                 rows_of[engine.seq + 1] = i
                 uid = upd.id if upd.id is not None else f"{partition}:{offset}"
@@ -292,12 +293,19 @@ class BatchProcessor:
         return dead
 
     @staticmethod
-    def _dead_letter(reason: str, partition: int, offset: int, raw: str | None) -> list:
-        """A dead letter as stored with the batch's output: [reason, partition, offset, raw, truncated]."""
+    def _dead_letter(reason: str, partition: int, offset: int, raw: str | None,
+                     size: int | None = None) -> list:  # fmt: skip
+        """A dead letter as stored with the batch's output: [reason, partition, offset, raw, truncated].
+
+        `size` is the message's length in bytes when known: a value the source
+        cut short (an oversized message) is `truncated` too.
+        """
         if len(reason) > REASON_CHARS:
             reason = reason[: REASON_CHARS - 1] + "…"
-        cut = raw is not None and len(raw) > DEAD_RAW_CHARS
-        return [reason, partition, offset, raw[:DEAD_RAW_CHARS] if cut else raw, cut]
+        if raw is None:
+            return [reason, partition, offset, None, False]
+        cut = len(raw) > DEAD_RAW_CHARS or (size is not None and _size(raw) < size)
+        return [reason, partition, offset, raw[:DEAD_RAW_CHARS], cut]
 
     # ------------------------------------------------------------ output
     def _wire(self, fact: tuple) -> list:
