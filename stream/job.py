@@ -191,6 +191,9 @@ class Job:
                 p = str(row[0])
                 consumed[p] = max(consumed.get(p, 0), row[1] + 1)
             metrics.on_batch(outcome, processor, store)
+            if outcome.quarantined:
+                self.log(f"batch {outcome.batch}: {outcome.quarantined} update(s) over a work limit "
+                         "quarantined (their dead letters say which and why)")  # fmt: skip
             self.outcomes.append(outcome)
             if self.on_batch:
                 self.on_batch(outcome)
