@@ -177,3 +177,17 @@ def test_every_algorithm_stops_a_runaway_update_at_its_limits(alg):
     r.load()
     r.update(add=[("b", "e", "f", 1)])  # a finite update passes
     assert {("d", "f", 4), ("d", "f", 8)} <= r.facts()
+
+
+def test_non_recursive_algorithms_check_their_limits_between_strata():
+    """`counting` has no fixpoint loop: the limits are checked after each stratum."""
+    square = [("p", i, j) for i in range(10) for j in range(10)]
+    r = Reasoner.from_text("g(X, Z) :- p(X, Y), p(Y, Z).", "counting")
+    r.maintainer.set_limits(Limits(work=999))
+    r.load()
+    with pytest.raises(WorkLimitExceeded, match="1,000 rule applications"):
+        r.update(add=square)
+    r = Reasoner.from_text("g(X, Z) :- p(X, Y), p(Y, Z).", "counting")
+    r.maintainer.set_limits(Limits(facts=199))
+    with pytest.raises(FactLimitExceeded, match="200 facts"):
+        r.load(square)

@@ -384,6 +384,8 @@ class Maintainer(ABC):
             new = self.tally(self.ev.derive(s.nonrecursive, OLD, OLD), +1)
             for p, fs in new.items():
                 self._insert_all(p, fs)
+            if self.ev.guard is not None:  # limits: also between strata
+                self.ev.guard()
             if not s.recursive:
                 continue
             stratum = {p: self.rel(p).facts for p in s.preds}  # live: read before absorbed
@@ -503,10 +505,13 @@ class Maintainer(ABC):
             if self.stratum_of(pred) == 0:
                 self._get(self.A, pred).update(fs)
         self.plus, self.minus = plus, minus
+        guard = self.ev.guard
         for s in self.analysis.strata:
             self.current = s.index
             if self._affected(s):
                 self.update_stratum(s)
+                if guard is not None:  # limits: also between strata
+                    guard()
         for pred, fs in minus.items():
             self.E[pred] -= fs
         for pred, fs in plus.items():
