@@ -183,7 +183,9 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
     def _step(self, budget: int) -> int:
         done = 0
         limited = self.limits.active
-        counts = self.ev.counts
+        counts, charged, born = self.ev.counts, self.charged, self.born
+        max_work = self.limits.work or float("inf")
+        max_facts = self.limits.facts or float("inf")
         while done < budget:
             item = self._next()
             if item is None:
@@ -192,10 +194,13 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
                     continue
                 self.charged.clear()  # quiescent: every update so far is complete
                 break
-            if limited:
+            if limited:  # inlined: a few comparisons per unit, no call
                 before = counts.work
                 self._execute(item)
-                self._charge(self._unit_update, counts.work - before)
+                upd = self._unit_update
+                work = charged[upd] = charged.get(upd, 0) + counts.work - before
+                if work > max_work or len(born) > max_facts:
+                    self._charge(upd, 0)  # raises
             else:
                 self._execute(item)
             done += 1
