@@ -358,7 +358,7 @@ class KafkaUpdatesSource(DataSource):
         return "fluxmat-kafka"
 
     def schema(self) -> str:
-        """Fixed row schema: partition, offset, key, value, timestamp (ms)."""
+        """Fixed row schema: partition, offset, key, value, timestamp (ms), utf8, size (bytes)."""
         return SCHEMA
 
     def streamReader(self, schema) -> KafkaStreamReader:
