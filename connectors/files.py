@@ -25,7 +25,7 @@ from pathlib import Path
 
 from engine import atom_to_fact, fact_from_json, parse_facts, read_source
 from engine.errors import ParseError
-from engine.syntax import Pos
+from engine.syntax import MAX_INT_DIGITS, Pos
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def _read(path: str | Path) -> str:
 
 
 MAX_JSON_DEPTH = 64  # an update is 3 levels deep ({"add": [[...]]})
-MAX_JSON_DIGITS = 100  # far beyond 64- or 128-bit identifiers (39 digits)
+MAX_JSON_DIGITS = MAX_INT_DIGITS  # as in programs: every integer fluxmat holds can be printed
 _SPECIAL = re.compile(r'["\\\[\]{}]')  # what delimits strings and nesting
 
 
@@ -63,7 +63,7 @@ def _object(pairs: list[tuple[str, object]]) -> dict:
 def _integer(text: str) -> int:
     digits = len(text) - text.startswith("-")
     if digits > MAX_JSON_DIGITS:
-        raise _Rejected(f"integer of {digits:,} digits (at most {MAX_JSON_DIGITS})")
+        raise _Rejected(f"an integer with more than {MAX_JSON_DIGITS} digits ({digits:,})")
     return int(text)
 
 

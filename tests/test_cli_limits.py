@@ -85,7 +85,7 @@ def test_a_bad_limit_is_a_usage_error(value):
 @pytest.mark.parametrize(("line", "fragment"), [
     ('{"add": [["b", "x", "y", 1]], "add": []}', ':2:1: invalid JSON: duplicate key "add"'),
     ('{"add": ' + "[" * 100_000, ":2:1: invalid JSON: nested deeper than 64 levels"),
-    ('{"add": [["b", "x", "y", ' + "9" * 4_400 + "]]}", ":2:1: invalid JSON: integer of 4,400 digits"),
+    ('{"add": [["b", "x", "y", ' + "9" * 4_400 + "]]}", ":2:1: invalid JSON: an integer with more than 4000 digits (4,400)"),
 ])  # fmt: skip
 def test_update_files_use_the_bounded_json_decoder(tmp_path, line, fragment):
     updates = write(tmp_path / "u.jsonl", '{"add": [["b", "x", "y", 1]]}\n' + line + "\n")
