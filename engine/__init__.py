@@ -21,15 +21,17 @@ from pathlib import Path
 from engine.analysis import Analysis, analyse
 from engine.errors import AlgorithmError, AnalysisError, FluxmatError, ParseError, UpdateError
 from engine.lexer import read_source
+from engine.limits import FactLimitExceeded, LimitExceeded, Limits, WorkLimitExceeded
 from engine.maintain import ALGORITHMS, Maintainer, Report, create
 from engine.parser import fact_from_json, parse_facts, parse_program
 from engine.printer import FactPrinter
 from engine.syntax import Atom, Iri, Program
 
 __all__ = [
-    "ALGORITHMS", "AlgorithmError", "Analysis", "AnalysisError", "FluxmatError", "Iri",
-    "Maintainer", "ParseError", "Program", "Reasoner", "Report", "UpdateError", "analyse",
-    "atom_to_fact", "create", "fact_from_json", "parse_facts", "parse_program", "read_source",
+    "ALGORITHMS", "AlgorithmError", "Analysis", "AnalysisError", "FactLimitExceeded",
+    "FluxmatError", "Iri", "LimitExceeded", "Limits", "Maintainer", "ParseError", "Program",
+    "Reasoner", "Report", "UpdateError", "WorkLimitExceeded", "analyse", "atom_to_fact", "create",
+    "fact_from_json", "parse_facts", "parse_program", "read_source",
 ]  # fmt: skip
 
 

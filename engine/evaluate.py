@@ -51,6 +51,7 @@ class Counts:
     backward_matches: int = 0
     backward_reads: int = 0  # facts read while evaluating rules backwards
     iterations: int = 0
+    work: int = 0  # rule applications + module inferences, in total (engine.limits)
 
     def snapshot(self) -> Counts:
         """A copy, for measuring the work done after it (reports, engine.maintainer)."""
@@ -101,6 +102,7 @@ class Evaluator:
         self.size = size
         self.plans: dict[tuple[int, str, int | None], Plan] = {}
         self.counts = Counts() if counts is None else counts
+        self.guard: Callable[[], None] | None = None  # called between fixpoint rounds (limits)
         # rule ids grouped by the predicates of their literals, for delta dispatch
         self.by_literal: dict[str, list[tuple[int, int]]] = {}
         for r in analysis.rules:
@@ -145,7 +147,10 @@ class Evaluator:
     def _run(self, plan: Plan, D, views, out: list) -> None:
         before = len(out)
         plan.run(D, views, out, self.dictionary.values, self.dictionary.intern)
-        self.counts.applications[plan.rule.id] += len(out) - before
+        n = len(out) - before
+        counts = self.counts
+        counts.applications[plan.rule.id] += n
+        counts.work += n
 
     # -- the operator
     def derive(
@@ -255,9 +260,14 @@ def saturate(
     `(module, facts)` entries of the derived list. With `full`, the rules of the
     first round are evaluated over all of Ip (Pi<Ip, In>) instead of the delta.
     With `instances`, rules derive `(head, positive facts, negated facts)` triples.
+    `ev.guard`, when set, is called before every round; it raises to stop the
+    loop (engine.limits).
     """
     own = dict(own or {})
+    guard = ev.guard
     while any(delta.values()):
+        if guard is not None:
+            guard()
         ev.counts.iterations += 1
         if not rule_ids:
             derived: Derived = []

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from engine.analysis import Analysis
 from engine.errors import UpdateError
 from engine.evaluate import Counts
+from engine.limits import NO_LIMITS, Limits
 from engine.modules import Module
 from engine.printer import FactPrinter
 from engine.storage import Dictionary, Fact, Relation, paused_gc, relation_in
@@ -128,6 +129,8 @@ class Maintainer(ABC):
         self.E: dict[str, set[Fact]] = {}
         self.counts = Counts()  # the evaluator's work, reported per call
         self.modules: dict[int, list[Module]] = {}  # stratum -> the modules it runs
+        self.limits: Limits = NO_LIMITS
+        self._work_start: int | None = None  # counts.work when the current update began
 
     # ------------------------------------------------------------ what an algorithm implements
     @abstractmethod
@@ -143,9 +146,31 @@ class Maintainer(ABC):
         """Whether specialised modules evaluate some rules (engine.modules)."""
         return bool(self.modules)
 
+    # ------------------------------------------------------------ limits
+    def set_limits(self, limits: Limits) -> None:
+        """The budget of later loads and updates (engine.limits); `NO_LIMITS` lifts it.
+
+        Checked between fixpoint rounds and strata: a load or update that runs out
+        raises `WorkLimitExceeded` or `FactLimitExceeded` and leaves the state
+        mid-way (the caller rebuilds it).
+        """
+        self.limits = limits
+
+    def check_limits(self) -> None:
+        """Raise if the current update's work or the materialisation is over budget."""
+        if self._work_start is not None:
+            self.limits.check_work(self.counts.work - self._work_start)
+        if self.limits.facts is not None:
+            self.limits.check_facts(self.size())
+
+    def size(self) -> int:
+        """Facts in I (algorithms add those an update is adding before its commit)."""
+        return sum(map(len, self.I.values()))
+
     # ------------------------------------------------------------ the calls
     def load(self, facts: Iterable[PyFact]) -> Report:
-        """Set E to `facts` and compute mat(P, E) from scratch."""
+        """Set E to `facts` and compute mat(P, E) from scratch (only the fact limit applies)."""
+        self._work_start = None
         with paused_gc(), self._measured() as report:
             self.set_explicit(facts)
             self.materialise(report)
@@ -153,10 +178,14 @@ class Maintainer(ABC):
 
     def update(self, add: Iterable[PyFact] = (), delete: Iterable[PyFact] = ()) -> Report:
         r"""Apply one update (E := (E \\ delete) u add) and maintain I."""
-        with paused_gc(), self._measured() as report:
-            update = self.normalise(add, delete)
-            report.noop_adds, report.noop_deletes = update.noop_adds, update.noop_deletes
-            self.maintain(update, report)
+        self._work_start = self.counts.work
+        try:
+            with paused_gc(), self._measured() as report:
+                update = self.normalise(add, delete)
+                report.noop_adds, report.noop_deletes = update.noop_adds, update.noop_deletes
+                self.maintain(update, report)
+        finally:
+            self._work_start = None
         return report
 
     @contextmanager

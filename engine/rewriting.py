@@ -292,8 +292,9 @@ class Saturation:
         store: Store,
         gate: Callable[[PyFact], bool] | None = None,
         track: bool = False,
+        guard: Callable[[Saturation], None] | None = None,
     ) -> None:
-        self.gamma, self.V, self.gate = gamma, store, gate
+        self.gamma, self.V, self.gate, self.guard = gamma, store, gate, guard
         self.rules = list(rules)
         self.by_body = index_bodies(self.rules)
         self.pending: set[PyFact] = set()
@@ -322,8 +323,12 @@ class Saturation:
 
     def run(self) -> None:
         """Lines 41-50: process P until it is exhausted."""
-        gamma, V, queue, prove = self.gamma, self.V, self.queue, self.prove
+        gamma, V, queue, prove, guard = self.gamma, self.V, self.queue, self.prove, self.guard
+        popped = 0
         while queue:
+            popped += 1
+            if guard is not None and not popped & 1023:
+                guard(self)  # engine.limits: raises when the budget ran out
             f = queue.popleft()
             self.pending.discard(f)
             g = gamma.normal(f)

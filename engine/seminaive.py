@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from engine.analysis import Analysis, ModuleSpec
 from engine.evaluate import Derived, Evaluator, saturate
 from engine.levels import Levels
+from engine.limits import Limits
 from engine.maintainer import Changes, Maintainer, Report
 from engine.modules import Module, UpkeepModule, build, build_upkeep
 from engine.storage import Dictionary, Fact, Weighted, relation_in, weights_in
@@ -84,6 +85,11 @@ class SemiNaive(Maintainer):
             self.closures[spec.pred] = m
         elif self.upkeep_modules:
             self.closures[spec.pred] = build_upkeep(spec, counts, rules)
+
+    def set_limits(self, limits: Limits) -> None:
+        """Also checked by the evaluator before every fixpoint round (`Evaluator.guard`)."""
+        super().set_limits(limits)
+        self.ev.guard = self.check_limits if limits.active else None
 
     def takes(self, spec: ModuleSpec) -> bool:
         """Whether this algorithm evaluates the module `spec` (modules on)."""
@@ -167,6 +173,8 @@ class SemiNaive(Maintainer):
             new = self.tally(self.ev.derive(s.nonrecursive, OLD, OLD), +1)
             for p, fs in new.items():
                 self.enter(p, fs)
+            if self.ev.guard is not None:  # limits: also between strata
+                self.ev.guard()
             if not s.recursive:
                 continue
             stratum = {p: self.rel(p).facts for p in s.preds}  # live: read before absorbed

@@ -23,6 +23,12 @@ a derivation are rederived when the wave completes.
 The policies (engine.fd.policies) decide what a deletion propagates to and how
 rederivation finds support. engine/ALGORITHMS.md states the invariants and why a
 quiescent state equals mat(P, E_n).
+
+Limits (engine.limits, `set_limits`): every unit of work is charged to the
+update whose queue it came from; the materialisation's size is checked after
+every unit. A budget that runs out raises with the charged update (`.update`)
+and leaves the engine mid-way: the caller rebuilds it (engine.fd.snapshot.restore).
+engine/ALGORITHMS.md says when the charge is exact.
 """
 
 from __future__ import annotations
@@ -41,12 +47,13 @@ from engine.fd.records import (
     NotQuiescent,
     Wave,
 )
+from engine.fd.upkeep import ModuleUpkeep
 from engine.maintainer import Report, Update
 from engine.seminaive import SemiNaive
 from engine.storage import Dictionary, Fact, Relation, paused_gc
 
 
-class FullyDynamic(SemiNaive):
+class FullyDynamic(ModuleUpkeep, SemiNaive):
     """Shared machinery of FD-DRed and FD-Counting (see the module docstring).
 
     Library use::
@@ -94,6 +101,8 @@ class FullyDynamic(SemiNaive):
         self.dirty: dict[Key, bool] = {}
         self.journal = Journal()
         self.stats = FDStats()
+        self.charged: dict[int, int] = {}  # update -> work of its units (limits only)
+        self._unit_update = 0  # the update of the unit being executed
         self.chooser = None  # optional (queues) -> (update, index): scripted schedules in tests
         self.active_rules = [r for r in analysis.rules if r.id not in self.module_rules]
         self.base_rules = {  # closure pred -> the other rules of its stratum (its edges)
@@ -128,6 +137,7 @@ class FullyDynamic(SemiNaive):
 
     def materialise(self, report: Report) -> None:
         """mat(P, E) with birth stamps; then the policy's state and the upkeep modules'."""
+        self.discard_pending()
         self.born.clear()
         self.clock = 0
         super().materialise(report)
@@ -179,10 +189,10 @@ class FullyDynamic(SemiNaive):
         Sequential: it waits until the engine is quiescent.
         """
         plus, minus = self.encode_update(add, delete)  # errors surface here, at once
-        return self._accept(plus, minus, id)
+        return self.submit_encoded(plus, minus, id)
 
-    def _accept(self, plus, minus, id: object) -> int:
-        """Integrate an encoded update now (interleaved, or quiescent) or queue it."""
+    def submit_encoded(self, plus, minus, id: object = None) -> int:
+        """`submit` for an update `encode_update` has validated and encoded (now or queued)."""
         self.seq += 1
         entry = (self.seq, id, plus, minus)
         if self.interleaved or self.quiescent:
@@ -198,17 +208,45 @@ class FullyDynamic(SemiNaive):
 
     def _step(self, budget: int) -> int:
         done = 0
+        limited = self.limits.active
+        counts, charged, born = self.counts, self.charged, self.born
+        max_work = self.limits.work or float("inf")
+        max_facts = self.limits.facts or float("inf")
         while done < budget:
             item = self._next()
             if item is None:
                 if self.inbox:
                     self._integrate(self.inbox.pop(0))
                     continue
+                self.charged.clear()  # quiescent: every update so far is complete
                 break
-            self._execute(item)
+            if limited:  # inlined: a few comparisons per unit, no call
+                before = counts.work
+                self._execute(item)
+                upd = self._unit_update
+                work = charged[upd] = charged.get(upd, 0) + counts.work - before
+                if work > max_work or len(born) > max_facts:
+                    self._charge(upd, 0)  # raises
+            else:
+                self._execute(item)
             done += 1
         self.stats.units += done
         return done
+
+    def _charge(self, update: int, work: int) -> None:
+        """Add `work` to `update`'s charge; raise if it, or the materialisation, is over budget."""
+        total = self.charged[update] = self.charged.get(update, 0) + work
+        self.limits.check_work(total, update)
+        self.limits.check_facts(len(self.born), update)
+
+    def discard_pending(self) -> None:
+        """Forget all pending work, waves and charges (the state is about to be rebuilt)."""
+        self.queues.clear()
+        self.inbox.clear()
+        self.pending_del.clear()
+        self.waves.clear()
+        self.deleted_by.clear()
+        self.charged.clear()
 
     def run(self, max_units: int | None = None) -> int:
         """Work until quiescent; raise NotQuiescent past `max_units`."""
@@ -241,7 +279,7 @@ class FullyDynamic(SemiNaive):
     def maintain(self, update: Update, report: Report) -> None:
         """Submit one update and run to quiescence (the classic interface)."""
         stats_before = self.stats.as_dict()
-        self._accept(update.plus, update.minus, None)
+        self.submit_encoded(update.plus, update.minus, None)
         self.run()
         point = self.poll()
         assert point is not None  # quiescent after run()
@@ -295,6 +333,7 @@ class FullyDynamic(SemiNaive):
         else:
             upd = min(self.queues)
             q = self.queues[upd]
+        self._unit_update = upd
         item = q.pop()
         if not q:
             del self.queues[upd]
@@ -313,6 +352,7 @@ class FullyDynamic(SemiNaive):
     def _integrate(self, entry) -> None:
         """Determine the explicit operations of an update (rule 1-i)."""
         seq, uid, plus, minus = entry
+        work = self.counts.work
         update = self.drop_noops(plus, minus)  # against E now
         self.stats.noop_adds += update.noop_adds
         self.stats.noop_deletes += update.noop_deletes
@@ -341,6 +381,8 @@ class FullyDynamic(SemiNaive):
                     self.link(key, seq)
         if wave is not None:
             self._maybe_complete(wave)
+        if self.limits.active:  # closure modules may link at integration
+            self._charge(seq, self.counts.work - work)
 
     def explicit_delete_propagates(self, key: Key) -> bool:
         """Whether removing `key` from E requires a deletion (policy hook)."""
@@ -513,57 +555,6 @@ class FullyDynamic(SemiNaive):
         w.rederive_left -= 1
         if w.rederive_left == 0:
             del self.waves[wave]
-
-    # ------------------------------------------------------------ upkeep modules
-    def has_base_support(self, key: Key) -> bool:
-        """Policy hook: whether a present R fact is justified by a base rule now."""
-        return False
-
-    def _module_adds(self, pred: str, pairs, update: int) -> None:
-        """Module additions for the `pairs` of closure `pred` not present."""
-        present = self.rel(pred).facts
-        for g in pairs:
-            if g not in present:
-                self._determine_add((pred, g), MODULE, update)
-
-    def _module_dels(self, pred: str, pairs, wave: int, but=None) -> None:
-        """Deletions, in `wave`, of the `pairs` of closure `pred` present (except `but`)."""
-        present = self.rel(pred).facts
-        for g in pairs:
-            if g != but and g in present:
-                self._enqueue_del((pred, g), wave)
-
-    def link(self, key: Key, update: int) -> None:
-        """`key` is a base fact: module additions for what the edge derives."""
-        pred, f = key
-        self._module_adds(pred, self.closures[pred].link(f), update)
-
-    def s_link(self, key: Key, update: int) -> None:
-        """An S fact entered I: module additions for the pairs of R it joins (ltc)."""
-        for r in self.closure_bases[key[0]]:
-            self._module_adds(r, self.closures[r].change(s_new=(key[1],))[1], update)
-
-    def s_unlink(self, key: Key, wave: int) -> None:
-        """An S fact left I: determine the deletion of the pairs it no longer joins (ltc)."""
-        for r in self.closure_bases[key[0]]:
-            self._module_dels(r, self.closures[r].change(s_gone=(key[1],))[0], wave)
-
-    def touch(self, key: Key, update: int) -> None:
-        """Link `key` if it is a base fact now (explicit or supported)."""
-        pred, f = key
-        if pred in self.closures and (f in self.E.get(pred, ()) or self.has_base_support(key)):
-            self.link(key, update)
-
-    def unlink_keeps(self, key: Key, wave: int) -> bool:
-        """Unlink `key`, a fact being deleted that is not a base fact.
-
-        Determines the deletion of the pairs its removal disconnects; True if the
-        module still derives `key` itself.
-        """
-        pred, f = key
-        closure = self.closures[pred]
-        self._module_dels(pred, closure.unlink(f), wave, but=f)
-        return closure.connected(f)
 
     # ------------------------------------------------------------ evaluation helpers
     def _with(self, pred: str, f: Fact):

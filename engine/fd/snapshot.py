@@ -147,7 +147,14 @@ def check_fingerprint(engine: FullyDynamic, snap: StateSnapshot) -> None:
 
 
 def restore(engine: FullyDynamic, snap: StateSnapshot) -> None:
-    """Rebuild the engine from a snapshot (the inverse of exporting everything)."""
+    """Rebuild the engine from a snapshot (the inverse of exporting everything).
+
+    Pending work is discarded and the arities are those of the program and the
+    stored facts, so an engine abandoned mid-update (a limit ran out) is the
+    same after `restore` as a freshly started one.
+    """
+    engine.discard_pending()
+    engine.arity = dict(engine.analysis.arity)
     engine.I.clear()
     engine.E.clear()
     engine.born.clear()

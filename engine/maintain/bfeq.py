@@ -141,7 +141,8 @@ class BFEq(Rewrite):
         """Forward r-materialisation of E+ over the stored (pi, I)."""
         for f in raw:
             self._index(f)
-        sat = Saturation(self.rules, self.classes, self.compact, track=True)
+        guard = self._guard if self.limits.active else None
+        sat = Saturation(self.rules, self.classes, self.compact, track=True, guard=guard)
         for f in raw:
             sat.add(self.classes.normal(f))
         sat.run()
@@ -151,6 +152,12 @@ class BFEq(Rewrite):
         removed, added = sat.dropped - sat.entered, sat.entered - sat.dropped
         gone, new = self._expansion_change(removed, added, old)
         return gone, new, {"rule_instances": sat.instances}
+
+    def _guard(self, sat: Saturation) -> None:
+        """engine.limits for the forward saturation (the only part that can run without end)."""
+        if self._work_start is not None:
+            self.limits.check_work(sat.instances)
+        self.limits.check_facts(len(self.compact))
 
     def _expansion_change(self, removed: set, added: set, old_classes: dict) -> Change:
         """J's change from I's (`removed`, `added`) and the classes as they were (`old_classes`).

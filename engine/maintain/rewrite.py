@@ -94,6 +94,12 @@ class Rewrite(Maintainer):
         """pi(value): the representative of `value`'s class."""
         return self.classes.find(value)
 
+    def set_limits(self, limits) -> None:
+        """Limits apply to the maintainer over pi(P) (engine.limits)."""
+        super().set_limits(limits)
+        if self.inner is not None:
+            self.inner.set_limits(limits)
+
     # ------------------------------------------------------------ evaluation
     def _rematerialise(self) -> int:
         """Recompute (classes, compact) from E and set I to its expansion; return the rounds."""
@@ -111,6 +117,7 @@ class Rewrite(Maintainer):
                 analyse(program), modules=self._modules, hypertree=self._hypertree,
                 levels=self._levels,
             )
+            inner.set_limits(self.limits)
             inner.load({classes.normal(f) for f in facts})
             compact = set(inner.facts())
             merges = [(f[1], f[2]) for f in compact if f[0] == SAME_AS and f[1] != f[2]]

@@ -45,14 +45,28 @@ class Recompute(Exception):
 class Stratified(SemiNaive):
     """Classic algorithms: each update maintained stratum by stratum in a `Run`."""
 
+    current_run: Run | None = None  # the update being maintained (for `size`)
+
     def maintain(self, update: Update, report: Report) -> None:
-        run = Run(self, update)
-        for s in self.analysis.strata:
-            run.current = s.index
-            if run.affected(s):
-                self.update_stratum(run, s)
+        run = self.current_run = Run(self, update)
+        guard = self.ev.guard
+        try:
+            for s in self.analysis.strata:
+                run.current = s.index
+                if run.affected(s):
+                    self.update_stratum(run, s)
+                    if guard is not None:  # limits: also between strata
+                        guard()
+        finally:
+            self.current_run = None
         update.apply(self.E)
         self.commit(run, report)
+
+    def size(self) -> int:
+        """Facts in I, plus those the current update is adding (A) before its commit."""
+        run = self.current_run
+        extra = sum(map(len, run.A.values())) if run is not None else 0
+        return super().size() + extra
 
     @abstractmethod
     def update_stratum(self, run: Run, s: Stratum) -> None:

@@ -28,6 +28,7 @@ class Module(ABC):
         """Add `n` candidate facts to this module's work (`Report.module_inferences`)."""
         if n:
             self.counts.module_work[self.name] += n
+            self.counts.work += n
 
     @abstractmethod
     def reset(self) -> None:
