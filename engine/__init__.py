@@ -4,8 +4,13 @@ Contract: pure Python (plus numeric libraries); it imports no Spark, Kafka or
 Redis and never prints. Stages, each with its own type and printer:
 text -> `Program` (engine.parser / engine.syntax) -> `Analysis` (engine.analysis)
 -> compiled `Plan`s (engine.plans) -> execution over indexed relations
-(engine.storage, engine.evaluate) driven by a maintenance algorithm
-(engine.maintain). `Reasoner` is the convenience facade used by the CLI.
+(engine.storage, engine.evaluate) driven by a maintenance algorithm behind the
+`Maintainer` interface (engine.maintainer; the algorithms in engine.maintain and
+engine.fd, specialised modules in engine.modules). `Reasoner` is the facade used
+by the CLI. engine/ALGORITHMS.md describes the layout and the algorithms.
+
+Not here: reading or writing Kafka, Redis or files of facts (connectors), the
+streaming job (stream), the CLI and operations (ops).
 """
 
 from __future__ import annotations
@@ -16,15 +21,17 @@ from pathlib import Path
 from engine.analysis import Analysis, analyse
 from engine.errors import AlgorithmError, AnalysisError, FluxmatError, ParseError, UpdateError
 from engine.lexer import read_source
+from engine.limits import FactLimitExceeded, LimitExceeded, Limits, WorkLimitExceeded
 from engine.maintain import ALGORITHMS, Maintainer, Report, create
 from engine.parser import fact_from_json, parse_facts, parse_program
 from engine.printer import FactPrinter
 from engine.syntax import Atom, Iri, Program
 
 __all__ = [
-    "ALGORITHMS", "AlgorithmError", "Analysis", "AnalysisError", "FluxmatError", "Iri",
-    "Maintainer", "ParseError", "Program", "Reasoner", "Report", "UpdateError", "analyse",
-    "atom_to_fact", "create", "fact_from_json", "parse_facts", "parse_program", "read_source",
+    "ALGORITHMS", "AlgorithmError", "Analysis", "AnalysisError", "FactLimitExceeded",
+    "FluxmatError", "Iri", "LimitExceeded", "Limits", "Maintainer", "ParseError", "Program",
+    "Reasoner", "Report", "UpdateError", "WorkLimitExceeded", "analyse", "atom_to_fact", "create",
+    "fact_from_json", "parse_facts", "parse_program", "read_source",
 ]  # fmt: skip
 
 

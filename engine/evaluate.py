@@ -27,11 +27,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
-from engine.analysis import AnalysedRule, Analysis
+from engine.analysis import Analysis
 from engine.hypertree import compile_decomposed
 from engine.plans import AnyOf, Plan, compile_plan
+from engine.rules import AnalysedRule
 from engine.storage import Dictionary, Fact, Relation
 
 Source = tuple[Relation, object]
@@ -52,6 +53,16 @@ class Counts:
     backward_matches: int = 0
     backward_reads: int = 0  # facts read while evaluating rules backwards
     iterations: int = 0
+    work: int = 0  # rule applications + module inferences, in total (engine.limits)
+
+    def snapshot(self) -> Counts:
+        """A copy, for measuring the work done after it (reports, engine.maintainer)."""
+        return replace(self, applications=Counter(self.applications), module_work=Counter(self.module_work))
+
+    def rewind(self, to: Counts) -> None:
+        """Forget the work done since the snapshot `to` (in place: evaluators share this)."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(to, f.name))
 
 
 def _exclusion(excl, extra):
@@ -80,14 +91,20 @@ class Evaluator:
         dictionary: Dictionary,
         size: Callable[[str], int],
         hypertree: bool = True,
+        counts: Counts | None = None,
     ):
-        """`hypertree` evaluates cyclic rules over their decompositions (engine.hypertree)."""
+        """An evaluator over relations whose sizes `size` gives (for join orders).
+
+        `hypertree` evaluates cyclic rules over their decompositions
+        (engine.hypertree); the work is added to `counts` (a fresh `Counts` if none).
+        """
         self.analysis = analysis
         self.hypertree = hypertree
         self.dictionary = dictionary
         self.size = size
         self.plans: dict[tuple[int, str, int | None], Plan] = {}
-        self.counts = Counts()
+        self.counts = Counts() if counts is None else counts
+        self.guard: Callable[[], None] | None = None  # called between fixpoint rounds (limits)
         # rule ids grouped by the predicates of their literals, for delta dispatch
         self.by_literal: dict[str, list[tuple[int, int]]] = {}
         for r in analysis.rules:
@@ -143,7 +160,10 @@ class Evaluator:
     def _run(self, plan: Plan, D, views, out: list) -> None:
         before = len(out)
         plan.run(D, views, out, self.dictionary.values, self.dictionary.intern)
-        self.counts.applications[plan.rule.id] += len(out) - before
+        n = len(out) - before
+        counts = self.counts
+        counts.applications[plan.rule.id] += n
+        counts.work += n
 
     # -- the operator
     def derive(
@@ -249,6 +269,11 @@ class Bound:
         self.ev, self.Ip, self.In, self.counts = ev, Ip, In, ev.counts
         self._cache: dict[int, list | None] = {}
 
+    @property
+    def guard(self) -> Callable[[], None] | None:
+        """The evaluator's guard (engine.limits), for `saturate`."""
+        return self.ev.guard
+
     def _views(self, plan: Plan) -> list | None:
         key = id(plan)  # plans live as long as the evaluator's cache
         if key not in self._cache:
@@ -310,9 +335,14 @@ def saturate(
     `(module, facts)` entries of the derived list. With `full`, the rules of the
     first round are evaluated over all of Ip (Pi<Ip, In>) instead of the delta.
     With `instances`, rules derive `(head, positive facts, negated facts)` triples.
+    `ev.guard`, when set, is called before every round; it raises to stop the
+    loop (engine.limits).
     """
     own = dict(own or {})
+    guard = ev.guard
     while any(delta.values()):
+        if guard is not None:
+            guard()
         ev.counts.iterations += 1
         if not rule_ids:
             derived: Derived = []

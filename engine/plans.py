@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.analysis import AnalysedRule, Assign, Filter, term_vars
+from engine.rules import AnalysedRule, Assign, Filter, term_vars
 from engine.storage import Dictionary
 from engine.syntax import INT_SAFE_BITS, BinOp, Const, Iri, Term, Var, int_in_range, postorder
 
@@ -151,7 +151,9 @@ class Plan:
         return f"rule {self.rule.id} [{what}]: " + " -> ".join(self.order)
 
 
-class _Emitter:
+class Emitter:
+    """Lines of generated Python at a nesting depth, with fresh local names."""
+
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.depth = 1
@@ -165,16 +167,22 @@ class _Emitter:
         return f"{stem}{self.n}"
 
 
-def _pyvar(name: str) -> str:
+def pyvar(name: str) -> str:
+    """The Python local that holds rule variable `name` in generated code."""
     return "v_" + "".join(ch if ch.isalnum() or ch == "_" else f"x{ord(ch)}" for ch in name)
 
 
-class _Compiler:
+class Compiler:
+    """Generates one rule's join as Python source: matches, probes, built-ins.
+
+    Public for engine.hypertree, which compiles decomposition bags with it.
+    """
+
     def __init__(self, rule: AnalysedRule, dictionary: Dictionary):
         self.rule = rule
         self.dictionary = dictionary
         self.consts: list[object] = []
-        self.e = _Emitter()
+        self.e = Emitter()
         self.bound: set[str] = set()
         self.order: list[str] = []
         self.needs: list[Need] = []
@@ -187,7 +195,7 @@ class _Compiler:
 
     def leaf_value(self, term: Var | Const) -> str:
         if isinstance(term, Var):
-            return f"vals[{_pyvar(term.name)}]"
+            return f"vals[{pyvar(term.name)}]"
         if isinstance(term.value, Iri):
             self.consts.append(term.value)
             return f"C[{len(self.consts) - 1}]"
@@ -218,7 +226,7 @@ class _Compiler:
     def id_expr(self, term: Term) -> str | None:
         """Python expression for the id of a simple term, None for expressions."""
         if isinstance(term, Var):
-            return _pyvar(term.name)
+            return pyvar(term.name)
         if isinstance(term, Const):
             return str(self.const_id(term.value))
         return None
@@ -234,13 +242,13 @@ class _Compiler:
                 self.e.emit(f"if {tvar}[{p}] != {self.const_id(a.value)}: continue")
             elif isinstance(a, Var):
                 if a.name in self.bound:
-                    self.e.emit(f"if {tvar}[{p}] != {_pyvar(a.name)}: continue")
+                    self.e.emit(f"if {tvar}[{p}] != {pyvar(a.name)}: continue")
                 elif a.name in firsts:
                     self.e.emit(f"if {tvar}[{p}] != {tvar}[{firsts[a.name]}]: continue")
                 else:
                     firsts[a.name] = p
         for name, p in firsts.items():
-            self.e.emit(f"{_pyvar(name)} = {tvar}[{p}]")
+            self.e.emit(f"{pyvar(name)} = {tvar}[{p}]")
             self.bound.add(name)
 
     # -- steps
@@ -324,7 +332,7 @@ class _Compiler:
         self.e.emit(f"{val} = {self.value_expr(b.expr)}")
         self.e.emit(f"if {val} is not None:")
         self.e.depth += 1
-        target = _pyvar(b.var)
+        target = pyvar(b.var)
         if b.var in self.bound:
             self.e.emit(f"if vals[{target}] == {val}:")
             self.e.depth += 1
@@ -341,7 +349,7 @@ def _ready_builtin(b, bound: set[str]) -> bool:
 
 
 def place_body(
-    comp: _Compiler, lits, pos: list[int], neg: list[int], builtins: list, size: Callable
+    comp: Compiler, lits, pos: list[int], neg: list[int], builtins: list, size: Callable
 ) -> None:
     """Emit the body of a plan.
 
@@ -398,7 +406,7 @@ def compile_plan(
     algorithms log them). With `count` every plan counts the facts it reads in
     `Plan.work` (backward plans always do).
     """
-    comp = _Compiler(rule, dictionary)
+    comp = Compiler(rule, dictionary)
     comp.count_work = count
     lits = list(rule.positives) + list(rule.negatives)
     npos = len(rule.positives)

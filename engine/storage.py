@@ -149,6 +149,14 @@ class Relation:
         self._indexes.clear()
 
 
+def relation_in(table: dict[str, Relation], pred: str) -> Relation:
+    """`table[pred]`, created empty when missing."""
+    r = table.get(pred)
+    if r is None:
+        r = table[pred] = Relation()
+    return r
+
+
 class Weighted(dict):
     """A weighted multiset of facts (fact -> signed count), as in differential dataflow.
 
@@ -172,6 +180,14 @@ class Weighted(dict):
         for f in [f for f, w in self.items() if w == 0]:
             del self[f]
         return self
+
+
+def weights_in(table: dict[str, Weighted], pred: str) -> Weighted:
+    """`table[pred]`, created empty when missing."""
+    w = table.get(pred)
+    if w is None:
+        w = table[pred] = Weighted()
+    return w
 
 
 class paused_gc:  # noqa: N801 - used as a lowercase context manager

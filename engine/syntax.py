@@ -41,6 +41,7 @@ class Iri:
 
 
 Value = int | str | Iri
+PyFact = tuple  # a fact as Python values: (pred: str, *args: Value)
 
 
 @dataclass(frozen=True, slots=True)

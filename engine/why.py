@@ -22,12 +22,11 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from engine.analysis import AnalysedRule
 from engine.errors import FluxmatError
-from engine.syntax import Atom, Const, Var
+from engine.rules import AnalysedRule
+from engine.syntax import Atom, Const, PyFact, Var
 
 Key = tuple[str, tuple[int, ...]]
-PyFact = tuple
 ANY = "_\u2063"  # an argument a negated atom leaves open (printed as `_`)
 
 
@@ -144,7 +143,7 @@ class Explainer:
             for rid, _head, pos, neg in m.logged(key):
                 if all(self.present(k) for k in pos) and not any(self.present(k) for k in neg):
                     out.append((rules[rid], tuple(pos), tuple(neg)))
-            # a module's rules are not logged (engine.fd.closure): evaluated backwards
+            # a module's rules are not logged (upkeep modules, engine.fd.core): evaluated backwards
             by_head = [rule for rule in by_head if rule.id in m.module_rules]
         for rule in by_head:
             preds = [a.pred for a in rule.positives]

@@ -2,8 +2,10 @@
 
 Every subcommand exits 0 on success; a user mistake (bad file, syntax error,
 unsafe rule, invalid update, unknown algorithm) prints one `fluxmat: error: ...`
-line on stderr and exits 1, never a traceback. Flags fall back to environment
-variables (shown in --help).
+line on stderr and exits 1, never a traceback; a limit that ran out
+(`--max-facts`, `--max-update-work`: ops.limit_flags) prints one such line naming
+the flag and exits 4; `why` exits 3 when the fact is not there.
+Flags fall back to environment variables (shown in --help).
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from pathlib import Path
 from connectors.files import read_facts, read_updates
 from connectors.redact import redact
 from engine import ALGORITHMS, FluxmatError, Reasoner, Report
+from engine.evaluate import Evaluator
 from engine.fd import FullyDynamic
+from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, LimitExceeded, Limits
 from engine.printer import FactPrinter
-from ops import inspect_cli, stream_cli
+from engine.storage import Dictionary
+from ops import inspect_cli, limit_flags, stream_cli
 
 
 def _env(name: str, default):
@@ -46,6 +51,8 @@ class Config:
     hypertree: str = "on"
     equality: str = "off"
     levels: str = "on"
+    max_facts: int = DEFAULT_MAX_FACTS  # 0: no limit
+    max_update_work: int = DEFAULT_MAX_UPDATE_WORK
 
     @classmethod
     def from_args(cls, ns: argparse.Namespace) -> Config:
@@ -84,6 +91,7 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             help="rewrite: owl:sameAs is equality, facts rewritten to representatives "
             "(remat, dred, dredc, bf) (env FLUXMAT_EQUALITY; default: %(default)s)",
         )  # fmt: skip
+        limit_flags.add_limit(p, "--max-facts")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -128,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(env FLUXMAT_BUDGET; default: %(default)s)")
     r.add_argument("--output", metavar="FILE", help="write the final facts here")
     r.add_argument("--stats", metavar="FILE", help="write one JSON object per update here")
+    limit_flags.add_limit(r, "--max-update-work")
 
     c = sub.add_parser("check", help="validate a program and summarise its strata")
     _add_program(c, facts=False)
@@ -144,10 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _reasoner(cfg: Config) -> Reasoner:
-    return Reasoner.from_file(
+    reasoner = Reasoner.from_file(
         cfg.program, cfg.algorithm, modules=cfg.modules == "on", hypertree=cfg.hypertree == "on",
         equality=cfg.equality, levels=cfg.levels == "on",
     )
+    reasoner.maintainer.set_limits(Limits.of(cfg.max_update_work, cfg.max_facts))
+    return reasoner
 
 
 def _facts(cfg: Config, reasoner: Reasoner) -> list[tuple]:
@@ -230,6 +241,8 @@ def _replay_sequential(reasoner: Reasoner, updates, stats) -> None:
     for n, upd in enumerate(updates, start=1):
         try:
             report = reasoner.update(upd.add, upd.delete)
+        except LimitExceeded as exc:
+            raise exc.located(upd.where) from None
         except FluxmatError as exc:
             raise FluxmatError(f"{upd.where}: {exc}") from None
         if stats:
@@ -247,21 +260,28 @@ def _replay_fully_dynamic(cfg: Config, fd: FullyDynamic, updates, stats) -> None
     """
     fd.configure(seed=cfg.seed, interleaved=cfg.schedule == "interleaved")
     progress = _Progress(len(updates))
-    for n, upd in enumerate(updates, start=1):
-        start = time.perf_counter()
-        before = _fd_counts(fd)
-        try:
-            fd.submit(upd.add, upd.delete, id=upd.id if upd.id is not None else n)
-        except FluxmatError as exc:
-            raise FluxmatError(f"{upd.where}: {exc}") from None
-        if cfg.schedule == "sequential" or n == len(updates):
-            fd.run()  # after the last update the engine works until quiescent
-        else:
-            fd.step(cfg.budget)
-        if stats:
-            stats.write(_fd_stats_line(n, upd.id, fd, before, time.perf_counter() - start) + "\n")
-        progress.tick(n)
-    fd.run()
+    where: dict[int, str] = {}  # the engine's sequence number -> the update's file:line
+    try:
+        for n, upd in enumerate(updates, start=1):
+            start = time.perf_counter()
+            before = _fd_counts(fd)
+            where[fd.seq + 1] = upd.where
+            try:
+                fd.submit(upd.add, upd.delete, id=upd.id if upd.id is not None else n)
+            except LimitExceeded:
+                raise
+            except FluxmatError as exc:
+                raise FluxmatError(f"{upd.where}: {exc}") from None
+            if cfg.schedule == "sequential" or n == len(updates):
+                fd.run()  # after the last update the engine works until quiescent
+            else:
+                fd.step(cfg.budget)
+            if stats:
+                stats.write(_fd_stats_line(n, upd.id, fd, before, time.perf_counter() - start) + "\n")
+            progress.tick(n)
+        fd.run()
+    except LimitExceeded as exc:  # charged to one update (with overlap: where its work ran out)
+        raise exc.located(where.get(exc.update, "replay")) from None
     progress.done()
 
 
@@ -339,7 +359,8 @@ def _module(reasoner: Reasoner, m) -> str:
 
 def cmd_explain(cfg: Config) -> None:
     reasoner = _reasoner(cfg)
-    an, ev = reasoner.analysis, reasoner.maintainer.ev
+    an = reasoner.analysis
+    ev = Evaluator(an, Dictionary(), lambda _pred: 0, cfg.hypertree == "on")  # plans before a load
     pr: FactPrinter = reasoner.printer
     print("== AST")
     print(reasoner.program)
@@ -403,6 +424,9 @@ def main(argv: list[str] | None = None) -> int:
             STREAM_COMMANDS[ns.command](ns)
         else:
             COMMANDS[ns.command](Config.from_args(ns))
+    except LimitExceeded as exc:
+        print(limit_flags.message(exc), file=sys.stderr)
+        return limit_flags.LIMIT_EXIT
     except FluxmatError as exc:
         message = str(exc)
     except BrokenPipeError:  # e.g. `fluxmat materialise ... | head`

@@ -21,6 +21,7 @@ from connectors.redact import redact
 from connectors.state import open_store
 from engine import FluxmatError, Reasoner, atom_to_fact
 from engine.fd.snapshot import check_fingerprint, restore
+from engine.limits import Limits
 from engine.parser import parse_facts, parse_pattern
 from engine.why import Explainer, is_capped, match, proof_size, render, to_json
 
@@ -153,8 +154,10 @@ def from_store(program: str, url: str, namespace: str = "default", store=None) -
     return StateView(reasoner)
 
 
-def from_files(program: str, facts: list[str], algorithm: str = "remat") -> StateView:
-    """mat(P, E) computed from `program` and the explicit facts in `facts`."""
+def from_files(program: str, facts: list[str], algorithm: str = "remat",
+               max_facts: int | None = None) -> StateView:  # fmt: skip
+    """mat(P, E) computed from `program` and the explicit facts in `facts` (at most `max_facts`)."""
     reasoner = Reasoner.from_file(program, algorithm)
+    reasoner.maintainer.set_limits(Limits.of(facts=max_facts))
     reasoner.load([f for path in facts for f in read_facts(path, reasoner.prefixes)])
     return StateView(reasoner)

@@ -15,6 +15,7 @@ import sys
 import time
 
 from engine import FluxmatError
+from ops.limit_flags import add_limit
 
 
 def _source_flags(p: argparse.ArgumentParser) -> None:
@@ -26,6 +27,7 @@ def _source_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--facts", action="append", default=[], metavar="FILE",
                    help="instead of --redis: compute mat(P, E) from these explicit facts")
     p.add_argument("--json", action="store_true", help="print JSON (as the dashboard's API)")
+    add_limit(p, "--max-facts")  # with --facts: mat(P, E) is computed here
 
 
 def add_parsers(sub) -> None:
@@ -59,7 +61,7 @@ def _view(ns: argparse.Namespace):
         raise FluxmatError("give either --redis (the job's state) or --facts (files), not both")
     if ns.redis:
         return from_store(ns.program, ns.redis, ns.namespace)
-    return from_files(ns.program, ns.facts)
+    return from_files(ns.program, ns.facts, max_facts=ns.max_facts)
 
 
 def cmd_query(ns: argparse.Namespace) -> None:

@@ -16,6 +16,10 @@ import threading
 import time
 from pathlib import Path
 
+from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK
+from ops.limit_flags import limit
+from stream.batch import DEFAULT_MAX_MESSAGE_BYTES
+
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 
 RUN_FLAGS = [
@@ -40,7 +44,16 @@ RUN_FLAGS = [
     ("--starting-offsets", "STARTING_OFFSETS", None,
      "with a new checkpoint: earliest (default), latest, or JSON {\"<partition>\": offset}; "
      "also lets a stored state continue with a new checkpoint"),
+    ("--max-message-bytes", "MAX_MESSAGE_BYTES", str(DEFAULT_MAX_MESSAGE_BYTES),
+     "larger update messages are dead letters, not parsed (0: no limit)"),
+    ("--max-update-work", "MAX_UPDATE_WORK", str(DEFAULT_MAX_UPDATE_WORK),
+     "rule applications + module inferences one update may cause; more: the update is "
+     "quarantined (dead letter) (0: no limit)"),
+    ("--max-facts", "MAX_FACTS", str(DEFAULT_MAX_FACTS),
+     "facts the materialisation may hold; an update growing it further is quarantined "
+     "(0: no limit)"),
 ]
+LIMITS = {"--max-message-bytes", "--max-update-work", "--max-facts"}  # 0: no limit
 REQUIRED = {"--bootstrap-servers", "--updates-topic", "--deltas-topic", "--redis", "--checkpoint"}
 
 
@@ -52,7 +65,7 @@ def add_parsers(sub) -> None:
     for flag, env, default, text in RUN_FLAGS:
         value = os.environ.get(f"FLUXMAT_{env}", default)
         needed = flag in REQUIRED and value is None
-        r.add_argument(flag, default=value, required=needed,
+        r.add_argument(flag, default=value, required=needed, type=limit if flag in LIMITS else None,
                        help=f"{text} (env FLUXMAT_{env}" + (f"; default: {default})" if default else ")"))
     d = sub.add_parser("demo", help="run the whole pipeline on a bundled example, nothing to install")
     d.add_argument("--budget", type=int, default=2, help="units of work between updates (default 2)")
@@ -84,6 +97,8 @@ def job_config(ns: argparse.Namespace):
         metrics_host=ns.metrics_host, dashboard_port=_int(ns.dashboard_port, "--dashboard-port"),
         dashboard_host=ns.dashboard_host, auth_token=ns.auth_token or None,
         starting_offsets=ns.starting_offsets or None,
+        max_message_bytes=ns.max_message_bytes or None, max_update_work=ns.max_update_work or None,
+        max_facts=ns.max_facts or None,
     )  # fmt: skip
 
 

@@ -34,7 +34,8 @@ from connectors.files import read_facts
 from connectors.kafka_sink import KafkaPublisher
 from connectors.state import open_store
 from engine import FluxmatError, Reasoner
-from stream.batch import BatchOutcome, BatchProcessor
+from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
+from stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ class JobConfig:
     dashboard_host: str = "127.0.0.1"
     auth_token: str | None = None  # required by the dashboard beyond loopback
     starting_offsets: str | None = None  # for a new checkpoint: earliest (default), latest, JSON
+    max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES  # larger: dead letter (None: no limit)
+    max_update_work: int | None = DEFAULT_MAX_UPDATE_WORK  # per update (None: no limit)
+    max_facts: int | None = DEFAULT_MAX_FACTS  # in the materialisation (None: no limit)
 
 
 def spark_session(master: str, app: str = "fluxmat"):
@@ -139,7 +143,11 @@ class Job:
         from ops.metrics import JobMetrics
 
         metrics = self.metrics = JobMetrics(cfg.program, cfg.algorithm, cfg.namespace, cfg.updates_topic)
-        processor = BatchProcessor(reasoner, store, publisher, cfg.budget, progress=metrics.on_pending)
+        processor = BatchProcessor(
+            reasoner, store, publisher, cfg.budget, progress=metrics.on_pending,
+            limits=Limits.of(cfg.max_update_work, cfg.max_facts),
+            max_message_bytes=cfg.max_message_bytes or sys.maxsize,
+        )  # fmt: skip
         self.processor = processor
         with self.lock:
             self.log(processor.start(facts))  # refuses a state built for another program
@@ -168,6 +176,8 @@ class Job:
             reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_updates_per_batch))
         if cfg.starting_offsets:
             reader = reader.option("startingOffsets", cfg.starting_offsets)
+        if cfg.max_message_bytes:  # an oversized value is cut where it is read
+            reader = reader.option("maxValueBytes", str(cfg.max_message_bytes))
 
         def each_batch(df, batch_id: int) -> None:
             rows = [tuple(r) for r in df.collect()]
@@ -181,6 +191,9 @@ class Job:
                 p = str(row[0])
                 consumed[p] = max(consumed.get(p, 0), row[1] + 1)
             metrics.on_batch(outcome, processor, store)
+            if outcome.quarantined:
+                self.log(f"batch {outcome.batch}: {outcome.quarantined} update(s) over a work limit "
+                         "quarantined (their dead letters say which and why)")  # fmt: skip
             self.outcomes.append(outcome)
             if self.on_batch:
                 self.on_batch(outcome)

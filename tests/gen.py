@@ -330,5 +330,5 @@ def scenarios(draw, recursion: bool | None = None, closure: bool | str = False):
 
 
 def apply_update(explicit: frozenset[Fact], add, delete) -> frozenset[Fact]:
-    """E := (E \\ delete) u add, the update semantics of engine.maintain.base."""
+    """E := (E \\ delete) u add, the update semantics of engine.maintainer."""
     return frozenset((set(explicit) - set(delete)) | set(add))

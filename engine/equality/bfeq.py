@@ -42,7 +42,6 @@ deletions first (B/F~), then its insertions (forward).
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Iterable
 from itertools import product
@@ -54,8 +53,9 @@ from engine.equality.rewrite import Rewriting
 from engine.equality.saturation import Facts, Key, Saturation, mentioning
 from engine.evaluate import Bound, Evaluator
 from engine.graph import depth_first
-from engine.maintain.base import Report
-from engine.storage import Dictionary, Fact, Relation
+from engine.limits import Limits
+from engine.maintainer import Report, Update
+from engine.storage import Dictionary, Fact, Relation, relation_in
 
 Change = dict[str, tuple[set[Fact], set[Fact]]]  # per relation: (facts of J removed, added)
 
@@ -70,8 +70,8 @@ class BFEq(Rewriting):
     ):
         check(analysis)
         program, constants = constants_as_facts(analysis.program)
-        super().__init__(analyse(program), dictionary, hypertree)
-        self.ev = Evaluator(self.analysis, self.dictionary, self._size, hypertree)
+        super().__init__(analyse(program), dictionary)
+        self.ev = Evaluator(self.analysis, self.dictionary, self._size, hypertree, self.counts)
         self.rule_ids = tuple(r.id for r in self.analysis.rules)
         self.by_head: dict[str, list] = {}
         for rule in self.analysis.rules:
@@ -94,7 +94,7 @@ class BFEq(Rewriting):
 
     def relation(self, pred: str) -> Relation:
         """The relation of I holding `pred`."""
-        return self._get(self.store, pred)
+        return relation_in(self.store, pred)
 
     # ------------------------------------------------------------ views (values)
     def representative(self, value) -> object:
@@ -154,10 +154,16 @@ class BFEq(Rewriting):
             rel.add(self.pi.image(f))
 
     # ------------------------------------------------------------ load and update
-    def _load(self, facts: Iterable[PyFact]) -> Report:
-        start = time.perf_counter()
-        before = self._snapshot_counts()
-        self.set_explicit(facts)
+    def set_limits(self, limits: Limits) -> None:
+        """Also checked by the evaluator before every round of the forward saturation."""
+        super().set_limits(limits)
+        self.ev.guard = self.check_limits if limits.active else None
+
+    def size(self) -> int:
+        """Facts of I = pi(J) (the fact limit counts the compact materialisation)."""
+        return self._compact_size()
+
+    def materialise(self, report: Report) -> None:
         self.I, self.store, self.pi = {}, {}, Classes(self.order)
         self.normal_of, self.explicit_of, self.explicit_with = {}, {}, {}
         for pred, f in self.constants:
@@ -166,13 +172,12 @@ class BFEq(Rewriting):
         keys = ((p, f) for p, rel in self.store.items() if p not in self.internal for f in rel.facts)
         for pred, facts in _expanded(keys, self.pi.members, self.pi.trivial).items():
             self.rel(pred).update(facts)
-        report = self._report(before, start)
         report.added = sum(len(r) for r in self.I.values())
         report.details = {"compact_facts": self._compact_size(), "rule_instances": sat.instances}
-        return report
 
-    def _update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Report:
-        start, before, plus, minus, noop_add, noop_del = self._begin(add, delete)
+    def maintain(self, update: Update, report: Report) -> None:
+        update.apply(self.E)
+        plus, minus = update.plus, update.minus
         totals: Change = {}
         details = {"equality_recomputed": 0}
         if minus:
@@ -187,14 +192,10 @@ class BFEq(Rewriting):
             removed, added = sat.dropped - sat.entered, sat.entered - sat.dropped
             self._apply(self._expansion_change(removed, added, sat.old_classes), totals)
             details["rule_instances"] = details.get("rule_instances", 0) + sat.instances
-        report = self._report(before, start)
-        report.noop_adds, report.noop_deletes = noop_add, noop_del
         for pred, (gone, new) in totals.items():
             report.note(pred, new, gone)
         details["compact_facts"] = self._compact_size()
         report.details = details
-        report.seconds = time.perf_counter() - start
-        return report
 
     def _compact_size(self) -> int:
         return sum(len(r) for p, r in self.store.items() if p not in self.internal)

@@ -21,7 +21,8 @@ import json
 from dataclasses import dataclass, field
 
 from engine.errors import FluxmatError
-from engine.fd.core import FullyDynamic, Journal, Key
+from engine.fd.core import FullyDynamic
+from engine.fd.records import Journal, Key
 from engine.syntax import Iri
 
 
@@ -146,7 +147,14 @@ def check_fingerprint(engine: FullyDynamic, snap: StateSnapshot) -> None:
 
 
 def restore(engine: FullyDynamic, snap: StateSnapshot) -> None:
-    """Rebuild the engine from a snapshot (the inverse of exporting everything)."""
+    """Rebuild the engine from a snapshot (the inverse of exporting everything).
+
+    Pending work is discarded and the arities are those of the program and the
+    stored facts, so an engine abandoned mid-update (a limit ran out) is the
+    same after `restore` as a freshly started one.
+    """
+    engine.discard_pending()
+    engine.arity = dict(engine.analysis.arity)
     engine.I.clear()
     engine.E.clear()
     engine.born.clear()
@@ -171,8 +179,8 @@ def restore(engine: FullyDynamic, snap: StateSnapshot) -> None:
                 tuple(fact_key(engine, g) for g in pos),
                 tuple(fact_key(engine, g) for g in neg),
             )
-            engine._log(inst)
-    engine.build_closures()
+            engine.log_applied(inst)
+    engine.rebuild_closures()
     engine.prepare()
     engine.dirty.clear()
     engine.journal = Journal(full=False)

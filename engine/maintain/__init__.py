@@ -1,8 +1,18 @@
-"""Maintenance algorithms behind one interface, selectable by name.
+"""Maintenance algorithms behind one interface, selectable by name (`ALGORITHMS`, `create`).
 
-Every algorithm is a `Maintainer` (engine.maintain.base): `load(facts)` computes
-mat(P, E); `update(add, delete)` maintains it and returns a `Report`. All of them
-use the shared evaluator and its single fixpoint loop (engine.evaluate).
+Every algorithm implements the `Maintainer` interface (engine.maintainer):
+`load(facts)` computes mat(P, E); `update(add, delete)` maintains it and
+returns a `Report`. This package holds `remat` and the classic algorithms, one
+update at a time: `dred`, `counting`, `dredc` and `bf` maintain an update
+stratum by stratum through the Delete/Rederive machinery of
+engine.maintain.stratified (a `Run` per update), `dredc` with levels
+(engine.levels); equality by rewriting is engine.equality (`rewrite`, B/F~ in
+`bfeq`).
+The fully dynamic algorithms (`fd-dred`, `fd-counting`) are engine.fd; the
+registry lists them too. All of them evaluate rules through the shared
+evaluator and its single fixpoint loop (engine.evaluate).
+
+Not here: parsing, analysis, plans, storage, specialised modules (engine.modules).
 """
 
 from __future__ import annotations
@@ -13,12 +23,12 @@ from engine.equality.bfeq import BFEq
 from engine.equality.rewrite import Rewrite
 from engine.errors import AlgorithmError
 from engine.fd.policies import FDCounting, FDDRed
-from engine.maintain.base import Maintainer, Report
 from engine.maintain.bf import BF
 from engine.maintain.counting import Counting
 from engine.maintain.dred import DRed
 from engine.maintain.dredc import DRedC
 from engine.maintain.remat import Remat
+from engine.maintainer import Maintainer, Report
 from engine.storage import Dictionary
 
 ALGORITHMS: dict[str, type[Maintainer]] = {
@@ -65,7 +75,7 @@ def create(
             )
         if name == "bf":  # B/F~: equality changes are incremental
             return BFEq(analysis, dictionary, hypertree=hypertree)
-        return Rewrite(analysis, dictionary, modules, hypertree, algorithm=name, levels=levels)
+        return Rewrite(analysis, cls, dictionary, modules, hypertree, levels=levels)
     return cls(analysis, dictionary, modules=modules, hypertree=hypertree, levels=levels)
 
 
