@@ -29,8 +29,7 @@ import time
 from typing import Protocol
 
 from connectors.redact import redact
-from engine import FluxmatError
-from engine.fd.snapshot import StateChanges, StateSnapshot
+from engine import FluxmatError, StateChanges, StateSnapshot
 
 log = logging.getLogger("fluxmat.state")
 CONNECT_TIMEOUT = 10.0  # seconds: connecting (TLS handshake included) and the first PING

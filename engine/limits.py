@@ -69,11 +69,15 @@ NO_LIMITS = Limits()
 
 
 class LimitExceeded(FluxmatError):
-    """A budget of `Limits` ran out; `update` is the charged update's sequence number, if known."""
+    """A budget of `Limits` ran out; `update` is the charged update's sequence number, if known.
+
+    `key` is the caller's name for that update (engine.feed sets it).
+    """
 
     def __init__(self, message: str, update: int | None = None):
         super().__init__(message)
         self.update = update
+        self.key: object = None
 
     def located(self, where: str) -> LimitExceeded:
         """The same error, its message prefixed with `where` (e.g. `updates.jsonl:3`)."""

@@ -20,12 +20,9 @@ from pathlib import Path
 
 from connectors.files import read_facts, read_updates
 from connectors.redact import redact
-from engine import ALGORITHMS, FluxmatError, Reasoner, Report
-from engine.evaluate import Evaluator
-from engine.fd import FullyDynamic
+from engine import ALGORITHMS, EngineOptions, Fed, FluxmatError, Reasoner, Report
 from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, LimitExceeded, Limits
 from engine.printer import FactPrinter
-from engine.storage import Dictionary
 from ops import inspect_cli, limit_flags, stream_cli
 
 
@@ -53,6 +50,15 @@ class Config:
     levels: str = "on"
     max_facts: int = DEFAULT_MAX_FACTS  # 0: no limit
     max_update_work: int = DEFAULT_MAX_UPDATE_WORK
+
+    def engine_options(self) -> EngineOptions:
+        """The engine's options, built once from these flags (the one place "on"/"off" is read)."""
+        return EngineOptions(
+            algorithm=self.algorithm, modules=self.modules == "on", hypertree=self.hypertree == "on",
+            levels=self.levels == "on", equality=self.equality, schedule=self.schedule,
+            seed=self.seed, budget=max(self.budget, 0),
+            limits=Limits.of(self.max_update_work, self.max_facts),
+        )  # fmt: skip
 
     @classmethod
     def from_args(cls, ns: argparse.Namespace) -> Config:
@@ -153,12 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _reasoner(cfg: Config) -> Reasoner:
-    reasoner = Reasoner.from_file(
-        cfg.program, cfg.algorithm, modules=cfg.modules == "on", hypertree=cfg.hypertree == "on",
-        equality=cfg.equality, levels=cfg.levels == "on",
-    )
-    reasoner.maintainer.set_limits(Limits.of(cfg.max_update_work, cfg.max_facts))
-    return reasoner
+    return Reasoner.from_file(cfg.program, options=cfg.engine_options())
 
 
 def _facts(cfg: Config, reasoner: Reasoner) -> list[tuple]:
@@ -214,8 +215,8 @@ def cmd_replay(cfg: Config) -> None:
         report = reasoner.load(facts)
         if stats:
             stats.write(_stats_line("initial", report) + "\n")
-        if isinstance(reasoner.maintainer, FullyDynamic):
-            _replay_fully_dynamic(cfg, reasoner.maintainer, updates, stats)
+        if reasoner.fully_dynamic:
+            _replay_fully_dynamic(reasoner, updates, stats)
         else:
             _replay_sequential(reasoner, updates, stats)
     finally:
@@ -226,7 +227,7 @@ def cmd_replay(cfg: Config) -> None:
 
 def _validate(reasoner: Reasoner, facts: list[tuple], updates) -> None:
     """The whole stream is checked before anything is applied (arities, add/delete clashes)."""
-    check = reasoner.maintainer.update_checker()
+    check = reasoner.update_checker()
     check([*reasoner.program_facts(), *facts], ())
     for upd in updates:
         try:
@@ -251,61 +252,52 @@ def _replay_sequential(reasoner: Reasoner, updates, stats) -> None:
     progress.done()
 
 
-def _replay_fully_dynamic(cfg: Config, fd: FullyDynamic, updates, stats) -> None:
-    """Submit each update, then do `--budget` units of work before the next arrives.
+def _replay_fully_dynamic(reasoner: Reasoner, updates, stats) -> None:
+    """Submit each update, then do `--budget` units of work before the next arrives (engine.feed).
 
     Sequential: every update is processed to quiescence before the next one is
     integrated. Interleaved: updates overlap; `--seed` drives the scheduler; after
     the last update the engine runs until quiescent (reported on that update's line).
     """
-    fd.configure(seed=cfg.seed, interleaved=cfg.schedule == "interleaved")
     progress = _Progress(len(updates))
-    where: dict[int, str] = {}  # the engine's sequence number -> the update's file:line
+    clock = {"start": time.perf_counter(), "counts": reasoner.work_counts()}
+
+    def after_each(fed: Fed, _seq: int) -> None:
+        n, upd = fed.key
+        if stats:
+            seconds = time.perf_counter() - clock["start"]
+            stats.write(_fd_stats_line(n, upd.id, reasoner, clock["counts"], seconds) + "\n")
+        progress.tick(n)
+        clock.update(start=time.perf_counter(), counts=reasoner.work_counts())
+
+    fed = (Fed((n, upd), upd.add, upd.delete, upd.id if upd.id is not None else n)
+           for n, upd in enumerate(updates, start=1))  # fmt: skip
+    def rejected(key, exc: Exception) -> None:  # validated before: what the engine refuses late
+        if isinstance(exc, FluxmatError):
+            raise FluxmatError(f"{key[1].where}: {exc}") from None
+        raise exc
+
     try:
-        for n, upd in enumerate(updates, start=1):
-            start = time.perf_counter()
-            before = _fd_counts(fd)
-            where[fd.seq + 1] = upd.where
-            try:
-                fd.submit(upd.add, upd.delete, id=upd.id if upd.id is not None else n)
-            except LimitExceeded:
-                raise
-            except FluxmatError as exc:
-                raise FluxmatError(f"{upd.where}: {exc}") from None
-            if cfg.schedule == "sequential" or n == len(updates):
-                fd.run()  # after the last update the engine works until quiescent
-            else:
-                fd.step(cfg.budget)
-            if stats:
-                stats.write(_fd_stats_line(n, upd.id, fd, before, time.perf_counter() - start) + "\n")
-            progress.tick(n)
-        fd.run()
+        reasoner.feed(fed, rejected=rejected, after_each=after_each)
     except LimitExceeded as exc:  # charged to one update (with overlap: where its work ran out)
-        raise exc.located(where.get(exc.update, "replay")) from None
+        raise exc.located(exc.key[1].where if exc.key else "replay") from None
     progress.done()
 
 
-def _fd_counts(fd: FullyDynamic) -> dict[str, int]:
-    counts = fd.stats.as_dict()
-    counts["rule_applications"] = sum(fd.ev.counts.applications.values())
-    return counts
-
-
-def _fd_stats_line(label, update_id, fd: FullyDynamic, before: dict, seconds: float) -> str:
-    now = _fd_counts(fd)
-    point = fd.poll()
+def _fd_stats_line(label, update_id, reasoner: Reasoner, before: dict, seconds: float) -> str:
+    point = reasoner.poll()
     line = {
         "update": label,
         "id": update_id,
-        "algorithm": fd.name,
+        "algorithm": reasoner.name,
         "seconds": round(seconds, 6),
         "quiescent": point is not None,
         "added": len(point.added) if point else None,
         "removed": len(point.removed) if point else None,
-        "pending": fd.pending,
+        "pending": reasoner.pending,
     }
-    line.update({k: now[k] - before[k] for k in now})
-    line["log_size"] = fd.log_size()
+    line.update(Reasoner.counts_since(reasoner.work_counts(), before))
+    line["log_size"] = reasoner.sizes()["log"]
     return json.dumps(line)
 
 
@@ -360,18 +352,17 @@ def _module(reasoner: Reasoner, m) -> str:
 def cmd_explain(cfg: Config) -> None:
     reasoner = _reasoner(cfg)
     an = reasoner.analysis
-    ev = Evaluator(an, Dictionary(), lambda _pred: 0, cfg.hypertree == "on")  # plans before a load
     pr: FactPrinter = reasoner.printer
     print("== AST")
     print(reasoner.program)
     print("\n== analysis")
     module_of = {rid: m for m in an.modules for rid in m.rules}
-    used = {m.spec for ms in reasoner.maintainer.modules.values() for m in ms}
+    used = reasoner.modules_used()
     for s in an.strata:
         preds = ", ".join(sorted(pr.pred(p) for p in s.preds))
         print(f"stratum {s.index}: {preds}")
         for m in an.modules_of(s):
-            unused = "" if m in used else f" (not used by {reasoner.maintainer.name})"
+            unused = "" if m in used else f" (not used by {reasoner.name})"
             print(f"  module {_module(reasoner, m)}: rules {', '.join(map(str, m.rules))}{unused}")
         for rid in s.rules:
             r = an.rules[rid]
@@ -380,13 +371,10 @@ def cmd_explain(cfg: Config) -> None:
                 kind += f", module {_module(reasoner, module_of[rid])}"
             print(f"  [{rid}] {kind}: {r}")
     print("\n== plans")
-    for r in an.rules:
-        kinds = [("full", None)] + [("delta", i) for i in range(len(r.positives) + len(r.negatives))]
-        for kind, delta in kinds:
-            plan = ev.plan(r, kind, delta)
-            print(plan.describe())
-            if cfg.code:
-                print(plan.source)
+    for plan in reasoner.plans():
+        print(plan.describe())
+        if cfg.code:
+            print(plan.source)
 
 
 COMMANDS = {

@@ -19,11 +19,9 @@ from itertools import islice
 from connectors.files import read_facts
 from connectors.redact import redact
 from connectors.state import open_store
-from engine import FluxmatError, Reasoner, atom_to_fact
-from engine.fd.snapshot import check_fingerprint, restore
-from engine.limits import Limits
+from engine import EngineOptions, FluxmatError, Limits, Reasoner, atom_to_fact
 from engine.parser import parse_facts, parse_pattern
-from engine.why import Explainer, is_capped, match, proof_size, render, to_json
+from engine.why import is_capped, proof_size, render, to_json
 
 
 class Busy(FluxmatError):
@@ -52,7 +50,7 @@ class StateView:
             self.lock.release()
 
     def _show(self, fact: tuple) -> str:
-        return self.reasoner.maintainer.show_fact(fact)
+        return self.reasoner.show(fact)
 
     def query(self, pattern: str, limit: int | None = None, exact: bool = True) -> dict:
         """`{"pattern", "count", "facts", "truncated"}`: matching facts, sorted, as text.
@@ -67,7 +65,7 @@ class StateView:
         atom = parse_pattern(pattern, self.reasoner.prefixes)
         stop = None if exact or limit is None else limit + 1
         with self._locked():
-            found = list(islice(match(self.reasoner.maintainer, atom), stop))
+            found = list(islice(self.reasoner.match(atom), stop))
         texts = sorted(map(self._show, found))
         shown = texts if limit is None else texts[:limit]
         count = len(texts) if exact or len(texts) <= len(shown) else len(shown)
@@ -87,9 +85,8 @@ class StateView:
         if len(atoms) != 1:
             raise FluxmatError(f"expected one fact, found {len(atoms)}")
         fact = atom_to_fact(atoms[0])
-        m = self.reasoner.maintainer
         with self._locked():
-            proof = Explainer(m, max_facts, program=self.reasoner.program).explain(fact)
+            proof = self.reasoner.explain(fact, max_facts)
         shown = self._show(fact)
         if proof is None:
             return {"fact": shown, "found": False, "lines": [f"{shown} is not in the materialisation"]}
@@ -149,15 +146,14 @@ def from_store(program: str, url: str, namespace: str = "default", store=None) -
     if snap is None:
         raise FluxmatError(f"no fluxmat state in {redact(url)} under namespace {namespace!r} (has the job run?)")
     reasoner = Reasoner.from_file(program, str(snap.meta.get("algorithm", "fd-counting")))
-    check_fingerprint(reasoner.maintainer, snap)
-    restore(reasoner.maintainer, snap)
+    reasoner.restore(snap)
     return StateView(reasoner)
 
 
 def from_files(program: str, facts: list[str], algorithm: str = "remat",
                max_facts: int | None = None) -> StateView:  # fmt: skip
     """mat(P, E) computed from `program` and the explicit facts in `facts` (at most `max_facts`)."""
-    reasoner = Reasoner.from_file(program, algorithm)
-    reasoner.maintainer.set_limits(Limits.of(facts=max_facts))
+    options = EngineOptions(algorithm=algorithm, limits=Limits.of(facts=max_facts))
+    reasoner = Reasoner.from_file(program, options=options)
     reasoner.load([f for path in facts for f in read_facts(path, reasoner.prefixes)])
     return StateView(reasoner)

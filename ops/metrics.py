@@ -94,11 +94,8 @@ class JobMetrics:
 
     # ------------------------------------------------------------ feeding
     def _gauges(self, processor, store) -> None:
-        engine = processor.engine
-        internal = engine.analysis.internal
-        facts = sum(len(r) for p, r in engine.I.items() if p not in internal)
-        explicit = sum(len(s) for s in engine.E.values())
-        log = engine.log_size()
+        sizes = processor.reasoner.sizes()
+        facts, explicit, log = sizes["facts"], sizes["explicit"], sizes["log"]
         entries = store.size()
         memory = store.memory_bytes()
         c = self.c
@@ -115,7 +112,7 @@ class JobMetrics:
         with self._lock:
             self._gauges(processor, store)
             batch = store.last_batch()
-            self.now.update(last_batch=batch, through=processor.engine.last_id, last_commit=time.time())
+            self.now.update(last_batch=batch, through=processor.reasoner.last_id, last_commit=time.time())
             self.c["fluxmat_last_consistency_point_batch"].set(batch if batch is not None else -1)
             self.c["fluxmat_last_consistency_point_timestamp_seconds"].set(time.time())
 

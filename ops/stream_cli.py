@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK
@@ -84,21 +85,28 @@ def _int(value, flag: str) -> int | None:
 
 
 def job_config(ns: argparse.Namespace):
-    from stream.job import JobConfig
+    from engine import EngineOptions, FluxmatError, Limits
+    from stream.job import STREAM_ENGINE, JobConfig
 
+    budget = _int(ns.budget, "--budget") or 0
+    if budget < 0:
+        raise FluxmatError(f"--budget must be at least 0, got {budget}")
+    engine = EngineOptions(
+        algorithm=ns.algorithm, schedule=STREAM_ENGINE.schedule, budget=budget,
+        limits=Limits.of(ns.max_update_work or None, ns.max_facts or None),
+    )  # fmt: skip
     return JobConfig(
         program=ns.program, facts=tuple(ns.facts), bootstrap_servers=ns.bootstrap_servers,
         updates_topic=ns.updates_topic, deltas_topic=ns.deltas_topic,
         dead_letter_topic=ns.dead_letter_topic or None, redis=ns.redis, namespace=ns.namespace,
-        checkpoint=ns.checkpoint, algorithm=ns.algorithm,
+        checkpoint=ns.checkpoint, engine=engine,
         max_updates_per_batch=_int(ns.max_updates_per_batch, "--max-updates-per-batch"),
-        trigger_interval=ns.trigger_interval, budget=_int(ns.budget, "--budget") or 0,
+        trigger_interval=ns.trigger_interval,
         master=ns.master, metrics_port=_int(ns.metrics_port, "--metrics-port"),
         metrics_host=ns.metrics_host, dashboard_port=_int(ns.dashboard_port, "--dashboard-port"),
         dashboard_host=ns.dashboard_host, auth_token=ns.auth_token or None,
         starting_offsets=ns.starting_offsets or None,
-        max_message_bytes=ns.max_message_bytes or None, max_update_work=ns.max_update_work or None,
-        max_facts=ns.max_facts or None,
+        max_message_bytes=ns.max_message_bytes or None,
     )  # fmt: skip
 
 
@@ -109,16 +117,15 @@ _INTERVAL = re.compile(r"\d+\s*(ms|s|(millisecond|second|minute|hour)s?)\Z")
 def check_run_flags(cfg) -> None:
     """Refuse values `fluxmat run` cannot use before anything is contacted or started."""
     from connectors.redact import redact
-    from engine import ALGORITHMS, FluxmatError
-    from engine.fd import FullyDynamic
+    from engine import FULLY_DYNAMIC, FluxmatError
 
     def fail(message: str):
         raise FluxmatError(message)
 
-    fully_dynamic = sorted(n for n, cls in ALGORITHMS.items() if issubclass(cls, FullyDynamic))
-    if cfg.algorithm not in fully_dynamic:
+    fully_dynamic = sorted(FULLY_DYNAMIC)
+    if cfg.engine.algorithm not in fully_dynamic:
         fail(f"--algorithm must be a fully dynamic algorithm ({' or '.join(fully_dynamic)}), "
-             f"got {cfg.algorithm!r}")  # fmt: skip
+             f"got {cfg.engine.algorithm!r}")  # fmt: skip
 
     for flag, topic in (("--updates-topic", cfg.updates_topic), ("--deltas-topic", cfg.deltas_topic),
                         ("--dead-letter-topic", cfg.dead_letter_topic)):  # fmt: skip
@@ -130,8 +137,6 @@ def check_run_flags(cfg) -> None:
     if not _INTERVAL.match(cfg.trigger_interval.strip()):
         fail(f"--trigger-interval expects a duration such as 500ms, 2s or '1 minute', "
              f"got {cfg.trigger_interval!r}")  # fmt: skip
-    if cfg.budget < 0:
-        fail(f"--budget must be at least 0, got {cfg.budget}")
     if cfg.max_updates_per_batch is not None and cfg.max_updates_per_batch < 1:
         fail(f"--max-updates-per-batch must be at least 1, got {cfg.max_updates_per_batch}")
     if cfg.redis and not cfg.redis.startswith(("redis://", "rediss://", "unix://", "memory:")):
@@ -184,7 +189,7 @@ def cmd_demo(ns: argparse.Namespace) -> None:
     from connectors.broker import EmbeddedBroker
     from connectors.kafka_sink import read_deltas
     from engine import Reasoner
-    from stream.job import Job, JobConfig
+    from stream.job import STREAM_ENGINE, Job, JobConfig
 
     program = EXAMPLES / "university.dl"
     facts = EXAMPLES / "university-facts.dl"
@@ -197,7 +202,8 @@ def cmd_demo(ns: argparse.Namespace) -> None:
         cfg = JobConfig(
             program=str(program), facts=(str(facts),), bootstrap_servers=broker.bootstrap,
             updates_topic="updates", deltas_topic="deltas", dead_letter_topic="dead-letters",
-            redis="memory://", checkpoint=str(Path(tmp) / "checkpoint"), budget=ns.budget,
+            redis="memory://", checkpoint=str(Path(tmp) / "checkpoint"),
+            engine=replace(STREAM_ENGINE, budget=ns.budget),
             trigger_interval="300ms",
         )  # fmt: skip
         last_id = None
@@ -282,7 +288,7 @@ def _replay_explicit(reasoner, facts_path: Path, lines: list[str]) -> list[tuple
     for line in lines:
         try:
             upd = parse_update(json.loads(line), reasoner.prefixes, "demo")
-            reasoner.maintainer.encode_update(upd.add, upd.delete)
+            reasoner.check_update(upd.add, upd.delete)
         except (ValueError, FluxmatError):
             continue
         explicit = (explicit - set(upd.delete)) | set(upd.add)

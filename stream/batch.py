@@ -57,10 +57,8 @@ from dataclasses import dataclass, field
 
 from connectors.files import Update, decode_json, parse_update
 from connectors.state import INITIAL
-from engine import FluxmatError, Reasoner
-from engine.fd import FullyDynamic
-from engine.fd.snapshot import StateMismatch, check_fingerprint, export_changes, restore
-from engine.limits import NO_LIMITS, LimitExceeded, Limits
+from engine import Fed, FluxmatError, Reasoner, StateMismatch
+from engine.limits import LimitExceeded, Limits
 from engine.printer import FactPrinter
 from engine.syntax import Iri
 
@@ -120,34 +118,33 @@ class BatchProcessor:
     """Applies micro-batches of update messages to a fully dynamic engine.
 
     Args:
-        reasoner: a `Reasoner` whose maintainer is `fd-dred` or `fd-counting`.
+        reasoner: a `Reasoner` running `fd-dred` or `fd-counting`; its options
+            (engine.options) give the budget (units of work between two
+            submitted updates) and the limits: an update that exceeds them is
+            quarantined (see the module docstring); the fact limit also applies
+            to the initial load, and a restored state must be within it.
         store: a state store (connectors.state).
         publisher: has `publish_delta(batch, through, added, removed)` and
             `publish_dead_letter(reason, partition, offset, raw, truncated=False)`.
-        budget: units of work between two submitted updates.
+        budget, limits: when given, replace the reasoner's options of that name.
         progress: optional callable receiving the engine's pending operations
             after each submitted update (the job's metrics sample it).
-        limits: the engine's budget; an update that exceeds it is quarantined
-            (see the module docstring). The fact limit also applies to the
-            initial load, and a restored state must be within it.
         max_message_bytes: larger messages are dead letters, not parsed.
     """
 
-    def __init__(self, reasoner: Reasoner, store, publisher, budget: int = 1000, progress=None,
-                 limits: Limits = NO_LIMITS,
+    def __init__(self, reasoner: Reasoner, store, publisher, budget: int | None = None, progress=None,
+                 limits: Limits | None = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES):  # fmt: skip
-        if not isinstance(reasoner.maintainer, FullyDynamic):
+        if not reasoner.fully_dynamic:
             raise FluxmatError(
                 f"the streaming job needs a fully dynamic algorithm (fd-dred or fd-counting), "
-                f"not {reasoner.maintainer.name}"
+                f"not {reasoner.name}"
             )
+        given = {"budget": budget, "limits": limits}
+        reasoner.reconfigure(schedule="interleaved", **{k: v for k, v in given.items() if v is not None})
         self.reasoner = reasoner
-        self.engine: FullyDynamic = reasoner.maintainer
-        self.engine.configure(interleaved=True)
-        self.engine.set_limits(limits)
         self.store = store
         self.publisher = publisher
-        self.budget = budget
         self.progress = progress
         self.max_message_bytes = max_message_bytes
         self.base = 0  # added to Spark's batch ids (see connectors.state: rebase)
@@ -164,16 +161,14 @@ class BatchProcessor:
         """
         snap = self.store.load()
         if snap is not None:
-            check_fingerprint(self.engine, snap)
-            restore(self.engine, snap)
-            self.engine.limits.check_facts(len(self.engine.born))
+            self.reasoner.restore(snap)
             self.base = int(snap.meta.get("base", 0) or 0)
             batch = self.store.last_batch()
-            return f"restored state of batch {batch}: {sum(len(r) for r in self.engine.I.values())} facts"
+            return f"restored state of batch {batch}: {self.reasoner.sizes()['facts']} facts"
         self.reasoner.load(initial_facts)
-        added = [self._wire(f) for f in self.engine.facts()]
+        added = [self._wire(f) for f in self.reasoner.facts()]
         output = {"through": None, "added": added, "removed": [], "dead": []}
-        self.store.commit(INITIAL_BATCH, export_changes(self.engine), output)
+        self.store.commit(INITIAL_BATCH, self.reasoner.export_changes(), output)
         self._publish(INITIAL_BATCH, output)
         return f"initial materialisation: {len(added)} facts"
 
@@ -188,7 +183,8 @@ class BatchProcessor:
             if stored is not None:
                 self._publish(batch, stored)
             return BatchOutcome(batch, replayed=True, seconds=time.perf_counter() - start)
-        before = self.engine.stats.as_dict()
+        reasoner = self.reasoner
+        before = reasoner.work_counts()
         rows = sorted(rows, key=lambda r: (r[0], r[1]))
         decoded = [self._decode(row) for row in rows]
         quarantined: dict[int, str] = {}  # row index -> the limit it ran out of
@@ -202,21 +198,20 @@ class BatchProcessor:
                 if alone:  # with overlap, the blame was a suspicion only
                     quarantined[breach.index] = breach.reason
                 alone = True
-                restore(self.engine, self.store.load())  # back to the last committed state
-        point = self.engine.poll()
+                reasoner.restore(self.store.load())  # back to the last committed state
+        point = reasoner.poll()
         output = {
-            "through": self.engine.last_id,
+            "through": reasoner.last_id,
             "added": [self._wire(f) for f in point.added],
             "removed": [self._wire(f) for f in point.removed],
             "dead": dead,
         }
         _crash_point("before-commit", batch)
-        self.store.commit(batch, export_changes(self.engine), output)
+        self.store.commit(batch, reasoner.export_changes(), output)
         _crash_point("after-commit", batch)
         self._publish(batch, output)
         _crash_point("after-publish", batch)
-        now = self.engine.stats.as_dict()
-        outcome.stats = {k: now[k] - before[k] for k in now}
+        outcome.stats = Reasoner.counts_since(reasoner.work_counts(), before)
         outcome.dead, outcome.quarantined = len(dead), len(quarantined)
         outcome.added, outcome.removed = len(point.added), len(point.removed)
         outcome.through = output["through"]
@@ -251,43 +246,41 @@ class BatchProcessor:
         Raises:
             _Breach: an update ran out of a limit (the engine is left mid-way).
         """
-        engine = self.engine
         dead: list[list] = []
-        rows_of: dict[int, int] = {}  # the engine's update sequence number -> row index
-        try:
+
+        def letter(i: int, reason: str) -> None:
+            row = rows[i]
+            dead.append(self._dead_letter(reason, row[0], row[1], row[3], row[6] if len(row) > 6 else None))
+
+        def updates():
             for i, (row, upd) in enumerate(zip(rows, decoded, strict=True)):
-                partition, offset, value, ts = row[0], row[1], row[3], row[4]
                 reason = quarantined.get(i, upd if isinstance(upd, str) else None)
-                if reason is None:
-                    try:
-                        plus, minus = engine.encode_update(upd.add, upd.delete)
-                    except Exception as exc:  # a bad update stops only itself
-                        reason = str(exc) if isinstance(exc, FluxmatError) else f"{type(exc).__name__}: {exc}"
                 if reason is not None:
-                    size = row[6] if len(row) > 6 else None
-                    dead.append(self._dead_letter(reason, partition, offset, value, size))
+                    letter(i, reason)
                     continue
-                rows_of[engine.seq + 1] = i
-                uid = upd.id if upd.id is not None else f"{partition}:{offset}"
-                engine.submit_encoded(plus, minus, id=uid)
-                outcome.updates += 1
-                outcome.adds += len(upd.add)
-                outcome.deletes += len(upd.delete)
-                if ts is not None:
-                    oldest = outcome.oldest_timestamp_ms
-                    outcome.oldest_timestamp_ms = ts if oldest is None else min(oldest, ts)
-                outcome.peak_pending = max(outcome.peak_pending, engine.pending)
-                if alone:
-                    engine.run()
-                else:
-                    engine.step(self.budget)
-                if self.progress is not None:
-                    self.progress(engine.pending)
-            engine.run()
+                yield Fed(i, upd.add, upd.delete, upd.id if upd.id is not None else f"{row[0]}:{row[1]}")
+
+        def rejected(i: int, exc: Exception) -> None:  # a bad update stops only itself
+            letter(i, str(exc) if isinstance(exc, FluxmatError) else f"{type(exc).__name__}: {exc}")
+
+        def after_each(fed: Fed, _seq: int) -> None:
+            upd, ts = decoded[fed.key], rows[fed.key][4]
+            outcome.updates += 1
+            outcome.adds += len(upd.add)
+            outcome.deletes += len(upd.delete)
+            if ts is not None:
+                oldest = outcome.oldest_timestamp_ms
+                outcome.oldest_timestamp_ms = ts if oldest is None else min(oldest, ts)
+            if self.progress is not None:
+                self.progress(self.reasoner.pending)
+
+        try:
+            fed = self.reasoner.feed(updates(), rejected, after_each, overlap=not alone)
         except LimitExceeded as exc:
-            if exc.update not in rows_of:
+            if exc.key is None:
                 raise
-            raise _Breach(rows_of[exc.update], str(exc)) from None
+            raise _Breach(exc.key, str(exc)) from None
+        outcome.peak_pending = max(outcome.peak_pending, fed.peak_pending)
         if self.progress is not None:
             self.progress(0)
         return dead
@@ -321,4 +314,4 @@ class BatchProcessor:
             self.publisher.publish_dead_letter(reason, partition, offset, raw, truncated=bool(cut and cut[0]))
 
     def facts(self) -> set[tuple]:
-        return set(self.engine.facts())
+        return self.reasoner.facts()

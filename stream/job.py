@@ -33,9 +33,15 @@ from connectors.broker import check_broker, ensure_topics
 from connectors.files import read_facts
 from connectors.kafka_sink import KafkaPublisher
 from connectors.state import open_store
-from engine import FluxmatError, Reasoner
+from engine import EngineOptions, FluxmatError, Reasoner
 from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
 from stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
+
+# The job's engine unless told otherwise: FD-Counting, overlapping updates, the default limits.
+STREAM_ENGINE = EngineOptions(
+    algorithm="fd-counting", schedule="interleaved",
+    limits=Limits.of(DEFAULT_MAX_UPDATE_WORK, DEFAULT_MAX_FACTS),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -51,10 +57,9 @@ class JobConfig:
     dead_letter_topic: str | None = None
     redis: str | None = None  # redis://HOST:PORT/DB, or None / memory:// for in-process
     namespace: str = "default"
-    algorithm: str = "fd-counting"
+    engine: EngineOptions = STREAM_ENGINE  # algorithm, budget, limits (engine.options)
     max_updates_per_batch: int | None = None
     trigger_interval: str = "500 milliseconds"
-    budget: int = 1000
     master: str = "local[2]"
     updates_partitions: int = 1
     metrics_port: int | None = None  # Prometheus /metrics (off when None)
@@ -64,8 +69,6 @@ class JobConfig:
     auth_token: str | None = None  # required by the dashboard beyond loopback
     starting_offsets: str | None = None  # for a new checkpoint: earliest (default), latest, JSON
     max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES  # larger: dead letter (None: no limit)
-    max_update_work: int | None = DEFAULT_MAX_UPDATE_WORK  # per update (None: no limit)
-    max_facts: int | None = DEFAULT_MAX_FACTS  # in the materialisation (None: no limit)
 
 
 def spark_session(master: str, app: str = "fluxmat"):
@@ -136,16 +139,15 @@ class Job:
             from ops.dashboard import check_binding
 
             check_binding(cfg.dashboard_host, cfg.auth_token)  # before anything is written
-        reasoner = Reasoner.from_file(cfg.program, cfg.algorithm)
+        reasoner = Reasoner.from_file(cfg.program, options=cfg.engine)
         facts = [f for path in cfg.facts for f in read_facts(path, reasoner.prefixes)]
         store, publisher = self._connect()
         rebase = self._check_checkpoint(store)
         from ops.metrics import JobMetrics
 
-        metrics = self.metrics = JobMetrics(cfg.program, cfg.algorithm, cfg.namespace, cfg.updates_topic)
+        metrics = self.metrics = JobMetrics(cfg.program, cfg.engine.algorithm, cfg.namespace, cfg.updates_topic)
         processor = BatchProcessor(
-            reasoner, store, publisher, cfg.budget, progress=metrics.on_pending,
-            limits=Limits.of(cfg.max_update_work, cfg.max_facts),
+            reasoner, store, publisher, progress=metrics.on_pending,
             max_message_bytes=cfg.max_message_bytes or sys.maxsize,
         )  # fmt: skip
         self.processor = processor

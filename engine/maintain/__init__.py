@@ -34,6 +34,7 @@ from engine.storage import Dictionary
 ALGORITHMS: dict[str, type[Maintainer]] = {
     cls.name: cls for cls in (Remat, DRed, Counting, DRedC, BF, FDDRed, FDCounting)
 }
+FULLY_DYNAMIC = ("fd-dred", "fd-counting")  # whose updates can overlap (engine.fd, engine.feed)
 EQUALITY_ALGORITHMS = ("remat", "dred", "dredc", "bf")  # those that accept equality="rewrite"
 
 
@@ -79,4 +80,4 @@ def create(
     return cls(analysis, dictionary, modules=modules, hypertree=hypertree, levels=levels)
 
 
-__all__ = ["ALGORITHMS", "EQUALITY_ALGORITHMS", "Maintainer", "Report", "create"]
+__all__ = ["ALGORITHMS", "EQUALITY_ALGORITHMS", "FULLY_DYNAMIC", "Maintainer", "Report", "create"]
