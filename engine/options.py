@@ -5,8 +5,9 @@
 `hypertree` (cyclic rules over hypertree decompositions), `levels` (`dredc`
 stops overdeletion at well-founded derivations), `equality` ("off", or
 "rewrite": owl:sameAs as equality, engine.equality), and for the fully dynamic
-algorithms how updates are fed (engine.feed): `schedule` ("sequential": each
-update to quiescence before the next; "interleaved": their processing overlaps),
+algorithms how updates are fed (engine.feed): `schedule` ("interleaved", the
+default: their processing overlaps; "sequential": each update to quiescence
+before the next, as `fluxmat replay` does unless told otherwise),
 `seed` (the fair scheduler's choices) and `budget` (units of work between two
 submitted updates). `limits` bounds the work of one update and the size of the
 materialisation (engine.limits).
@@ -34,7 +35,7 @@ class EngineOptions:
     hypertree: bool = True
     levels: bool = True
     equality: str = "off"
-    schedule: str = "sequential"
+    schedule: str = "interleaved"
     seed: int = 0
     budget: int = 1000
     limits: Limits = field(default=NO_LIMITS)

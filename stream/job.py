@@ -39,9 +39,8 @@ from stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
 
 # The job's engine unless told otherwise: FD-Counting, overlapping updates, the default limits.
 STREAM_ENGINE = EngineOptions(
-    algorithm="fd-counting", schedule="interleaved",
-    limits=Limits.of(DEFAULT_MAX_UPDATE_WORK, DEFAULT_MAX_FACTS),
-)  # fmt: skip
+    algorithm="fd-counting", schedule="interleaved", limits=Limits.of(DEFAULT_MAX_UPDATE_WORK, DEFAULT_MAX_FACTS)
+)
 
 
 @dataclass(frozen=True)
