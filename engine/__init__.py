@@ -24,9 +24,10 @@ from engine.lexer import read_source
 from engine.limits import FactLimitExceeded, LimitExceeded, Limits, WorkLimitExceeded
 from engine.maintain import ALGORITHMS, FULLY_DYNAMIC, Maintainer, Report, create
 from engine.options import EngineOptions
-from engine.parser import fact_from_json, parse_facts, parse_program
+from engine.parser import parse_facts, parse_program
 from engine.reasoner import Reasoner, atom_to_fact
 from engine.syntax import Iri, Program
+from engine.wire import fact_from_json
 
 __all__ = [
     "ALGORITHMS", "FULLY_DYNAMIC", "AlgorithmError", "Analysis", "AnalysisError", "EngineOptions",

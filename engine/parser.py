@@ -12,7 +12,8 @@ Public API:
 - `parse_program(text, source)` -> `Program` (rules, ground facts, prefixes);
 - `parse_facts(text, source, prefixes)` -> `list[Atom]` for a facts file;
 - `fact_from_json(item, prefixes, where)` -> `Atom` for a JSON fact
-  `["pred", arg, ...]` as decoded by `json.loads`.
+  `["pred", arg, ...]` as decoded by `json.loads` (engine.wire, the one codec of
+  facts and JSON; re-exported here).
 
 Decisions worth knowing (the lexical ones are in engine.lexer):
 
@@ -37,15 +38,12 @@ from engine.lexer import (
     ANON_LIKE,
     ARITH_OPS,
     CMP_OPS,
-    IRI_FULL,
-    PNAME_FULL,
     PRED_KINDS,
     Token,
     describe,
     tokenize,
 )
 from engine.syntax import (
-    MAX_INT_DIGITS,
     Atom,
     BinOp,
     Comparison,
@@ -56,8 +54,8 @@ from engine.syntax import (
     Program,
     Rule,
     Var,
-    int_in_range,
 )
+from engine.wire import fact_from_json  # the one codec of facts and JSON
 
 __all__ = ["parse_program", "parse_facts", "fact_from_json", "MAX_NESTING"]
 
@@ -408,76 +406,3 @@ def parse_pattern(text: str, prefixes: dict[str, str] | None = None, source: str
     if len(clauses) != 1:
         raise ParseError(f"expected one atom, found {len(clauses)}", Pos(source, 1, 1))
     return clauses[0][0]
-
-
-# --------------------------------------------------------------------------- JSON facts
-
-
-def _json_text(value: object) -> str:
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _json_kind(value: object) -> str:
-    if isinstance(value, bool):
-        return f"boolean {_json_text(value)}"
-    if isinstance(value, float):
-        return f"number {_json_text(value)}"
-    if isinstance(value, list):
-        return f"array {_json_text(value)}"
-    if isinstance(value, dict):
-        return f"object {_json_text(value)}"
-    if value is None:
-        return "null"
-    if isinstance(value, int):
-        return f"number {value}"
-    return f"{type(value).__name__} {_json_text(value)}"
-
-
-def fact_from_json(item: object, prefixes: dict[str, str], where: str = "") -> Atom:
-    """Convert a JSON fact `["pred", arg, ...]` (as decoded by `json.loads`).
-
-    The predicate is a string: `<iri>` is unwrapped and a prefixed name whose
-    prefix is in `prefixes` is expanded (other names are kept verbatim, as in
-    programs). Arguments: a JSON integer is an int constant, a string `<...>`
-    an `Iri` (when `...` is a well-formed IRI, as in program text), any other
-    string a str constant. `where` (e.g. "updates.jsonl:3")
-    starts every error message.
-    """
-
-    def fail(message: str) -> ParseError:
-        return ParseError(f"{where}: {message}" if where else message)
-
-    if not isinstance(item, list) or not item:
-        found = "an empty array" if isinstance(item, list) else _json_kind(item)
-        if isinstance(item, str):
-            found = f"string {_json_text(item)}"
-        raise fail(f"expected a fact as a JSON array [predicate, arg, ...], found {found}")
-    pred = item[0]
-    if not isinstance(pred, str) or not pred:
-        found = "an empty string" if pred == "" else _json_kind(pred)
-        raise fail(f"expected a predicate name string as the first element, found {found}")
-    if len(pred) >= 2 and pred[0] == "<" and pred[-1] == ">":
-        pred = pred[1:-1]
-    else:
-        m = PNAME_FULL.match(pred)
-        if m is not None and m.group(1) in prefixes:
-            pred = prefixes[m.group(1)] + m.group(2)
-    args = []
-    for k, arg in enumerate(item[1:], start=1):
-        if isinstance(arg, bool) or not isinstance(arg, int | str):
-            raise fail(
-                f"expected an integer or a string as argument {k} of {_json_text(item[0])}, "
-                f"found {_json_kind(arg)}"
-            )
-        if isinstance(arg, int) and not int_in_range(arg):
-            raise fail(f"argument {k} of {_json_text(item[0])} is an integer with more than "
-                       f"{MAX_INT_DIGITS} digits")
-        if isinstance(arg, str) and arg[:1] == "<" and IRI_FULL.match(arg):
-            args.append(Const(Iri(arg[1:-1])))
-        else:
-            args.append(Const(arg))
-    return Atom(pred, tuple(args))

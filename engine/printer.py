@@ -23,14 +23,15 @@ class FactPrinter:
         self.prefixes = sorted(prefixes, key=lambda p: -len(p[1]))
         self.names = {name for name, _ns in self.prefixes}
 
-    def _compact(self, iri: str) -> str | None:
+    def compact(self, iri: str) -> str | None:
+        """`name:local` for an IRI under a declared prefix, else None."""
         for name, ns in self.prefixes:
             if iri.startswith(ns) and len(iri) > len(ns) and _LOCAL.match(iri[len(ns) :]):
                 return f"{name}:{iri[len(ns):]}"
         return None
 
     def pred(self, pred: str) -> str:
-        compact = self._compact(pred)
+        compact = self.compact(pred)
         if compact is not None:
             return compact
         text = format_pred(pred)
@@ -40,7 +41,7 @@ class FactPrinter:
 
     def value(self, value) -> str:
         if isinstance(value, Iri):
-            return self._compact(value.value) or format_value(value)
+            return self.compact(value.value) or format_value(value)
         return format_value(value)
 
     def fact(self, fact: tuple) -> str:

@@ -60,7 +60,7 @@ from connectors.state import INITIAL
 from engine import Fed, FluxmatError, Reasoner, StateMismatch
 from engine.limits import LimitExceeded, Limits
 from engine.printer import FactPrinter
-from engine.syntax import Iri
+from engine.wire import fact_json
 
 INITIAL_BATCH = INITIAL  # the initial materialisation's batch id
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB
@@ -303,10 +303,7 @@ class BatchProcessor:
     # ------------------------------------------------------------ output
     def _wire(self, fact: tuple) -> list:
         """A fact as on the wire: `[pred, arg, ...]`, IRIs as "<...>", prefixes compacted."""
-        pred = self.printer.pred(fact[0])
-        if pred.startswith("<") and pred.endswith(">"):
-            pred = pred[1:-1]
-        return [pred, *(f"<{a.value}>" if isinstance(a, Iri) else a for a in fact[1:])]
+        return fact_json(fact, self.printer)
 
     def _publish(self, batch: int, output: dict) -> None:
         self.publisher.publish_delta(batch, output["through"], output["added"], output["removed"])

@@ -25,7 +25,7 @@ from engine.fd import FullyDynamic
 ROOT = Path(__file__).resolve().parent.parent
 OUTSIDE = ("connectors", "stream", "ops")
 # the engine's public surface besides the package itself: language, values, printing, limits, proofs
-PUBLIC = {"engine", "engine.errors", "engine.limits", "engine.options", "engine.printer",
+PUBLIC = {"engine", "engine.errors", "engine.limits", "engine.options", "engine.printer", "engine.wire",
           "engine.syntax", "engine.parser", "engine.lexer", "engine.why"}  # fmt: skip
 
 

@@ -10,8 +10,8 @@ function of the log and the birth stamps and are recomputed on restore.
 the previous export (a fact's birth stamp or None when it is gone), so writing
 them is idempotent: replaying a write after a crash gives the same state.
 
-Facts are encoded as JSON text of `[pred, arg, ...]` (IRIs as "<...>", as on the
-wire), which is also their Redis hash field.
+Facts are encoded as JSON text of `[pred, arg, ...]` by engine.wire (the one
+codec: IRIs as "<...>", as on the wire), which is also their Redis hash field.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from engine import wire
 from engine.errors import FluxmatError
 from engine.fd.core import FullyDynamic
 from engine.fd.records import Journal, Key
-from engine.syntax import Iri
 
 
 def fingerprint(engine: FullyDynamic) -> str:
@@ -34,24 +34,14 @@ def fingerprint(engine: FullyDynamic) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def _value(v):
-    return f"<{v.value}>" if isinstance(v, Iri) else v
-
-
-def _from_value(v):
-    if isinstance(v, str) and len(v) > 2 and v[0] == "<" and v[-1] == ">":
-        return Iri(v[1:-1])
-    return v
-
-
 def fact_text(engine: FullyDynamic, key: Key) -> str:
-    fact = engine.decode(*key)
-    return json.dumps([fact[0], *map(_value, fact[1:])], ensure_ascii=False)
+    """An encoded fact as its stored text (engine.wire)."""
+    return wire.fact_text(engine.decode(*key))
 
 
 def fact_key(engine: FullyDynamic, text: str) -> Key:
-    item = json.loads(text)
-    return engine.encode((item[0], *map(_from_value, item[1:])))
+    """The encoded fact of a stored text (engine.wire)."""
+    return engine.encode(wire.fact_from_text(text))
 
 
 @dataclass
