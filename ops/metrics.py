@@ -25,6 +25,7 @@ from prometheus_client import (
 
 from connectors.redact import redact
 from ops.metric_names import METRICS
+from stream.observe import JobObserver
 
 disable_created_metrics()  # no `_created` series: they only clutter dashboards
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -64,7 +65,7 @@ def _collectors(registry: CollectorRegistry) -> dict[str, object]:
     return out
 
 
-class JobMetrics:
+class JobMetrics(JobObserver):
     """Counters, gauges and recent history of one running job."""
 
     def __init__(self, program: str, algorithm: str, namespace: str, topic: str):

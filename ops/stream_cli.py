@@ -157,6 +157,7 @@ def cmd_run(ns: argparse.Namespace) -> None:
     import logging
 
     from connectors.redact import redact
+    from ops.wiring import Operations
     from stream.job import run_until_signalled
 
     cfg = job_config(ns)
@@ -164,7 +165,7 @@ def cmd_run(ns: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.WARNING, format="fluxmat: %(levelname)s: %(message)s")
     for handler in logging.getLogger().handlers:  # no password of a URL in any log line
         handler.addFilter(_Redacting(redact))
-    run_until_signalled(cfg)
+    run_until_signalled(cfg, Operations())
 
 
 class _Redacting:
@@ -189,6 +190,7 @@ def cmd_demo(ns: argparse.Namespace) -> None:
     from connectors.broker import EmbeddedBroker
     from connectors.kafka_sink import read_deltas
     from engine import Reasoner
+    from ops.wiring import Operations
     from stream.job import STREAM_ENGINE, Job, JobConfig
 
     program = EXAMPLES / "university.dl"
@@ -228,7 +230,7 @@ def cmd_demo(ns: argparse.Namespace) -> None:
             if message.startswith("reading"):
                 reading.set()  # the query runs: produce now, so updates overlap batches
 
-        job = Job(cfg, on_batch=on_batch, log=log)
+        job = Job(cfg, on_batch=on_batch, log=log, operations=Operations())
         producer = threading.Thread(
             target=_produce, args=(broker.bootstrap, lines, ns.delay, reading), daemon=True
         )

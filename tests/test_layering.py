@@ -184,3 +184,34 @@ def test_no_algorithm_refuses_an_inherited_method(tmp_path):
         "        raise AssertionError('not used')\n"
     )
     assert refusals(tmp_path) == ["engine/x.py:3 update_stratum"]
+
+
+# ---------------------------------------------------------------- ops -> stream -> connectors -> engine
+
+LAYERS = ("engine", "connectors", "stream", "ops")  # each may import only those before it
+
+
+def layer_violations(root: Path) -> list[str]:
+    """Imports (at any depth, function-level ones included) of a later layer by an earlier one."""
+    out = []
+    for rank, layer in enumerate(LAYERS):
+        later = set(LAYERS[rank + 1 :])
+        for path in sorted((root / layer).rglob("*.py")):
+            bad = sorted({m for m in _imports(path) if m.split(".")[0] in later})
+            out.extend(f"{path.relative_to(root)} imports {m}" for m in bad)
+    return out
+
+
+def test_dependencies_point_one_way(tmp_path):
+    """Issue 15: the job takes its observers from ops (stream.observe) instead of importing ops."""
+    import shutil
+
+    assert layer_violations(ROOT) == []
+    copy = tmp_path / "repo"
+    for layer in LAYERS:
+        shutil.copytree(ROOT / layer, copy / layer)
+    job = copy / "stream" / "job.py"
+    job.write_text(job.read_text(encoding="utf-8")
+                   + "\n\ndef _late():\n    from ops.metrics import JobMetrics\n\n    return JobMetrics\n",
+                   encoding="utf-8")  # fmt: skip
+    assert layer_violations(copy) == ["stream/job.py imports ops.metrics"]
