@@ -21,6 +21,7 @@ durable broker:
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import signal
 import socket
@@ -74,19 +75,25 @@ def check_broker(bootstrap: str, timeout: float = 5.0) -> None:
     # kafka-python 3 bounds the bootstrap with bootstrap_timeout_ms, 2.x with the api probe
     knob = ("bootstrap_timeout_ms" if "bootstrap_timeout_ms" in KafkaConsumer.DEFAULT_CONFIG
             else "api_version_auto_timeout_ms")
+    kafka_log = logging.getLogger("kafka")  # the probe's failure is this function's message
+    level = kafka_log.level
+    kafka_log.setLevel(logging.CRITICAL)
     try:
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=ms,
-                                 enable_auto_commit=False, **{knob: ms})
-    except KafkaConfigurationError:
-        raise
-    except (KafkaError, OSError, ValueError) as exc:
-        raise ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
-    try:
-        consumer.topics()
-    except (KafkaError, OSError) as exc:
-        raise ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
+        try:
+            consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=ms,
+                                     enable_auto_commit=False, **{knob: ms})
+        except KafkaConfigurationError:
+            raise
+        except (KafkaError, OSError, ValueError) as exc:
+            raise ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
+        try:
+            consumer.topics()
+        except (KafkaError, OSError) as exc:
+            raise ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
+        finally:
+            consumer.close()
     finally:
-        consumer.close()
+        kafka_log.setLevel(level)
 
 
 def ensure_topics(bootstrap: str, topics: dict[str, int], timeout: float = 10.0) -> None:

@@ -8,8 +8,13 @@
   `{"add": [[pred, arg, ...], ...], "del": [...], "id": optional}`, or with
   RDF text `{"format": "ntriples" | "nquads", "add": "<s> <p> <o> .",
   "del": "...", "id": optional}` (connectors.rdf.rdf_update). Blank lines
-  are skipped. Any other key, a non-list `add`/`del`, or a malformed fact is a
-  `ParseError` naming file, line (and column for invalid JSON).
+  are skipped. Any other key, a duplicate key, a non-list `add`/`del`, or a
+  malformed fact is a `ParseError` naming file, line (and column for invalid JSON).
+* JSON is decoded by `decode_json` only (files here, and the streaming job's
+  messages): nesting deeper than `MAX_JSON_DEPTH` and integers longer than
+  `MAX_JSON_DIGITS` digits are errors found without recursion or conversion,
+  as are duplicate object keys (which `json.loads` would silently resolve to
+  the last value).
 
 Nothing is lost on bad input: readers raise before anything is applied.
 """
@@ -17,14 +22,15 @@ Nothing is lost on bad input: readers raise before anything is applied.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from connectors.rdf import format_of, rdf_update, read_rdf
-from engine import atom_to_fact, fact_from_json, parse_facts
+from engine import atom_to_fact, fact_from_json, parse_facts, read_source
 from engine.errors import ParseError
-from engine.syntax import Pos
+from engine.syntax import MAX_INT_DIGITS, Pos
 
 
 @dataclass(frozen=True)
@@ -38,19 +44,83 @@ class Update:
 
 
 def _read(path: str | Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ParseError(f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise ParseError(f"{path}: cannot read: {exc}") from None
+    return read_source(path)
 
 
-def _json_line(text: str, path, lineno: int):
+MAX_JSON_DEPTH = 64  # an update is 3 levels deep ({"add": [[...]]})
+MAX_JSON_DIGITS = MAX_INT_DIGITS  # as in programs: every integer fluxmat holds can be printed
+_SPECIAL = re.compile(r'["\\\[\]{}]')  # what delimits strings and nesting
+
+
+class _Rejected(ValueError):
+    """Valid JSON that fluxmat refuses (duplicate keys, huge integers)."""
+
+
+def _object(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Rejected(f"duplicate key {json.dumps(key, ensure_ascii=False)} in an object")
+        out[key] = value
+    return out
+
+
+def _integer(text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_JSON_DIGITS:
+        raise _Rejected(f"an integer with more than {MAX_JSON_DIGITS} digits ({digits:,})")
+    return int(text)
+
+
+def _too_deep(text: str) -> bool:
+    """Whether `text` nests arrays/objects deeper than MAX_JSON_DEPTH (brackets in strings ignored).
+
+    Linear in the number of quotes, backslashes and brackets. On any prefix that
+    `json.loads` accepts, its tokens are the same as ours, so json never recurses
+    deeper than this finds, even in text that turns out to be invalid.
+    """
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return False
+    level, in_string, escaped = 0, False, -1
+    for m in _SPECIAL.finditer(text):
+        c, at = m.group(), m.start()
+        if in_string:
+            if at == escaped:
+                continue
+            if c == "\\":
+                escaped = at + 1
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            level += 1
+            if level > MAX_JSON_DEPTH:
+                return True
+        elif c in "]}":
+            level -= 1
+    return False
+
+
+def decode_json(text: str, path: str | Path | None = None, lineno: int = 0) -> object:
+    """One JSON value, decoded within fluxmat's bounds (see the module docstring).
+
+    Raises:
+        ParseError: invalid or refused JSON; at `path:lineno:column` when `path`
+            is given, else with json's own "line L column C" in the message.
+    """
+
+    def fail(message: str, col: int = 1) -> ParseError:
+        return ParseError(message, Pos(str(path), lineno, col) if path is not None else None)
+
+    if _too_deep(text):
+        raise fail(f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_object, parse_int=_integer)
     except json.JSONDecodeError as exc:
-        raise ParseError(f"invalid JSON: {exc.msg}", Pos(str(path), lineno, exc.colno)) from None
+        raise fail(f"invalid JSON: {exc.msg if path is not None else exc}", exc.colno) from None
+    except _Rejected as exc:
+        raise fail(f"invalid JSON: {exc}") from None
 
 
 def read_facts(path: str | Path, prefixes: dict[str, str], fmt: str | None = None) -> list[tuple]:
@@ -66,7 +136,7 @@ def read_facts(path: str | Path, prefixes: dict[str, str], fmt: str | None = Non
         out = []
         for lineno, line in enumerate(text.splitlines(), start=1):
             if line.strip():
-                item = _json_line(line, path, lineno)
+                item = decode_json(line, path, lineno)
                 out.append(atom_to_fact(fact_from_json(item, prefixes, f"{path}:{lineno}")))
         return out
     return [atom_to_fact(a) for a in parse_facts(text, str(path), prefixes)]
@@ -101,5 +171,5 @@ def read_updates(path: str | Path, prefixes: dict[str, str]) -> Iterator[Update]
     text = _read(path)
     for lineno, line in enumerate(text.splitlines(), start=1):
         if line.strip():
-            item = _json_line(line, path, lineno)
+            item = decode_json(line, path, lineno)
             yield parse_update(item, prefixes, f"{path}:{lineno}")

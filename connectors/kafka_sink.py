@@ -12,8 +12,11 @@ Delta messages (deltas topic, partition 0, key `str(batch)`)::
   `"not_triples": {"added": [...], "removed": [...]}` (only when there are any),
   so nothing is dropped.
 * One micro-batch's delta is split into `parts` messages of at most
-  `max_facts_per_message` facts (added and removed counted together); an empty
-  delta is still one message, so consumers see every batch id.
+  `max_facts_per_message` facts (added and removed counted together) and at
+  most `max_message_bytes` bytes (a part over it is halved until it fits or
+  holds one fact); an empty delta is still one message, so consumers see every
+  batch id. Large facts (a long string) thus never make a delta too large for
+  the broker: a single fact is no larger than the update message it came in.
 * Everything goes to partition 0, so the topic is one totally ordered log:
   a consumer that applies messages in log order rebuilds the materialisation
   without reordering across batches (`read_deltas` does that). The producer
@@ -27,7 +30,16 @@ Delta messages (deltas topic, partition 0, key `str(batch)`)::
 Dead letters (dead-letter topic)::
 
     {"reason": "...", "source": {"topic": ..., "partition": ..., "offset": ...},
-     "raw": "<original value or null>"}
+     "raw": "<original value or null>"[, "truncated": true]}
+
+* `raw` is what the caller passes: the stream cuts it short (stream.batch,
+  `DEAD_RAW_CHARS`) and says so with `truncated`, so a dead letter always fits
+  in a Kafka message; the whole value stays in the source topic at `source`.
+* Without a dead-letter topic a dead letter is *logged* instead: one WARNING
+  line on the `fluxmat.dead-letters` logger with the partition, offset, reason
+  and the start of the message (`LOG_RAW_CHARS` characters, escaped to one
+  line). It never raises then, so bad input cannot stop the job; counting is
+  the caller's (the job's `fluxmat_dead_letters_total`).
 
 Clients: a `KafkaPublisher` owns a producer and cannot be pickled; create it
 where it is used (on the driver inside foreachBatch, or inside an executor-side
@@ -37,11 +49,15 @@ function), never capture it in a Spark closure.
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 from connectors.broker import check_broker
 
 _FLUSH_DEADLINE = 30.0
+_MAX_REQUEST = 16 << 20  # client-side bound; one-fact parts may pass max_message_bytes
+LOG_RAW_CHARS = 200  # of a dead letter's message, in its log line
+log = logging.getLogger("fluxmat.dead-letters")
 
 
 def _encode(message: dict) -> bytes:
@@ -69,9 +85,11 @@ class KafkaPublisher:
     Args:
         bootstrap: Kafka bootstrap servers.
         deltas_topic: Topic receiving delta messages (partition 0).
-        dead_letter_topic: Topic receiving bad input; `publish_dead_letter`
-            raises if it is None.
+        dead_letter_topic: Topic receiving bad input; None: dead letters are
+            logged (see the module docstring).
         max_facts_per_message: Upper bound on facts in one delta message.
+        max_message_bytes: Upper bound on a delta message's size, unless it
+            holds one fact.
         source_topic: Topic named in dead letters' `source` (informational).
         connect_timeout: Seconds to wait for the broker at construction.
 
@@ -81,7 +99,8 @@ class KafkaPublisher:
 
     def __init__(self, bootstrap: str, deltas_topic: str, dead_letter_topic: str | None = None,
                  max_facts_per_message: int = 5000, source_topic: str | None = None,
-                 connect_timeout: float = 5.0, delta_format: str = "json") -> None:
+                 connect_timeout: float = 5.0, max_message_bytes: int = 512 * 1024,
+                 delta_format: str = "json") -> None:
         from kafka import KafkaProducer
         from kafka.errors import KafkaError
 
@@ -91,6 +110,7 @@ class KafkaPublisher:
         self.deltas_topic = deltas_topic
         self.dead_letter_topic = dead_letter_topic
         self.max_facts = int(max_facts_per_message)
+        self.max_bytes = int(max_message_bytes)
         self.source_topic = source_topic
         self.delta_format = delta_format
         check_broker(bootstrap, timeout=connect_timeout)
@@ -102,6 +122,7 @@ class KafkaPublisher:
                 retry_backoff_ms=200,
                 max_in_flight_requests_per_connection=1,
                 linger_ms=5,
+                max_request_size=_MAX_REQUEST,  # the broker's own limit decides
             )
         except (KafkaError, OSError) as exc:
             raise ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
@@ -134,36 +155,45 @@ class KafkaPublisher:
                 (after the producer's own retries and resends with backoff).
         """
         parts = self._split(added, removed)
-        n = len(parts)
-        key = str(batch).encode("utf-8")
-        messages = [
-            {"batch": batch, "through": through, "part": i, "parts": n,
-             "added": a, "removed": r}
-            for i, (a, r) in enumerate(parts)
-        ]
-        if self.delta_format == "ntriples":
-            messages = [_ntriples(m) for m in messages]
-        self._send_all(self.deltas_topic, key, messages, partition=0)
+        while True:
+            n = len(parts)
+            messages = [{"batch": batch, "through": through, "part": i, "parts": n,
+                         "added": a, "removed": r}
+                        for i, (a, r) in enumerate(parts)]  # fmt: skip
+            if self.delta_format == "ntriples":
+                messages = [_ntriples(msg) for msg in messages]
+            values = [_encode(msg) for msg in messages]
+            big = {i for i, v in enumerate(values)
+                   if len(v) > self.max_bytes and len(parts[i][0]) + len(parts[i][1]) > 1}  # fmt: skip
+            if not big:
+                break
+            parts = [half for i, part in enumerate(parts)
+                     for half in (_halves(*part) if i in big else (part,))]  # fmt: skip
+        self._send_all(self.deltas_topic, str(batch).encode("utf-8"), values, partition=0)
         return n
 
     def publish_dead_letter(self, reason: str, partition: int, offset: int,
-                            raw: str | None) -> None:
+                            raw: str | None, truncated: bool = False) -> None:
         """Publish one rejected input record with the reason; blocks until acknowledged.
 
+        Without a dead-letter topic, log it instead (one line; never raises).
+
         Raises:
-            ValueError: no dead-letter topic was configured.
-            kafka.errors.KafkaError: delivery failed within ~30 s.
+            kafka.errors.KafkaError: delivery to the topic failed within ~30 s.
         """
         if self.dead_letter_topic is None:
-            raise ValueError("KafkaPublisher has no dead_letter_topic")
+            log.warning("%s", dead_letter_line(reason, partition, offset, raw, truncated))
+            return
         message = {"reason": reason,
                    "source": {"topic": self.source_topic, "partition": partition,
                               "offset": offset},
                    "raw": raw}
+        if truncated:
+            message["truncated"] = True
         key = f"{partition}:{offset}".encode()
-        self._send_all(self.dead_letter_topic, key, [message], partition=None)
+        self._send_all(self.dead_letter_topic, key, [_encode(message)], partition=None)
 
-    def _send_all(self, topic: str, key: bytes, messages: list[dict], partition) -> None:
+    def _send_all(self, topic: str, key: bytes, messages: list[bytes], partition) -> None:
         """Send in order and wait for acks; resend failed ones with backoff until 30 s."""
         from kafka.errors import KafkaError
 
@@ -171,8 +201,7 @@ class KafkaPublisher:
         pending = list(messages)
         delay = 0.2
         while True:
-            futures = [(m, self._producer.send(topic, key=key, value=_encode(m),
-                                               partition=partition))
+            futures = [(m, self._producer.send(topic, key=key, value=m, partition=partition))
                        for m in pending]
             self._producer.flush(timeout=max(deadline - time.monotonic(), 1.0))
             failed, last = [], None
@@ -204,6 +233,26 @@ class KafkaPublisher:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _halves(added: list, removed: list) -> tuple[tuple[list, list], tuple[list, list]]:
+    """A delta part as two parts with half of its facts each (added first, as in `_split`)."""
+    facts = [(True, f) for f in added] + [(False, f) for f in removed]
+    mid = len(facts) // 2
+    return tuple(([f for a, f in side if a], [f for a, f in side if not a])
+                 for side in (facts[:mid], facts[mid:]))  # type: ignore[return-value]
+
+
+def dead_letter_line(reason: str, partition: int, offset: int, raw: str | None,
+                     truncated: bool = False) -> str:
+    """A dead letter as one log line: where, why, and the start of the message."""
+    if raw is None:
+        shown = "null"
+    else:
+        cut = truncated or len(raw) > LOG_RAW_CHARS
+        shown = json.dumps(raw[:LOG_RAW_CHARS]) + (" (truncated)" if cut else "")
+    why = " ".join(reason.split())  # one line, whatever the reason holds
+    return f"dead letter: partition {partition} offset {offset}: {why}; message: {shown}"
 
 
 def read_deltas(bootstrap: str, topic: str, timeout: float = 10.0) -> list[dict]:

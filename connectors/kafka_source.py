@@ -18,13 +18,17 @@ Options:
         partitions (a rate limit; default: everything available).
     stallTimeoutSeconds: How long `read` may go without progress before it
         fails (default 30).
+    maxValueBytes: Values longer than this many bytes are cut to it before
+        decoding (`size` still tells their length), so an oversized message
+        travels no further than the executor (default: no limit).
 
 Rows: `partition int, offset long, key string, value string, timestamp long,
-utf8 boolean` (timestamp is the Kafka record timestamp in ms). Keys and values
-are decoded as UTF-8 with invalid bytes replaced by U+FFFD, and `utf8` is False
-when the value was not valid UTF-8, so the consumer can reject it (the stream
-sends it to the dead-letter topic) rather than the source failing. A record
-with a null value (tombstone) yields `value = None`.
+utf8 boolean, size long` (timestamp is the Kafka record timestamp in ms; size
+the value's length in bytes, null for a tombstone). Keys and values are decoded
+as UTF-8 with invalid bytes replaced by U+FFFD, and `utf8` is False when the
+value was not valid UTF-8, so the consumer can reject it (the stream sends it to
+the dead-letter topic) rather than the source failing. A record with a null
+value (tombstone) yields `value = None`.
 
 Offsets: `{"<partition>": next offset to read}`, one entry per partition. They
 live only in Spark's checkpoint; nothing is committed to Kafka (`commit` is a
@@ -68,7 +72,8 @@ except ImportError:  # pragma: no cover - depends on the installed pyspark
     raise ImportError("the fluxmat-kafka source needs pyspark >= 4.2 "
                       "(streaming ReadLimit / admission-control API)") from None
 
-SCHEMA = "partition int, offset long, key string, value string, timestamp long, utf8 boolean"
+SCHEMA = ("partition int, offset long, key string, value string, timestamp long, utf8 boolean, "
+          "size long")
 _DISCOVER_TIMEOUT = 10.0
 _POLL_MS = 200
 
@@ -162,6 +167,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.max_rows is not None and self.max_rows < 1:
             raise ValueError(f"maxOffsetsPerTrigger must be >= 1, got {max_rows}")
         self.stall_timeout = float(options.get("stallTimeoutSeconds", 30))
+        max_value = options.get("maxValueBytes")
+        self.max_value = int(max_value) if max_value not in (None, "") else None
         self._meta = None  # driver-side metadata consumer, created lazily
         self._target: dict[str, int] | None = None  # Trigger.AvailableNow cap
 
@@ -323,8 +330,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     if rec.offset >= partition.end:
                         pos = partition.end
                         break
+                    value = rec.value
+                    size = None if value is None else len(value)
+                    if size is not None and self.max_value is not None and size > self.max_value:
+                        value = value[: self.max_value]
                     yield (partition.partition, rec.offset, _decode(rec.key),
-                           _decode(rec.value), rec.timestamp, _valid_utf8(rec.value))
+                           _decode(value), rec.timestamp, _valid_utf8(rec.value), size)
                     pos = rec.offset + 1
                     last_progress = time.monotonic()
                 if pos < partition.end and time.monotonic() - last_progress > self.stall_timeout:
@@ -347,7 +358,7 @@ class KafkaUpdatesSource(DataSource):
         return "fluxmat-kafka"
 
     def schema(self) -> str:
-        """Fixed row schema: partition, offset, key, value, timestamp (ms)."""
+        """Fixed row schema: partition, offset, key, value, timestamp (ms), utf8, size (bytes)."""
         return SCHEMA
 
     def streamReader(self, schema) -> KafkaStreamReader:

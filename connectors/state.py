@@ -28,12 +28,18 @@ import logging
 import time
 from typing import Protocol
 
-from engine.fd.snapshot import StateChanges, StateSnapshot
+from connectors.redact import redact
+from engine import FluxmatError, StateChanges, StateSnapshot
 
 log = logging.getLogger("fluxmat.state")
+CONNECT_TIMEOUT = 10.0  # seconds: connecting (TLS handshake included) and the first PING
 KEEP_OUTPUTS = 16
 INITIAL = -1  # the batch id of the initial materialisation
 CHUNK = 5000
+
+
+class StoreURLError(FluxmatError, ValueError):
+    """A state store URL fluxmat cannot use (unknown scheme, malformed)."""
 
 
 class StateStore(Protocol):
@@ -121,25 +127,37 @@ class RedisStateStore:
     Keys (prefix `fluxmat:<namespace>:`): `meta` (fingerprint, algorithm, clock,
     seq, through, batch), `E` (explicit facts), `I` (fact -> birth stamp), `log`
     (derivation-log key -> rule instance), `out` (batch -> output JSON).
-    Connection problems at construction raise `ConnectionError` with the URL;
-    during a run, commits are retried with backoff for `retry_seconds`, then the
-    error propagates (the batch is not acknowledged, so nothing is lost).
+    Connection problems at construction raise `ConnectionError` with the URL
+    (password shown as `***`) within `CONNECT_TIMEOUT` seconds, TLS handshake
+    included; during a run, commits are retried with backoff for `retry_seconds`,
+    then the error propagates (the batch is not acknowledged, so nothing is lost).
+    `socket_timeout` bounds every later command (large first commits, the whole
+    initial state, can take a while under load).
     """
 
-    def __init__(self, url: str, namespace: str = "default", retry_seconds: float = 30.0):
+    def __init__(self, url: str, namespace: str = "default", retry_seconds: float = 30.0,
+                 socket_timeout: float = 120.0):  # fmt: skip
         import redis
 
         self.url = url
+        self.shown = redact(url)
         self.prefix = f"fluxmat:{namespace}:"
         self.retry_seconds = retry_seconds
-        # large first commits (the whole initial state) can take a while under load
-        self.client = redis.Redis.from_url(
-            url, decode_responses=True, socket_timeout=120, socket_connect_timeout=5
-        )
+        timeout = min(CONNECT_TIMEOUT, socket_timeout)
         try:
-            self.client.ping()
+            probe = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+            self.client = redis.Redis.from_url(
+                url, decode_responses=True, socket_timeout=socket_timeout,
+                socket_connect_timeout=timeout,
+            )  # fmt: skip
+        except ValueError as exc:  # redis-py's URL parser
+            raise StoreURLError(f"invalid Redis URL {self.shown}: {redact(str(exc))}") from None
+        try:  # the first command, TLS handshake included, within `timeout`
+            probe.ping()
         except redis.RedisError as exc:
-            raise ConnectionError(f"cannot reach Redis at {url}: {exc}") from None
+            raise ConnectionError(f"cannot reach Redis at {self.shown}: {redact(str(exc))}") from None
+        finally:
+            probe.close()
 
     def _k(self, name: str) -> str:
         return self.prefix + name
@@ -154,7 +172,8 @@ class RedisStateStore:
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 if time.monotonic() > deadline:
                     raise
-                log.warning("Redis at %s unavailable (%s); retrying in %.1f s", self.url, exc, delay)
+                log.warning("Redis at %s unavailable (%s); retrying in %.1f s", self.shown,
+                            redact(str(exc)), delay)  # fmt: skip
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
@@ -256,4 +275,7 @@ def open_store(url: str | None, namespace: str = "default") -> StateStore:
         return MemoryStateStore()
     if url.startswith(("redis://", "rediss://", "unix://")):
         return RedisStateStore(url, namespace)
-    raise ValueError(f"unsupported state store URL {url!r} (expected redis://HOST:PORT/DB or memory://)")
+    raise StoreURLError(
+        f"unsupported state store URL {redact(url)!r} (expected redis://HOST:PORT/DB, "
+        "rediss://... or memory://)"
+    )

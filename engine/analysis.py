@@ -22,50 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine.decompose import decompositions
 from engine.errors import AnalysisError
 from engine.graph import components
-from engine.syntax import Atom, BinOp, Comparison, Negation, Pos, Program, Rule, Term, Var
+from engine.rules import AnalysedRule, Assign, Builtin, Filter, term_vars
+from engine.syntax import Atom, Comparison, Negation, Pos, Program, Rule, Var
 
 INTERNAL_PREFIX = "__"
-
-
-@dataclass(frozen=True, slots=True)
-class Filter:
-    """A comparison whose variables are all bound when it is evaluated."""
-
-    op: str
-    left: Term
-    right: Term
-
-
-@dataclass(frozen=True, slots=True)
-class Assign:
-    """`var = expr`: binds `var` (or checks it when `check` is set)."""
-
-    var: str
-    expr: Term
-    check: bool = False
-
-
-Builtin = Filter | Assign
-
-
-@dataclass(frozen=True)
-class AnalysedRule:
-    id: int
-    rule: Rule
-    positives: tuple[Atom, ...]
-    negatives: tuple[Atom, ...]
-    builtins: tuple[Builtin, ...]
-    stratum: int
-    recursive: bool
-
-    @property
-    def head(self) -> Atom:
-        return self.rule.head
-
-    def __str__(self) -> str:
-        return str(self.rule)
 
 
 @dataclass(frozen=True)
@@ -131,14 +94,6 @@ class Analysis:
         return frozenset(
             a.pred for r in stratum.rules for a in self.rules[r].positives + self.rules[r].negatives
         )
-
-
-def term_vars(term: Term) -> list[str]:
-    if isinstance(term, Var):
-        return [term.name]
-    if isinstance(term, BinOp):
-        return term_vars(term.left) + term_vars(term.right)
-    return []
 
 
 def _atom_vars(atom: Atom) -> list[str]:
@@ -387,8 +342,6 @@ def analyse(program: Program) -> Analysis:
         )
     internal = frozenset(p for p in arity if p.startswith(INTERNAL_PREFIX))
     display = {name: p for p, by_arity in table.items() for name in by_arity.values()}
-    from engine.decompose import decompositions  # it builds on this module's types
-
     return Analysis(
         program, tuple(rules), arity, tuple(strata), stratum_of, internal, table, display,
         detect_modules(rules, strata, stratum_of), decompositions(rules),

@@ -18,18 +18,21 @@ decompositions (engine.hypertree) unless the evaluator is built with
 `hypertree=False`; results are the same multisets either way.
 
 Views map a predicate to a list of sources `(Relation, excluded)`: the union of
-each relation minus its excluded set (a set, several sets, or None).
+each relation minus its excluded set (a set, several sets, or None). A `Bound`
+evaluator builds each plan's views once, for callers that evaluate thousands of
+one-fact deltas over sources that change only in place (B/F~'s checks).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
-from engine.analysis import AnalysedRule, Analysis
+from engine.analysis import Analysis
 from engine.hypertree import compile_decomposed
 from engine.plans import AnyOf, Plan, compile_plan
+from engine.rules import AnalysedRule
 from engine.storage import Dictionary, Fact, Relation
 
 Source = tuple[Relation, object]
@@ -50,6 +53,16 @@ class Counts:
     backward_matches: int = 0
     backward_reads: int = 0  # facts read while evaluating rules backwards
     iterations: int = 0
+    work: int = 0  # rule applications + module inferences, in total (engine.limits)
+
+    def snapshot(self) -> Counts:
+        """A copy, for measuring the work done after it (reports, engine.maintainer)."""
+        return replace(self, applications=Counter(self.applications), module_work=Counter(self.module_work))
+
+    def rewind(self, to: Counts) -> None:
+        """Forget the work done since the snapshot `to` (in place: evaluators share this)."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(to, f.name))
 
 
 def _exclusion(excl, extra):
@@ -78,14 +91,20 @@ class Evaluator:
         dictionary: Dictionary,
         size: Callable[[str], int],
         hypertree: bool = True,
+        counts: Counts | None = None,
     ):
-        """`hypertree` evaluates cyclic rules over their decompositions (engine.hypertree)."""
+        """An evaluator over relations whose sizes `size` gives (for join orders).
+
+        `hypertree` evaluates cyclic rules over their decompositions
+        (engine.hypertree); the work is added to `counts` (a fresh `Counts` if none).
+        """
         self.analysis = analysis
         self.hypertree = hypertree
         self.dictionary = dictionary
         self.size = size
         self.plans: dict[tuple[int, str, int | None], Plan] = {}
-        self.counts = Counts()
+        self.counts = Counts() if counts is None else counts
+        self.guard: Callable[[], None] | None = None  # called between fixpoint rounds (limits)
         # rule ids grouped by the predicates of their literals, for delta dispatch
         self.by_literal: dict[str, list[tuple[int, int]]] = {}
         for r in analysis.rules:
@@ -109,7 +128,14 @@ class Evaluator:
         return p
 
     # -- views
-    def _views(self, plan: Plan, Ip: View, In: View, P, N, before: int) -> list | None:
+    def _views(
+        self, plan: Plan, Ip: View, In: View, P, N, before: int, live: bool = False
+    ) -> list | None:
+        """The views of `plan`'s literals (None when a positive one has no source).
+
+        `live` keeps every source and exclusion set as given, empty ones included,
+        so that the views stay valid while those objects change (`Bound`).
+        """
         rule = plan.rule
         npos = len(rule.positives)
         views: list = [None] * len(plan.literal_preds)
@@ -118,19 +144,26 @@ class Evaluator:
             pred = plan.literal_preds[i]
             if i < npos:
                 extra = P.get(pred) if (P is not None and i < before) else None
-                srcs = [(_container(r, need.cols), _exclusion(x, extra)) for r, x in Ip(pred) if r]
+                srcs = [
+                    (_container(r, need.cols), x if live else _exclusion(x, extra))
+                    for r, x in Ip(pred) if live or r
+                ]  # fmt: skip
                 if not srcs:
                     return None
                 views[i] = srcs
             else:
                 extra = N.get(pred, EMPTY) if (N is not None and i < before) else EMPTY
-                views[i] = ([(r.facts, _exclusion(x, None)) for r, x in In(pred) if r], extra or EMPTY)
+                srcs = [(r.facts, x if live else _exclusion(x, None)) for r, x in In(pred) if live or r]
+                views[i] = (srcs, extra or EMPTY)
         return views
 
     def _run(self, plan: Plan, D, views, out: list) -> None:
         before = len(out)
         plan.run(D, views, out, self.dictionary.values, self.dictionary.intern)
-        self.counts.applications[plan.rule.id] += len(out) - before
+        n = len(out) - before
+        counts = self.counts
+        counts.applications[plan.rule.id] += n
+        counts.work += n
 
     # -- the operator
     def derive(
@@ -161,10 +194,20 @@ class Evaluator:
                 if out:
                     result.append((rule, out))
             return result
-        wanted = set(rule_ids)
         P = P or {}
         N = N or {}
         Ps, Ns = _sets(P), _sets(N)
+
+        def views(plan: Plan, lit: int) -> list | None:
+            if not self._worth(plan.rule, lit, Ip, P):
+                return None
+            return self._views(plan, Ip, In, Ps, Ns, lit)
+
+        return self._deltas(set(rule_ids), P, N, instances, views)
+
+    def _deltas(self, wanted: set[int], P: Facts, N: Facts, instances: bool, views) -> Derived:
+        """The delta plans of the `wanted` rules for P and N, over `views(plan, lit)`."""
+        rules = self.analysis.rules
         outs: dict[int, list[Fact]] = {}
         for deltas, positive in ((P, True), (N, False)):
             for pred, dfacts in deltas.items():
@@ -175,14 +218,10 @@ class Evaluator:
                     rule = rules[rid]
                     if rid not in wanted or (lit < len(rule.positives)) != positive:
                         continue
-                    if not self._worth(rule, lit, Ip, P):
-                        continue
                     plan = self.plan(rule, "delta", lit, instances)
-                    views = self._views(plan, Ip, In, Ps, Ns, lit)
-                    if views is None:
-                        continue
-                    out = outs.setdefault(rid, [])
-                    self._run(plan, dset, views, out)
+                    v = views(plan, lit)
+                    if v is not None:
+                        self._run(plan, dset, v, outs.setdefault(rid, []))
         return [(rules[rid], out) for rid, out in outs.items() if out]
 
     def _worth(self, rule: AnalysedRule, lit: int, Ip: View, P) -> bool:
@@ -199,7 +238,9 @@ class Evaluator:
     ) -> list[tuple[Fact, tuple]]:
         """Instances of `rule` over (Ip, In) deriving each of `heads`: (head, positive facts)."""
         plan = self.plan(rule, "backward")
-        views = self._views(plan, Ip, In, None, None, 0)
+        return self._backward(plan, self._views(plan, Ip, In, None, None, 0), heads, first)
+
+    def _backward(self, plan: Plan, views, heads: Iterable[Fact], first: bool) -> list:
         self.counts.backward_queries += 1
         if views is None:
             return []
@@ -212,12 +253,66 @@ class Evaluator:
         return out
 
 
+class Bound:
+    """An evaluator whose views are fixed: each plan's views are built once, then reused.
+
+    For callers that evaluate many small deltas or single heads (B/F~ checks one
+    fact at a time), where building views costs more than running the plan.
+    `Ip(pred)` and `In(pred)` must return the same relations and exclusion sets
+    for the object's whole life (mutated in place, never replaced); the views
+    then follow their changes. `derive` and `backward` take the same arguments
+    as the `Evaluator`'s and hand calls with other views (or negated deltas,
+    whole instances, no delta) to it, so `saturate` runs on either.
+    """
+
+    def __init__(self, ev: Evaluator, Ip: View, In: View) -> None:
+        self.ev, self.Ip, self.In, self.counts = ev, Ip, In, ev.counts
+        self._cache: dict[int, list | None] = {}
+
+    @property
+    def guard(self) -> Callable[[], None] | None:
+        """The evaluator's guard (engine.limits), for `saturate`."""
+        return self.ev.guard
+
+    def _views(self, plan: Plan) -> list | None:
+        key = id(plan)  # plans live as long as the evaluator's cache
+        if key not in self._cache:
+            self._cache[key] = self.ev._views(plan, self.Ip, self.In, None, None, 0, live=True)
+        return self._cache[key]
+
+    def derive(self, rule_ids, Ip: View, In: View, P=None, N=None, instances=False) -> Derived:
+        """As `Evaluator.derive`."""
+        if P is None or N or instances or Ip != self.Ip or In != self.In:
+            return self.ev.derive(rule_ids, Ip, In, P, N, instances)
+        Ps = _sets(P)
+
+        def views(plan: Plan, lit: int) -> list | None:
+            v = self._views(plan)
+            if v is None or not lit:
+                return v
+            v = list(v)
+            for j in range(lit):  # literals before the delta avoid it
+                d = Ps.get(plan.literal_preds[j])
+                if d and v[j] is not None:
+                    v[j] = [(c, _exclusion(x, d)) for c, x in v[j]]
+            return v
+
+        return self.ev._deltas(set(rule_ids), P, {}, False, views)
+
+    def backward(self, rule: AnalysedRule, heads, Ip: View, In: View, first: bool) -> list:
+        """As `Evaluator.backward`."""
+        if Ip != self.Ip or In != self.In:
+            return self.ev.backward(rule, heads, Ip, In, first)
+        plan = self.ev.plan(rule, "backward")
+        return self.ev._backward(plan, self._views(plan), heads, first)
+
+
 def _sets(deltas: Facts) -> dict[str, set[Fact]]:
     return {p: (d.facts if isinstance(d, Relation) else d) for p, d in deltas.items()}
 
 
 def saturate(
-    ev: Evaluator,
+    ev: Evaluator | Bound,
     rule_ids: tuple[int, ...],
     Ip: View,
     In: View,
@@ -240,9 +335,14 @@ def saturate(
     `(module, facts)` entries of the derived list. With `full`, the rules of the
     first round are evaluated over all of Ip (Pi<Ip, In>) instead of the delta.
     With `instances`, rules derive `(head, positive facts, negated facts)` triples.
+    `ev.guard`, when set, is called before every round; it raises to stop the
+    loop (engine.limits).
     """
     own = dict(own or {})
+    guard = ev.guard
     while any(delta.values()):
+        if guard is not None:
+            guard()
         ev.counts.iterations += 1
         if not rule_ids:
             derived: Derived = []

@@ -32,9 +32,9 @@ from collections import Counter
 from collections.abc import Callable
 from operator import itemgetter
 
-from engine.analysis import AnalysedRule, term_vars
 from engine.decompose import Decomposition
-from engine.plans import RUNTIME, Plan, _Compiler, _pyvar, place_body
+from engine.plans import RUNTIME, Compiler, Plan, place_body, pyvar
+from engine.rules import AnalysedRule, term_vars
 from engine.storage import Dictionary
 
 
@@ -45,14 +45,14 @@ def _compile_bag(rule, bag, lits, delta, seeds, keep, facts, dictionary, size, c
     `keep`, then (with `facts`) its positive and negated facts; `S` gives values
     of `seeds` (None: unseeded).
     """
-    comp = _Compiler(rule, dictionary)
+    comp = Compiler(rule, dictionary)
     comp.count_work = count
     e = comp.e
     if seeds:
         e.emit("for s in S:")
         e.depth += 1
         for k, v in enumerate(seeds):
-            e.emit(f"{_pyvar(v)} = s[{k}]")
+            e.emit(f"{pyvar(v)} = s[{k}]")
             comp.bound.add(v)
         comp.order.append("seeded on " + ", ".join(seeds))
     if delta is not None:
@@ -61,7 +61,7 @@ def _compile_bag(rule, bag, lits, delta, seeds, keep, facts, dictionary, size, c
         comp, lits, [i for i in bag.lits if i != delta], [i for i in bag.negs if i != delta],
         list(bag.builtins), size,
     )  # fmt: skip
-    row = "".join(_pyvar(v) + ", " for v in keep)
+    row = "".join(pyvar(v) + ", " for v in keep)
     if facts:
         row += "".join(comp.tvars[i] + ", " for i in bag.lits + bag.negs)
     e.emit(f"out_append(({row}))")
@@ -77,12 +77,12 @@ def _compile_bag(rule, bag, lits, delta, seeds, keep, facts, dictionary, size, c
 
 def _compile_head(rule: AnalysedRule, dictionary: Dictionary, slots: dict, instances: bool):
     """`emit(groups, out, vals, intern)`: append each head (or instance) `count` times."""
-    comp = _Compiler(rule, dictionary)
+    comp = Compiler(rule, dictionary)
     e = comp.e
     e.emit("for s, n in R.items():")
     e.depth += 1
     for v, k in slots["vars"].items():
-        e.emit(f"{_pyvar(v)} = s[{k}]")
+        e.emit(f"{pyvar(v)} = s[{k}]")
     parts = []
     for a in rule.head.args:
         ident = comp.id_expr(a)
@@ -130,14 +130,56 @@ def compile_decomposed(
     lits = list(rule.positives) + list(rule.negatives)
     bags = dec.bags
     root = 0 if delta is None else dec.bag_of(delta)
-    adj: dict[int, list[int]] = {i: [] for i in range(len(bags))}
+    order, parent, children = _rooted(dec, root)
+    head_vars = {v for a in rule.head.args for v in term_vars(a)}
+    sep, own_vars, keep = _variables(dec, order, parent, children, head_vars)
+
+    compiled, needs, describe, sources = {}, [], [], []
+    for b in order:
+        seeds = sep.get(b, ()) if delta is not None else ()
+        run_b, w_b, steps, nd, src = _compile_bag(
+            rule, bags[b], lits, delta if b == root else None, seeds, keep[b], instances,
+            dictionary, size, count,
+        )  # fmt: skip
+        compiled[b] = run_b, w_b, seeds
+        needs.extend(nd)
+        sources.append(src)
+        where = "root" if parent[b] is None else f"child of bag {parent[b]}"
+        describe.append(f"[bag {b} {bags[b]} ({where}): " + " -> ".join(steps) + "]")
+    own, slots = _layout(rule, dec, order, children, keep, own_vars, head_vars, instances)
+    emit, head_src = _compile_head(rule, dictionary, slots, instances)
+    sources.append(head_src)
+
+    plan_work = [0]
+    join = _Join(order, parent, children, compiled, emit)
+    join.down = {c: _getter([keep[parent[c]].index(v) for v in sep[c]]) for c in sep}
+    join.up = {b: _getter([keep[b].index(v) for v in sep.get(b, ())]) for b in order}
+    join.mine = {b: _getter(own[b]) for b in order}
+
+    def run(D, V, out, vals, intern, first=False):
+        built = join.run(D, V, out, vals, intern)
+        if count:
+            plan_work[0] += built
+
+    return Plan(
+        rule, kind + ("*" if instances else ""), delta,
+        (f"hypertree {dec}",) + tuple(describe), tuple(needs),
+        tuple(a.pred for a in lits), "\n".join(sources), run, _Work(plan_work, compiled),
+    )  # fmt: skip
+
+
+def _rooted(dec: Decomposition, root: int) -> tuple[list[int], dict, dict]:
+    """The bags in top-down order from `root`, each bag's parent and its children.
+
+    A forest hangs every further component under the root, with an empty separator.
+    """
+    adj: dict[int, list[int]] = {i: [] for i in range(len(dec.bags))}
     for a, b in dec.edges:
         adj[a].append(b)
         adj[b].append(a)
-    # forests: every component hangs under the root with an empty separator
     parent: dict[int, int | None] = {root: None}
     order = [root]
-    for start in [root] + list(range(len(bags))):
+    for start in [root] + list(range(len(dec.bags))):
         if start not in parent:
             parent[start] = root
             order.append(start)
@@ -149,14 +191,20 @@ def compile_decomposed(
                     order.append(c)
             k += 1
     children = {i: [c for c in order if parent[c] == i] for i in order}
+    return order, parent, children
+
+
+def _variables(dec, order, parent, children, head_vars) -> tuple[dict, dict, dict]:
+    """Per bag: its separator, the head variables it owns, the variables its rows keep.
+
+    The separator is shared with the parent; a bag owns the head variables
+    outside it; rows keep separators (its own, its children's) and owned ones.
+    """
+    bags = dec.bags
     sep = {
         c: tuple(v for v in bags[c].vars if v in bags[parent[c]].vars)
         for c in order if parent[c] is not None
     }  # fmt: skip
-    head_vars = {v for a in rule.head.args for v in term_vars(a)}
-    seeded = delta is not None
-
-    # the variables each bag's rows keep: separators and the head variables it owns
     own_vars = {
         b: [v for v in bags[b].vars if v in head_vars and v not in sep.get(b, ())] for b in order
     }
@@ -164,22 +212,18 @@ def compile_decomposed(
         b: sorted(set(sep.get(b, ())) | {v for c in children[b] for v in sep[c]} | set(own_vars[b]))
         for b in order
     }  # fmt: skip
+    return sep, own_vars, keep
 
-    compiled, needs, describe, sources = {}, [], [], []
-    for b in order:
-        seeds = sep.get(b, ()) if seeded else ()
-        run_b, w_b, steps, nd, src = _compile_bag(
-            rule, bags[b], lits, delta if b == root else None, seeds, keep[b], instances,
-            dictionary, size, count,
-        )  # fmt: skip
-        compiled[b] = run_b, w_b, seeds
-        needs.extend(nd)
-        sources.append(src)
-        where = "root" if parent[b] is None else f"child of bag {parent[b]}"
-        describe.append(f"[bag {b} {bags[b]} ({where}): " + " -> ".join(steps) + "]")
 
-    # slot layout of the partial results each subtree reports to its parent
-    own: dict[int, list[int]] = {}  # row positions each bag contributes
+def _layout(rule, dec, order, children, keep, own_vars, head_vars, instances):
+    """The slot layout of the partial results each subtree reports to its parent.
+
+    Returns the row positions each bag contributes and, for the head, where the
+    root's partial results hold each head variable (and with `instances` each
+    positive and negated fact).
+    """
+    bags = dec.bags
+    own: dict[int, list[int]] = {}
     cover: dict[int, list] = {}
     for b in reversed(order):
         width = len(keep[b])
@@ -188,35 +232,32 @@ def compile_decomposed(
             mine += [(("lit", i), width + k) for k, i in enumerate(bags[b].lits + bags[b].negs)]
         own[b] = [k for _s, k in mine]
         cover[b] = [s for s, _k in mine] + [s for c in children[b] for s in cover[c]]
-    layout = cover[root]
+    layout = cover[order[0]]
+    npos, nlits = len(rule.positives), len(rule.positives) + len(rule.negatives)
     slots = {
         "vars": {x: layout.index(("var", x)) for x in sorted(head_vars)},
-        "pos": [layout.index(("lit", i)) for i in range(len(rule.positives))] if instances else [],
-        "neg": [layout.index(("lit", i)) for i in range(len(rule.positives), len(lits))]
-        if instances else [],
-    }  # fmt: skip
-    emit, head_src = _compile_head(rule, dictionary, slots, instances)
-    sources.append(head_src)
+        "pos": [layout.index(("lit", i)) for i in range(npos)] if instances else [],
+        "neg": [layout.index(("lit", i)) for i in range(npos, nlits)] if instances else [],
+    }
+    return own, slots
 
-    plan_work = [0]
-    down = {c: _getter([keep[parent[c]].index(v) for v in sep[c]]) for c in sep}
-    up = {b: _getter([keep[b].index(v) for v in sep.get(b, ())]) for b in order}
-    mine_of = {b: _getter(own[b]) for b in order}
-    bottom_up = list(reversed(order))
 
-    def run(D, V, out, vals, intern, first=False):
-        built = _run(D, V, out, vals, intern)
-        if count:
-            plan_work[0] += built
+class _Join:
+    """Steps 1 and 2 of the module doc over compiled bags; `run` returns the partials built."""
 
-    def _run(D, V, out, vals, intern) -> int:
+    def __init__(self, order, parent, children, compiled, emit):
+        self.order, self.parent, self.children = order, parent, children
+        self.bottom_up = list(reversed(order))
+        self.compiled, self.emit = compiled, emit
+        self.down: dict = {}  # child -> its separator values in its parent's rows
+        self.up: dict = {}  # bag -> its separator values in its own rows
+        self.mine: dict = {}  # bag -> the values it contributes to the partial results
+
+    def run(self, D, V, out, vals, intern) -> int:
         rows: dict[int, Counter] = {}
-        for b in order:
-            run_b, _w, seeds = compiled[b]
-            if seeds:
-                S = set(map(down[b], rows[parent[b]]))
-            else:
-                S = None
+        for b in self.order:
+            run_b, _w, seeds = self.compiled[b]
+            S = set(map(self.down[b], rows[self.parent[b]])) if seeds else None
             got: list = []
             run_b(D, S, V, got, vals, intern)
             if not got:
@@ -224,43 +265,48 @@ def compile_decomposed(
             rows[b] = Counter(got)
         groups: dict[int, dict] = {}
         built = 0
-        for b in bottom_up:
-            kids = [(groups[c], down[c]) for c in children[b]]
-            key_of, part_of = up[b], mine_of[b]
-            mine: dict = {}
-            for row, mult in rows[b].items():
-                combos = {part_of(row): mult}
-                for g, sep_of in kids:
-                    got_c = g.get(sep_of(row))
-                    if got_c is None:
-                        combos = {}
-                        break
-                    nxt: dict = {}
-                    for a, n in combos.items():
-                        for s, m in got_c.items():
-                            k = a + s
-                            nxt[k] = nxt.get(k, 0) + n * m
-                    combos = nxt
-                if not combos:
-                    continue
-                built += len(combos)
-                d = mine.get(key := key_of(row))
-                if d is None:
-                    mine[key] = combos
-                else:
-                    for s, n in combos.items():
-                        d[s] = d.get(s, 0) + n
+        for b in self.bottom_up:
+            kids = [(groups[c], self.down[c]) for c in self.children[b]]
+            mine, n = _group(rows[b], kids, self.up[b], self.mine[b])
+            built += n
             if not mine:
                 return built
             groups[b] = mine
-        emit(groups[root].get((), {}), out, vals, intern)
+        self.emit(groups[self.order[0]].get((), {}), out, vals, intern)
         return built
 
-    return Plan(
-        rule, kind + ("*" if instances else ""), delta,
-        (f"hypertree {dec}",) + tuple(describe), tuple(needs),
-        tuple(a.pred for a in lits), "\n".join(sources), run, _Work(plan_work, compiled),
-    )  # fmt: skip
+
+def _group(rows: Counter, kids: list, key_of, part_of) -> tuple[dict, int]:
+    """One bag's rows joined with its children's groups, grouped by its separator.
+
+    Returns separator value -> {partial result: instances}, and how many
+    partial results were built.
+    """
+    mine: dict = {}
+    built = 0
+    for row, mult in rows.items():
+        combos = {part_of(row): mult}
+        for g, sep_of in kids:
+            got_c = g.get(sep_of(row))
+            if got_c is None:
+                combos = {}
+                break
+            nxt: dict = {}
+            for a, n in combos.items():
+                for s, m in got_c.items():
+                    k = a + s
+                    nxt[k] = nxt.get(k, 0) + n * m
+            combos = nxt
+        if not combos:
+            continue
+        built += len(combos)
+        d = mine.get(key := key_of(row))
+        if d is None:
+            mine[key] = combos
+        else:
+            for s, n in combos.items():
+                d[s] = d.get(s, 0) + n
+    return mine, built
 
 
 class _Work:

@@ -26,9 +26,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.analysis import AnalysedRule, Assign, Filter, term_vars
+from engine.rules import AnalysedRule, Assign, Filter, term_vars
 from engine.storage import Dictionary
-from engine.syntax import BinOp, Const, RdfLiteral, Term, Var
+from engine.syntax import (
+    INT_SAFE_BITS,
+    BinOp,
+    Const,
+    Iri,
+    RdfLiteral,
+    Term,
+    Var,
+    int_in_range,
+    postorder,
+)
 
 
 @dataclass(frozen=True)
@@ -66,7 +76,8 @@ def _num(a, b):
 def _add(a, b):
     a, b = _plain(a), _plain(b)
     if _num(a, b):
-        return a + b
+        r = a + b
+        return r if r.bit_length() <= INT_SAFE_BITS or int_in_range(r) else None
     if type(a) is str and type(b) is str:
         return a + b
     return None
@@ -74,12 +85,18 @@ def _add(a, b):
 
 def _sub(a, b):
     a, b = _plain(a), _plain(b)
-    return a - b if _num(a, b) else None
+    if _num(a, b):
+        r = a - b
+        return r if r.bit_length() <= INT_SAFE_BITS or int_in_range(r) else None
+    return None
 
 
 def _mul(a, b):
     a, b = _plain(a), _plain(b)
-    return a * b if _num(a, b) else None
+    if _num(a, b):
+        r = a * b
+        return r if r.bit_length() <= INT_SAFE_BITS or int_in_range(r) else None
+    return None
 
 
 def _div(a, b):
@@ -131,6 +148,7 @@ def _ne(a, b):
     return a is not None and b is not None and a != b
 
 
+_MAX_CALL_NESTING = 32
 ARITH = {"+": "_add", "-": "_sub", "*": "_mul", "/": "_div", "%": "_mod"}
 COMPARE = {"<": "_lt", "<=": "_le", ">": "_gt", ">=": "_ge", "=": "_eq", "!=": "_ne"}
 RUNTIME = {
@@ -159,7 +177,9 @@ class Plan:
         return f"rule {self.rule.id} [{what}]: " + " -> ".join(self.order)
 
 
-class _Emitter:
+class Emitter:
+    """Lines of generated Python at a nesting depth, with fresh local names."""
+
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.depth = 1
@@ -173,16 +193,22 @@ class _Emitter:
         return f"{stem}{self.n}"
 
 
-def _pyvar(name: str) -> str:
+def pyvar(name: str) -> str:
+    """The Python local that holds rule variable `name` in generated code."""
     return "v_" + "".join(ch if ch.isalnum() or ch == "_" else f"x{ord(ch)}" for ch in name)
 
 
-class _Compiler:
+class Compiler:
+    """Generates one rule's join as Python source: matches, probes, built-ins.
+
+    Public for engine.hypertree, which compiles decomposition bags with it.
+    """
+
     def __init__(self, rule: AnalysedRule, dictionary: Dictionary):
         self.rule = rule
         self.dictionary = dictionary
         self.consts: list[object] = []
-        self.e = _Emitter()
+        self.e = Emitter()
         self.bound: set[str] = set()
         self.order: list[str] = []
         self.needs: list[Need] = []
@@ -193,22 +219,40 @@ class _Compiler:
     def const_id(self, value) -> int:
         return self.dictionary.intern(value)
 
-    def value_expr(self, term: Term) -> str:
-        """Python expression for the *value* of a term (None when undefined)."""
+    def leaf_value(self, term: Var | Const) -> str:
         if isinstance(term, Var):
-            return f"vals[{_pyvar(term.name)}]"
-        if isinstance(term, Const):
-            if not isinstance(term.value, int | str):  # Iri, RdfLiteral: passed in C
-                self.consts.append(term.value)
-                return f"C[{len(self.consts) - 1}]"
-            return repr(term.value)
-        assert isinstance(term, BinOp)
-        return f"{ARITH[term.op]}({self.value_expr(term.left)}, {self.value_expr(term.right)})"
+            return f"vals[{pyvar(term.name)}]"
+        if isinstance(term.value, Iri | RdfLiteral):  # passed in C
+            self.consts.append(term.value)
+            return f"C[{len(self.consts) - 1}]"
+        return repr(term.value)
+
+    def value_expr(self, term: Term) -> str:
+        """Python expression for the *value* of a term (None when undefined).
+
+        Calls nest at most `_MAX_CALL_NESTING` deep: a deeper subterm is computed
+        into a temporary on a line of its own first (Python's compiler refuses
+        about 200 nested calls). The arithmetic functions return None for an
+        undefined operand, so computing a subterm early gives the same value.
+        """
+        out: list[tuple[str, int]] = []  # (expression, call nesting)
+        for node in postorder(term):
+            if not isinstance(node, BinOp):
+                out.append((self.leaf_value(node), 0))
+                continue
+            (right, dr), (left, dl) = out.pop(), out.pop()
+            text, depth = f"{ARITH[node.op]}({left}, {right})", max(dl, dr) + 1
+            if depth >= _MAX_CALL_NESTING:
+                temp = self.e.fresh("e")
+                self.e.emit(f"{temp} = {text}")
+                text, depth = temp, 0
+            out.append((text, depth))
+        return out[0][0]
 
     def id_expr(self, term: Term) -> str | None:
         """Python expression for the id of a simple term, None for expressions."""
         if isinstance(term, Var):
-            return _pyvar(term.name)
+            return pyvar(term.name)
         if isinstance(term, Const):
             return str(self.const_id(term.value))
         return None
@@ -224,13 +268,13 @@ class _Compiler:
                 self.e.emit(f"if {tvar}[{p}] != {self.const_id(a.value)}: continue")
             elif isinstance(a, Var):
                 if a.name in self.bound:
-                    self.e.emit(f"if {tvar}[{p}] != {_pyvar(a.name)}: continue")
+                    self.e.emit(f"if {tvar}[{p}] != {pyvar(a.name)}: continue")
                 elif a.name in firsts:
                     self.e.emit(f"if {tvar}[{p}] != {tvar}[{firsts[a.name]}]: continue")
                 else:
                     firsts[a.name] = p
         for name, p in firsts.items():
-            self.e.emit(f"{_pyvar(name)} = {tvar}[{p}]")
+            self.e.emit(f"{pyvar(name)} = {tvar}[{p}]")
             self.bound.add(name)
 
     # -- steps
@@ -314,7 +358,7 @@ class _Compiler:
         self.e.emit(f"{val} = {self.value_expr(b.expr)}")
         self.e.emit(f"if {val} is not None:")
         self.e.depth += 1
-        target = _pyvar(b.var)
+        target = pyvar(b.var)
         if b.var in self.bound:
             self.e.emit(f"if vals[{target}] == {val}:")
             self.e.depth += 1
@@ -331,7 +375,7 @@ def _ready_builtin(b, bound: set[str]) -> bool:
 
 
 def place_body(
-    comp: _Compiler, lits, pos: list[int], neg: list[int], builtins: list, size: Callable
+    comp: Compiler, lits, pos: list[int], neg: list[int], builtins: list, size: Callable
 ) -> None:
     """Emit the body of a plan.
 
@@ -388,7 +432,7 @@ def compile_plan(
     algorithms log them). With `count` every plan counts the facts it reads in
     `Plan.work` (backward plans always do).
     """
-    comp = _Compiler(rule, dictionary)
+    comp = Compiler(rule, dictionary)
     comp.count_work = count
     lits = list(rule.positives) + list(rule.negatives)
     npos = len(rule.positives)

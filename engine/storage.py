@@ -99,6 +99,11 @@ class Relation:
             self._indexes[cols] = entry
         return entry[1]
 
+    def indexed(self, cols: tuple[int, ...]) -> dict | None:
+        """The index on `cols` when one is kept already, else None (never builds one)."""
+        entry = self._indexes.get(cols)
+        return None if entry is None else entry[1]
+
     def add(self, fact: Fact) -> bool:
         if fact in self.facts:
             return False
@@ -144,6 +149,14 @@ class Relation:
         self._indexes.clear()
 
 
+def relation_in(table: dict[str, Relation], pred: str) -> Relation:
+    """`table[pred]`, created empty when missing."""
+    r = table.get(pred)
+    if r is None:
+        r = table[pred] = Relation()
+    return r
+
+
 class Weighted(dict):
     """A weighted multiset of facts (fact -> signed count), as in differential dataflow.
 
@@ -167,6 +180,14 @@ class Weighted(dict):
         for f in [f for f, w in self.items() if w == 0]:
             del self[f]
         return self
+
+
+def weights_in(table: dict[str, Weighted], pred: str) -> Weighted:
+    """`table[pred]`, created empty when missing."""
+    w = table.get(pred)
+    if w is None:
+        w = table[pred] = Weighted()
+    return w
 
 
 class paused_gc:  # noqa: N801 - used as a lowercase context manager

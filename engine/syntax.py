@@ -18,7 +18,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+# Integers have at most this many decimal digits (Python converts at most 4,300
+# between text and int by default; staying below keeps every integer printable).
+# A longer literal is an error; arithmetic whose result would be longer is
+# undefined, like division by zero: the rule instance does not fire.
+MAX_INT_DIGITS = 4000
+_INT_LIMIT = 10**MAX_INT_DIGITS
+INT_SAFE_BITS = _INT_LIMIT.bit_length() - 1  # every int of at most this many bits is in range
+
+
+def int_in_range(value: int) -> bool:
+    """Whether `value` has at most MAX_INT_DIGITS digits."""
+    return value.bit_length() <= INT_SAFE_BITS or abs(value) < _INT_LIMIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +85,7 @@ class RdfLiteral:
 
 
 Value = int | str | Iri | RdfLiteral
+PyFact = tuple  # a fact as Python values: (pred: str, *args: Value)
 
 
 def literal(lexical: str, datatype: str = XSD_STRING, lang: str = "") -> Value:
@@ -82,35 +97,6 @@ def literal(lexical: str, datatype: str = XSD_STRING, lang: str = "") -> Value:
     if datatype == XSD_INTEGER and _CANONICAL_INTEGER.match(lexical):
         return int(lexical)
     return RdfLiteral(lexical, datatype)
-
-
-def json_value(value: Value):
-    """A constant as a JSON value: IRIs as "<...>", literals as JSON-LD value objects."""
-    if isinstance(value, Iri):
-        return f"<{value.value}>"
-    if isinstance(value, RdfLiteral):
-        if value.lang:
-            return {"@value": value.lexical, "@language": value.lang}
-        return {"@value": value.lexical, "@type": value.datatype}
-    return value
-
-
-def is_json_literal(item: dict) -> bool:
-    """Whether `item` is a JSON-LD value object `{"@value": str, "@type" | "@language": str}`."""
-    if set(item) not in ({"@value", "@type"}, {"@value", "@language"}):
-        return False
-    return all(isinstance(v, str) for v in item.values()) and bool(item.get("@type", item.get("@language")))
-
-
-def value_from_json(item) -> Value:
-    """The inverse of `json_value` for values it produced (no validation)."""
-    if isinstance(item, str) and len(item) > 2 and item[0] == "<" and item[-1] == ">":
-        return Iri(item[1:-1])
-    if isinstance(item, dict):
-        if "@language" in item:
-            return literal(item["@value"], lang=item["@language"])
-        return literal(item["@value"], item["@type"])
-    return item
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,10 +142,38 @@ class BinOp:
     right: Term
 
     def __str__(self) -> str:
-        return f"({self.left} {self.op} {self.right})"
+        return format_term(self)
 
 
 Term = Var | Const | BinOp
+
+
+def postorder(term: Term) -> Iterator[Term]:
+    """Every node of `term`, children (left, then right) before their parent.
+
+    Iterative: a sum of thousands of terms is a BinOp chain thousands deep.
+    """
+    stack: list[tuple[Term, bool]] = [(term, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded or not isinstance(node, BinOp):
+            yield node
+            continue
+        stack.append((node, True))
+        stack.append((node.right, False))
+        stack.append((node.left, False))
+
+
+def format_term(term: Term) -> str:
+    """A term in program syntax, every BinOp in parentheses (iterative, see postorder)."""
+    out: list[str] = []
+    for node in postorder(term):
+        if isinstance(node, BinOp):
+            right, left = out.pop(), out.pop()
+            out.append(f"({left} {node.op} {right})")
+        else:
+            out.append(str(node))
+    return out[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +256,24 @@ class Program:
 
 _BARE = re.compile(r"[a-z][A-Za-z0-9_]*\Z")
 _BARE_PRED = re.compile(r"[a-z][A-Za-z0-9_]*(:[A-Za-z0-9_]+)?\Z")
+# A character of an IRI written `<...>`: no whitespace, `<`, `>`, `"`, nor a lone
+# surrogate (it could not be written as UTF-8).
+IRI_CHAR = '[^\\s<>"\ud800-\udfff]'
+_IRI_TEXT = re.compile(IRI_CHAR + r"*\Z")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _KEYWORDS = frozenset({"not"})
+
+
+def quote(text: str) -> str:
+    r"""`text` as a string literal that reads back as `text`.
+
+    JSON escapes, non-ASCII characters kept, except lone surrogates (which UTF-8
+    cannot encode), written as `\uXXXX` escapes.
+    """
+    out = json.dumps(text, ensure_ascii=False)
+    if _SURROGATE.search(out):
+        out = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
+    return out
 
 
 def format_value(value: Value) -> str:
@@ -258,11 +289,17 @@ def format_value(value: Value) -> str:
         return f"{text}@{value.lang}" if value.lang else f"{text}^^<{value.datatype}>"
     if _BARE.match(value) and value not in _KEYWORDS:
         return value
-    return json.dumps(value, ensure_ascii=False)
+    return quote(value)
 
 
 def format_pred(pred: str) -> str:
-    """Print a predicate name: bare when it is an identifier, else as an IRI."""
+    """Print a predicate name so that it reads back as `pred`.
+
+    Bare when it is an identifier (or `p:local`), else as an IRI `<pred>` when
+    its characters allow, else quoted (`"ed ge"(a).`).
+    """
     if _BARE_PRED.match(pred) and pred not in _KEYWORDS:
         return pred
-    return f"<{pred}>"
+    if _IRI_TEXT.match(pred):
+        return f"<{pred}>"
+    return quote(pred)

@@ -22,12 +22,11 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from engine.analysis import AnalysedRule
 from engine.errors import FluxmatError
-from engine.syntax import Atom, Const, Var
+from engine.rules import AnalysedRule
+from engine.syntax import Atom, Const, PyFact, Var
 
 Key = tuple[str, tuple[int, ...]]
-PyFact = tuple
 ANY = "_\u2063"  # an argument a negated atom leaves open (printed as `_`)
 
 
@@ -61,7 +60,10 @@ def _vars_match(atom: Atom, values: tuple) -> bool:
 def match(m, pattern: Atom) -> Iterator[PyFact]:
     """The facts of the materialisation matching `pattern` (constants and variables).
 
-    A repeated variable must take the same value; `_` matches anything.
+    A repeated variable must take the same value; `_` matches anything. Facts are
+    visited lazily, through an index the engine already keeps on a bound column
+    when there is one, so a consumer that stops early (`islice`) stops the scan;
+    it must hold the maintainer's lock until it stops.
     """
     analysis = m.analysis
     rel_name = analysis.relation(pattern.pred, len(pattern.args))
@@ -83,7 +85,15 @@ def match(m, pattern: Atom) -> Iterator[PyFact]:
         isinstance(t, Var) for t in pattern.args
     )
     rel = m.I.get(rel_name)
-    for f in list(rel.facts) if rel is not None else ():
+    if rel is None:
+        return
+    facts = rel.facts
+    for i, v in bound:
+        index = rel.indexed((i,))
+        if index is not None:
+            facts = index.get(v, ())
+            break
+    for f in facts:
         if all(f[i] == v for i, v in bound):
             fact = m.decode(rel_name, f)
             if not repeated or _vars_match(pattern, fact[1:]):
@@ -133,7 +143,7 @@ class Explainer:
             for rid, _head, pos, neg in m.logged(key):
                 if all(self.present(k) for k in pos) and not any(self.present(k) for k in neg):
                     out.append((rules[rid], tuple(pos), tuple(neg)))
-            # a module's rules are not logged (engine.fd.closure): evaluated backwards
+            # a module's rules are not logged (upkeep modules, engine.fd.core): evaluated backwards
             by_head = [rule for rule in by_head if rule.id in m.module_rules]
         for rule in by_head:
             preds = [a.pred for a in rule.positives]
@@ -286,12 +296,60 @@ def _show_absent(show, fact: PyFact) -> str:
     return show(fact).replace(_ANY_SHOWN, "_")
 
 
-def render(proof: Proof, show) -> list[str]:
-    """The proof as indented text lines; `show` formats a Python fact."""
-    lines: list[str] = []
-    stack: list[tuple[Proof, str, str]] = [(proof, "", "")]
+def _kids(node: Proof) -> list[Proof]:
+    return [] if node.repeated or node.explicit else node.body
+
+
+def proof_size(proof: Proof) -> dict[int, int]:
+    """The number of nodes of every subtree (itself included), by `id(node)`; iterative."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Proof, bool]] = [(proof, False)]
     while stack:
-        node, lead, rest = stack.pop()
+        node, done = stack.pop()
+        kids = _kids(node)
+        if done:
+            sizes[id(node)] = 1 + sum(sizes[id(k)] for k in kids)
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids)
+    return sizes
+
+
+def is_capped(proof: Proof, max_depth: int | None, max_nodes: int | None) -> bool:
+    """Whether `render` / `to_json` with these caps leave part of the proof out."""
+    stack, seen = [(proof, 0)], 0
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        kids = _kids(node)
+        if (max_nodes is not None and seen > max_nodes) or (
+                kids and max_depth is not None and depth >= max_depth):  # fmt: skip
+            return True
+        stack.extend((k, depth + 1) for k in kids)
+    return False
+
+
+def _more(n: int) -> str:
+    return f"… {n} more"
+
+
+def render(proof: Proof, show, max_depth: int | None = None, max_nodes: int | None = None) -> list[str]:
+    """The proof as indented text lines; `show` formats a Python fact.
+
+    With `max_depth`, a node that deep shows `… N more` instead of its N
+    descendants; with `max_nodes`, at most that many nodes are shown and one last
+    line `… N more` counts the rest.
+    """
+    sizes = proof_size(proof) if max_depth is not None or max_nodes is not None else {}
+    lines: list[str] = []
+    shown = 0
+    stack: list[tuple[Proof, str, str, int]] = [(proof, "", "", 0)]
+    while stack:
+        if max_nodes is not None and shown >= max_nodes:
+            lines.append(_more(sum(sizes[id(entry[0])] for entry in stack)))
+            break
+        node, lead, rest, depth = stack.pop()
+        shown += 1
         text = show(node.fact)
         if node.explicit:
             text += "  [explicit]"
@@ -304,19 +362,38 @@ def render(proof: Proof, show) -> list[str]:
         if node.alternatives:
             text += f"  ({node.alternatives} other derivation{'s' * (node.alternatives > 1)})"
         lines.append(lead + text)
-        kids = [] if node.repeated or node.explicit else node.body
+        kids = _kids(node)
+        if kids and max_depth is not None and depth >= max_depth:
+            lines.append(rest + "└─ " + _more(sizes[id(node)] - 1))
+            continue
         for i in reversed(range(len(kids))):
             last = i == len(kids) - 1
-            stack.append((kids[i], rest + ("└─ " if last else "├─ "), rest + ("   " if last else "│  ")))
+            stack.append((kids[i], rest + ("└─ " if last else "├─ "),
+                          rest + ("   " if last else "│  "), depth + 1))  # fmt: skip
     return lines
 
 
-def to_json(proof: Proof, show) -> dict:
-    """The proof as nested JSON objects (for the dashboard)."""
+def to_json(proof: Proof, show, max_depth: int | None = None, max_nodes: int | None = None) -> dict:
+    """The proof as nested JSON objects (for the dashboard and `why --json`).
+
+    Caps as in `render`: a node at `max_depth` gets `"more": N` (its N
+    descendants left out) instead of `"body"`; past `max_nodes` nodes, the rest
+    is left out and counted in its parent's `"more"`.
+    """
+    sizes = proof_size(proof) if max_depth is not None or max_nodes is not None else {}
     top: dict = {}
-    stack: list[tuple[Proof, dict]] = [(proof, top)]
+    shown = 0
+    stack: list[tuple[Proof, dict | None, int]] = [(proof, None, 0)]
     while stack:
-        node, out = stack.pop()
+        node, parent, depth = stack.pop()
+        if max_nodes is not None and shown >= max_nodes:
+            assert parent is not None  # the root is always shown
+            parent["more"] = parent.get("more", 0) + sizes[id(node)]
+            continue
+        shown += 1
+        out = top if parent is None else {}
+        if parent is not None:
+            parent["body"].append(out)
         out["fact"] = show(node.fact)
         out["explicit"] = node.explicit
         if node.repeated:
@@ -324,8 +401,11 @@ def to_json(proof: Proof, show) -> dict:
         if node.rule is not None and not node.repeated:
             out["rule"] = node.rule_text
             out["negated"] = [_show_absent(show, n) for n in node.negated]
-            out["body"] = [{} for _ in node.body]
-            stack.extend(zip(node.body, out["body"], strict=True))
+            if max_depth is not None and depth >= max_depth and node.body:
+                out["more"] = sizes[id(node)] - 1
+            else:
+                out["body"] = []
+                stack.extend((k, out, depth + 1) for k in reversed(node.body))
         if node.alternatives:
             out["alternatives"] = node.alternatives
     return top

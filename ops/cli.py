@@ -2,8 +2,10 @@
 
 Every subcommand exits 0 on success; a user mistake (bad file, syntax error,
 unsafe rule, invalid update, unknown algorithm) prints one `fluxmat: error: ...`
-line on stderr and exits 1, never a traceback. Flags fall back to environment
-variables (shown in --help).
+line on stderr and exits 1, never a traceback; a limit that ran out
+(`--max-facts`, `--max-update-work`: ops.limit_flags) prints one such line naming
+the flag and exits 4; `why` exits 3 when the fact is not there.
+Flags fall back to environment variables (shown in --help).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from connectors.files import read_facts, read_updates
-from engine import ALGORITHMS, FluxmatError, Reasoner, Report
-from engine.fd import FullyDynamic
+from connectors.redact import redact
+from engine import ALGORITHMS, EngineOptions, Fed, FluxmatError, Reasoner, Report
+from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, LimitExceeded, Limits
 from engine.printer import FactPrinter
-from ops import inspect_cli, rdf_cli, stream_cli
+from ops import inspect_cli, limit_flags, rdf_cli, stream_cli
 
 
 def _env(name: str, default):
@@ -48,6 +51,17 @@ class Config:
     ontology: tuple[str, ...] = ()
     facts_format: str | None = None
     format: str = "facts"
+    max_facts: int = DEFAULT_MAX_FACTS  # 0: no limit
+    max_update_work: int = DEFAULT_MAX_UPDATE_WORK
+
+    def engine_options(self) -> EngineOptions:
+        """The engine's options, built once from these flags (the one place "on"/"off" is read)."""
+        return EngineOptions(
+            algorithm=self.algorithm, modules=self.modules == "on", hypertree=self.hypertree == "on",
+            levels=self.levels == "on", equality=self.equality, schedule=self.schedule,
+            seed=self.seed, budget=max(self.budget, 0),
+            limits=Limits.of(self.max_update_work, self.max_facts),
+        )  # fmt: skip
 
     @classmethod
     def from_args(cls, ns: argparse.Namespace) -> Config:
@@ -90,6 +104,7 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             help="rewrite: owl:sameAs is equality, facts rewritten to representatives "
             "(remat, dred, dredc, bf) (env FLUXMAT_EQUALITY; default: %(default)s)",
         )  # fmt: skip
+        limit_flags.add_limit(p, "--max-facts")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -136,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output", metavar="FILE", help="write the final facts here")
     rdf_cli.add_output_flag(r)
     r.add_argument("--stats", metavar="FILE", help="write one JSON object per update here")
+    limit_flags.add_limit(r, "--max-update-work")
 
     c = sub.add_parser("check", help="validate a program and summarise its strata")
     _add_program(c, facts=False)
@@ -154,17 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _reasoner(cfg: Config) -> Reasoner:
     if cfg.ontology or cfg.program is None:
-        return rdf_cli.reasoner(
-            cfg.program, cfg.ontology, cfg.algorithm, equality=cfg.equality,
-            modules=cfg.modules == "on", hypertree=cfg.hypertree == "on", levels=cfg.levels == "on",
-        )  # fmt: skip
+        return rdf_cli.reasoner(cfg.program, cfg.ontology, cfg.engine_options())
     path = Path(cfg.program)
     if not path.is_file():
         raise FluxmatError(f"{cfg.program}: no such file")
-    return Reasoner.from_file(
-        path, cfg.algorithm, modules=cfg.modules == "on", hypertree=cfg.hypertree == "on",
-        equality=cfg.equality, levels=cfg.levels == "on",
-    )
+    return Reasoner.from_file(path, options=cfg.engine_options())
 
 
 def _facts(cfg: Config, reasoner: Reasoner) -> list[tuple]:
@@ -213,17 +223,18 @@ def cmd_materialise(cfg: Config) -> None:
 
 def cmd_replay(cfg: Config) -> None:
     reasoner = _reasoner(cfg)
-    facts = _facts(cfg, reasoner)
-    updates = list(read_updates(cfg.updates, reasoner.prefixes))  # validate all before applying
     if cfg.budget < 0:
         raise FluxmatError("--budget must be at least 0")
+    facts = _facts(cfg, reasoner)
+    updates = list(read_updates(cfg.updates, reasoner.prefixes))
+    _validate(reasoner, facts, updates)
     stats = open(cfg.stats, "w", encoding="utf-8") if cfg.stats else None  # noqa: SIM115
     try:
         report = reasoner.load(facts)
         if stats:
             stats.write(_stats_line("initial", report) + "\n")
-        if isinstance(reasoner.maintainer, FullyDynamic):
-            _replay_fully_dynamic(cfg, reasoner.maintainer, updates, stats)
+        if reasoner.fully_dynamic:
+            _replay_fully_dynamic(reasoner, updates, stats)
         else:
             _replay_sequential(reasoner, updates, stats)
     finally:
@@ -232,12 +243,25 @@ def cmd_replay(cfg: Config) -> None:
     _write_facts(cfg, reasoner)
 
 
+def _validate(reasoner: Reasoner, facts: list[tuple], updates) -> None:
+    """The whole stream is checked before anything is applied (arities, add/delete clashes)."""
+    check = reasoner.update_checker()
+    check([*reasoner.program_facts(), *facts], ())
+    for upd in updates:
+        try:
+            check(upd.add, upd.delete)
+        except FluxmatError as exc:
+            raise FluxmatError(f"{upd.where}: {exc}") from None
+
+
 def _replay_sequential(reasoner: Reasoner, updates, stats) -> None:
     """Classic algorithms: one update after another (the schedule flags do not apply)."""
     progress = _Progress(len(updates))
     for n, upd in enumerate(updates, start=1):
         try:
             report = reasoner.update(upd.add, upd.delete)
+        except LimitExceeded as exc:
+            raise exc.located(upd.where) from None
         except FluxmatError as exc:
             raise FluxmatError(f"{upd.where}: {exc}") from None
         if stats:
@@ -246,54 +270,52 @@ def _replay_sequential(reasoner: Reasoner, updates, stats) -> None:
     progress.done()
 
 
-def _replay_fully_dynamic(cfg: Config, fd: FullyDynamic, updates, stats) -> None:
-    """Submit each update, then do `--budget` units of work before the next arrives.
+def _replay_fully_dynamic(reasoner: Reasoner, updates, stats) -> None:
+    """Submit each update, then do `--budget` units of work before the next arrives (engine.feed).
 
     Sequential: every update is processed to quiescence before the next one is
     integrated. Interleaved: updates overlap; `--seed` drives the scheduler; after
     the last update the engine runs until quiescent (reported on that update's line).
     """
-    fd.configure(seed=cfg.seed, interleaved=cfg.schedule == "interleaved")
     progress = _Progress(len(updates))
-    for n, upd in enumerate(updates, start=1):
-        start = time.perf_counter()
-        before = _fd_counts(fd)
-        try:
-            fd.submit(upd.add, upd.delete, id=upd.id if upd.id is not None else n)
-        except FluxmatError as exc:
-            raise FluxmatError(f"{upd.where}: {exc}") from None
-        if cfg.schedule == "sequential" or n == len(updates):
-            fd.run()  # after the last update the engine works until quiescent
-        else:
-            fd.step(cfg.budget)
+    clock = {"start": time.perf_counter(), "counts": reasoner.work_counts()}
+
+    def after_each(fed: Fed, _seq: int) -> None:
+        n, upd = fed.key
         if stats:
-            stats.write(_fd_stats_line(n, upd.id, fd, before, time.perf_counter() - start) + "\n")
+            seconds = time.perf_counter() - clock["start"]
+            stats.write(_fd_stats_line(n, upd.id, reasoner, clock["counts"], seconds) + "\n")
         progress.tick(n)
-    fd.run()
+        clock.update(start=time.perf_counter(), counts=reasoner.work_counts())
+
+    fed = (Fed((n, upd), upd.add, upd.delete, upd.id if upd.id is not None else n)
+           for n, upd in enumerate(updates, start=1))  # fmt: skip
+    def rejected(key, exc: Exception) -> None:  # validated before: what the engine refuses late
+        if isinstance(exc, FluxmatError):
+            raise FluxmatError(f"{key[1].where}: {exc}") from None
+        raise exc
+
+    try:
+        reasoner.feed(fed, rejected=rejected, after_each=after_each)
+    except LimitExceeded as exc:  # charged to one update (with overlap: where its work ran out)
+        raise exc.located(exc.key[1].where if exc.key else "replay") from None
     progress.done()
 
 
-def _fd_counts(fd: FullyDynamic) -> dict[str, int]:
-    counts = fd.stats.as_dict()
-    counts["rule_applications"] = sum(fd.ev.counts.applications.values())
-    return counts
-
-
-def _fd_stats_line(label, update_id, fd: FullyDynamic, before: dict, seconds: float) -> str:
-    now = _fd_counts(fd)
-    point = fd.poll()
+def _fd_stats_line(label, update_id, reasoner: Reasoner, before: dict, seconds: float) -> str:
+    point = reasoner.poll()
     line = {
         "update": label,
         "id": update_id,
-        "algorithm": fd.name,
+        "algorithm": reasoner.name,
         "seconds": round(seconds, 6),
         "quiescent": point is not None,
         "added": len(point.added) if point else None,
         "removed": len(point.removed) if point else None,
-        "pending": fd.pending,
+        "pending": reasoner.pending,
     }
-    line.update({k: now[k] - before[k] for k in now})
-    line["log_size"] = fd.log_size()
+    line.update(Reasoner.counts_since(reasoner.work_counts(), before))
+    line["log_size"] = reasoner.sizes()["log"]
     return json.dumps(line)
 
 
@@ -347,18 +369,18 @@ def _module(reasoner: Reasoner, m) -> str:
 
 def cmd_explain(cfg: Config) -> None:
     reasoner = _reasoner(cfg)
-    an, ev = reasoner.analysis, reasoner.maintainer.ev
+    an = reasoner.analysis
     pr: FactPrinter = reasoner.printer
     print("== AST")
     print(reasoner.program)
     print("\n== analysis")
     module_of = {rid: m for m in an.modules for rid in m.rules}
-    used = {m.spec for ms in reasoner.maintainer.modules.values() for m in ms}
+    used = reasoner.modules_used()
     for s in an.strata:
         preds = ", ".join(sorted(pr.pred(p) for p in s.preds))
         print(f"stratum {s.index}: {preds}")
         for m in an.modules_of(s):
-            unused = "" if m in used else f" (not used by {reasoner.maintainer.name})"
+            unused = "" if m in used else f" (not used by {reasoner.name})"
             print(f"  module {_module(reasoner, m)}: rules {', '.join(map(str, m.rules))}{unused}")
         for rid in s.rules:
             r = an.rules[rid]
@@ -367,13 +389,10 @@ def cmd_explain(cfg: Config) -> None:
                 kind += f", module {_module(reasoner, module_of[rid])}"
             print(f"  [{rid}] {kind}: {r}")
     print("\n== plans")
-    for r in an.rules:
-        kinds = [("full", None)] + [("delta", i) for i in range(len(r.positives) + len(r.negatives))]
-        for kind, delta in kinds:
-            plan = ev.plan(r, kind, delta)
-            print(plan.describe())
-            if cfg.code:
-                print(plan.source)
+    for plan in reasoner.plans():
+        print(plan.describe())
+        if cfg.code:
+            print(plan.source)
 
 
 COMMANDS = {
@@ -386,26 +405,51 @@ STREAM_COMMANDS = {"run": stream_cli.cmd_run, "demo": stream_cli.cmd_demo, **ins
                    **rdf_cli.COMMANDS}  # fmt: skip
 
 
+def _limit_hit(exc: BaseException) -> str:
+    """The message for a MemoryError or RecursionError: which limit was hit."""
+    if isinstance(exc, RecursionError):
+        return (f"the input nests too deeply: Python's recursion limit "
+                f"({sys.getrecursionlimit()} frames) was reached")  # fmt: skip
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    limit = ("the memory available to the process" if soft == resource.RLIM_INFINITY
+             else f"the address-space limit of {soft // 2**20} MiB (ulimit -v)")  # fmt: skip
+    return f"out of memory: {limit} was used up"
+
+
+def error_line(message: str) -> str:
+    """The one `fluxmat: error:` line for `message`: URL passwords masked, newlines escaped."""
+    return "fluxmat: error: " + redact(message).replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
+    message = None
     try:
         if ns.command in STREAM_COMMANDS:
             STREAM_COMMANDS[ns.command](ns)
         else:
             COMMANDS[ns.command](Config.from_args(ns))
+    except LimitExceeded as exc:
+        print(limit_flags.message(exc), file=sys.stderr)
+        return limit_flags.LIMIT_EXIT
     except FluxmatError as exc:
-        print(f"fluxmat: error: {exc}", file=sys.stderr)
-        return 1
+        message = str(exc)
     except BrokenPipeError:  # e.g. `fluxmat materialise ... | head`
         sys.stderr.close()
         return 0
     except (OSError, ConnectionError) as exc:
-        print(f"fluxmat: error: {exc}", file=sys.stderr)
-        return 1
+        message = str(exc)
+    except (MemoryError, RecursionError) as exc:
+        message = _limit_hit(exc)  # the traceback's frames are freed before printing
     except KeyboardInterrupt:
         print("fluxmat: interrupted", file=sys.stderr)
         return 130
-    return 0
+    if message is None:
+        return 0
+    print(error_line(message), file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -13,10 +13,22 @@ Routes (GET):
   /healthz      "ok" (never needs the token)
 
 Binding: 127.0.0.1 unless told otherwise; any other address needs an auth token.
-With a token every API route requires `Authorization: Bearer TOKEN` or
-`?token=TOKEN` (the page, which holds no data itself, passes on the token it was
-opened with); a wrong or missing token gets 401. Bad questions (syntax errors, unknown predicates) get 400
-with the error message; a job busy with a long batch gets 503.
+With a token every API route requires `Authorization: Bearer TOKEN` (the scheme
+in any case) or `?token=TOKEN` (the page, which holds no data itself, passes on
+the token it was opened with); a wrong or missing token gets 401. Bad questions
+(syntax errors, unknown predicates) get 400 with the error message; a job busy
+with a long batch, or a state store that does not answer, gets 503 with the
+reason, within about 2 s.
+
+Bounds: a query stops matching after `limit` facts (default `DEFAULT_LIMIT`,
+at most `MAX_LIMIT`); a proof is searched over at most `EXPLAIN_FACTS` facts and
+shown at most `PROOF_DEPTH` levels deep and `PROOF_NODES` nodes large (`… N
+more` for the rest); JSON is written without recursion. Requests are served by
+`WORKERS` threads (further ones wait, up to `QUEUED`, then get 503), each
+connection with a `REQUEST_TIMEOUT` socket timeout. The `Host` header must name
+a loopback host (`localhost`, `*.localhost`), an IP address, or the host the
+dashboard was bound to (`--host` / `--dashboard-host`): a page on another site
+cannot reach the dashboard by rebinding its DNS name to 127.0.0.1.
 
 Two sources: `LiveSource` inside `fluxmat run` (the job's metrics, its engine
 under its lock) and `StoredSource` for `fluxmat dashboard` (the Redis state,
@@ -27,22 +39,33 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import threading
 import time
 import urllib.request
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+from connectors.redact import redact
 from connectors.state import INITIAL, KEEP_OUTPUTS
 from engine import FluxmatError
-from ops.inspect import Busy, StateView, from_store
+from ops.inspect import Busy, StateView, from_store, json_text
 from ops.metrics import delta_entry, history_point
 
 PAGE = Path(__file__).with_name("dashboard.html")
-DEFAULT_LIMIT = 200
+DEFAULT_LIMIT = 1000
+MAX_LIMIT = 10_000
+EXPLAIN_FACTS = 50_000
+PROOF_DEPTH = 50
+PROOF_NODES = 1000
+WORKERS = 8
+QUEUED = 32
+REQUEST_TIMEOUT = 5.0  # seconds a client may take to send its request or read the answer
+LOCK_WAIT = 1.5  # seconds a question waits for the job's batch lock (then 503)
+STORE_TIMEOUT = 1.5  # seconds for one Redis command of the standalone dashboard
 SPARQL_TIMEOUT = 5.0
 ACCEPT = {"csv": "text/csv", "ntriples": "application/n-triples", "turtle": "text/turtle",
           "json": "application/sparql-results+json"}  # fmt: skip
@@ -55,6 +78,28 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def host_allowed(header: str | None, bound: str) -> bool:
+    """Whether a request's `Host` header names this dashboard (see the module docstring).
+
+    A request without a `Host` header comes from no browser, so no rebound page.
+    """
+    if header is None:
+        return True
+    name = header.strip().lower()
+    if name.startswith("["):  # [::1]:8088
+        name = name[1 : name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:
+        name = name.rsplit(":", 1)[0]
+    name = name.rstrip(".")
+    if name == "localhost" or name.endswith(".localhost") or name == bound.strip().lower().rstrip("."):
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def check_binding(host: str, token: str | None) -> None:
@@ -80,8 +125,16 @@ class LiveSource:
         return self._view
 
 
+class Unavailable(FluxmatError):
+    """The state store did not answer (the dashboard answers 503 with the reason)."""
+
+
 class StoredSource:
-    """The job's Redis state, for a dashboard running apart from the job."""
+    """The job's Redis state, for a dashboard running apart from the job.
+
+    Redis commands time out after `STORE_TIMEOUT` seconds and are not retried:
+    with Redis down every answer is a quick 503 naming the problem.
+    """
 
     def __init__(self, program: str, url: str, namespace: str = "default",
                  metrics_url: str | None = None, ontologies: tuple[str, ...] = ()):  # fmt: skip
@@ -90,7 +143,7 @@ class StoredSource:
         self.program, self.url, self.namespace = program, url, namespace
         self.metrics_url = metrics_url
         self.ontologies = tuple(ontologies)
-        self.store = RedisStateStore(url, namespace)
+        self.store = RedisStateStore(url, namespace, retry_seconds=0, socket_timeout=STORE_TIMEOUT)
         self._view: StateView | None = None
         self._view_batch: int | None = None
         self._lock = threading.Lock()
@@ -98,14 +151,32 @@ class StoredSource:
         self.history: deque[dict] = deque(maxlen=900)
         self.errors: deque[dict] = deque(maxlen=20)
 
+    @contextmanager
+    def _store(self):
+        import redis
+
+        try:
+            yield self.store
+        except redis.RedisError as exc:
+            raise Unavailable(f"the state store {redact(self.url)} does not answer: {redact(str(exc))}") from None
+
     def view(self) -> StateView:
         """The state as of the last committed batch (reloaded when the job moved on)."""
-        with self._lock:
-            batch = self.store.last_batch()
-            if self._view is None or batch != self._view_batch:
-                self._view = from_store(self.program, self.url, self.namespace, self.ontologies)
-                self._view_batch = batch
+        if not self._lock.acquire(timeout=LOCK_WAIT):
+            raise Busy("the dashboard is still loading the job's state; try again")
+        try:
+            with self._store() as store:
+                batch = store.last_batch()
+                if self._view is None or batch != self._view_batch:
+                    self._view = from_store(self.program, self.url, self.namespace, self.ontologies, store)
+                    self._view_batch = batch
             return self._view
+        finally:
+            self._lock.release()
+
+    def status(self) -> dict:
+        with self._store():
+            return self._status()
 
     def _scrape(self) -> dict[str, float]:
         if not self.metrics_url:
@@ -113,10 +184,11 @@ class StoredSource:
         from prometheus_client.parser import text_string_to_metric_families
 
         try:
-            with urllib.request.urlopen(self.metrics_url, timeout=2) as resp:
+            with urllib.request.urlopen(self.metrics_url, timeout=1) as resp:
                 text = resp.read().decode("utf-8")
-        except OSError as exc:
-            self.errors.append({"t": time.time(), "message": f"scraping {self.metrics_url}: {exc}"})
+        except (OSError, ValueError) as exc:
+            self.errors.append({"t": time.time(),
+                                "message": redact(f"scraping {self.metrics_url}: {exc}")})  # fmt: skip
             return {}
         values: dict[str, float] = {}
         for family in text_string_to_metric_families(text):
@@ -125,7 +197,7 @@ class StoredSource:
                 values[key] = s.value
         return values
 
-    def status(self) -> dict:
+    def _status(self) -> dict:
         meta = self.store.meta()
         batch = meta.get("batch")
         scraped = self._scrape()
@@ -170,9 +242,10 @@ class StoredSource:
         }  # fmt: skip
 
 
-def _handler(source, token: str | None):
+def _handler(source, token: str | None, bound: str, request_timeout: float):
     class Handler(BaseHTTPRequestHandler):
         server_version = "fluxmat-dashboard"
+        timeout = request_timeout  # the socket timeout of each connection (StreamRequestHandler)
 
         def log_message(self, fmt, *args):  # quiet: the job logs what matters
             pass
@@ -182,19 +255,21 @@ def _handler(source, token: str | None):
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
+            if code == 503:
+                self.send_header("Retry-After", "2")
             self.end_headers()
             self.wfile.write(body)
 
         def _json(self, code: int, obj) -> None:
-            self._send(code, json.dumps(obj, default=str).encode("utf-8"), "application/json")
+            self._send(code, json_text(obj).encode("utf-8"), "application/json")
 
         def _authorised(self, query: dict) -> bool:
             if not token:
                 return True
             given = query.get("token", [""])[0]
-            header = self.headers.get("Authorization", "")
-            if header.startswith("Bearer "):
-                given = header[len("Bearer ") :]
+            scheme, _, credentials = self.headers.get("Authorization", "").strip().partition(" ")
+            if scheme.lower() == "bearer":
+                given = credentials.strip()
             return hmac.compare_digest(given.encode(), token.encode())
 
         def _sparql(self, query: dict) -> None:
@@ -215,6 +290,9 @@ def _handler(source, token: str | None):
             self.wfile.write(answer.body)
 
         def do_GET(self):  # noqa: N802 - the http.server API
+            if not host_allowed(self.headers.get("Host"), bound):
+                return self._json(403, {"error": "this Host is not allowed (DNS rebinding protection): "
+                                        "use localhost, an IP address, or the --host name"})  # fmt: skip
             url = urlparse(self.path)
             query = parse_qs(url.query)
             if url.path == "/healthz":
@@ -225,29 +303,82 @@ def _handler(source, token: str | None):
                 return self._send(200, PAGE.read_bytes(), "text/html; charset=utf-8")
             if not self._authorised(query):
                 return self._json(401, {"error": "missing or wrong token (open the page as /?token=...)"})
+            route = ROUTES.get(url.path)
+            if route is None and url.path != SPARQL:
+                return self._json(404, {"error": f"no such page: {url.path}"})
             try:
-                if url.path == "/api/status":
-                    return self._json(200, source.status())
-                if url.path == "/api/query":
-                    limit = int(query.get("limit", [DEFAULT_LIMIT])[0])
-                    return self._json(200, source.view().query(query.get("pattern", [""])[0], limit))
-                if url.path == "/api/why":
-                    return self._json(200, source.view().why(query.get("fact", [""])[0]))
-                if url.path == "/api/sparql":
+                if route is None:
                     return self._sparql(query)
-            except Busy as exc:
+                return self._json(200, route(source, query))
+            except (Busy, Unavailable) as exc:
                 return self._json(503, {"error": str(exc)})
             except (FluxmatError, ValueError) as exc:
                 return self._json(400, {"error": str(exc)})
-            return self._json(404, {"error": f"no such page: {url.path}"})
+            except (MemoryError, RecursionError) as exc:
+                return self._json(503, {"error": f"the question needs too much: {type(exc).__name__}"})
 
     return Handler
 
 
-def serve(source, host: str = "127.0.0.1", port: int = 0, token: str | None = None):
+def _query(source, query: dict) -> dict:
+    limit = int(query.get("limit", [DEFAULT_LIMIT])[0])
+    if limit < 0:
+        raise ValueError(f"limit must be at least 0, got {limit}")
+    return source.view().query(query.get("pattern", [""])[0], min(limit, MAX_LIMIT), exact=False)
+
+
+def _why(source, query: dict) -> dict:
+    return source.view().why(query.get("fact", [""])[0], PROOF_DEPTH, PROOF_NODES, EXPLAIN_FACTS)
+
+
+ROUTES = {"/api/status": lambda source, _args: source.status(), "/api/query": _query, "/api/why": _why}
+SPARQL = "/api/sparql"  # answered in the asked format, not JSON (Handler._sparql)
+
+
+class _Server(HTTPServer):
+    """An HTTP server with a bounded pool of worker threads.
+
+    At most `WORKERS` requests are served at once and `QUEUED` more wait; a
+    connection beyond that gets an immediate 503 and is closed.
+    """
+
+    request_queue_size = 64  # the listen backlog (socketserver's default of 5 drops bursts)
+
+    def __init__(self, address, handler):
+        super().__init__(address, handler)
+        self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="fluxmat-dashboard")
+        self.slots = threading.BoundedSemaphore(WORKERS + QUEUED)
+
+    def process_request(self, request, client_address) -> None:
+        if not self.slots.acquire(blocking=False):
+            try:
+                request.settimeout(REQUEST_TIMEOUT)
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                                b"Retry-After: 2\r\nConnection: close\r\n\r\n")  # fmt: skip
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        self.pool.submit(self._serve_one, request, client_address)
+
+    def _serve_one(self, request, client_address) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:  # a client that went away or timed out: nothing to report
+            pass
+        finally:
+            self.shutdown_request(request)
+            self.slots.release()
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def serve(source, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
+          request_timeout: float = REQUEST_TIMEOUT):  # fmt: skip
     """Start the dashboard in a daemon thread; returns the server (`.server_address`)."""
     check_binding(host, token)
-    server = ThreadingHTTPServer((host, port), _handler(source, token))
-    server.daemon_threads = True
+    server = _Server((host, port), _handler(source, token, host, request_timeout))
     threading.Thread(target=server.serve_forever, name="fluxmat-dashboard", daemon=True).start()
     return server

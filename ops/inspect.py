@@ -11,16 +11,18 @@ so a question never sees a half-applied batch).
 
 from __future__ import annotations
 
+import json
 import threading
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 
 from connectors.files import read_facts
+from connectors.redact import redact
 from connectors.state import open_store
-from engine import FluxmatError, Reasoner, atom_to_fact
-from engine.fd.snapshot import check_fingerprint, restore
+from engine import EngineOptions, FluxmatError, Limits, Reasoner, atom_to_fact
 from engine.parser import parse_facts, parse_pattern
-from engine.why import Explainer, match, render, to_json
+from engine.why import is_capped, proof_size, render, to_json
 
 
 class Busy(FluxmatError):
@@ -28,9 +30,13 @@ class Busy(FluxmatError):
 
 
 class StateView:
-    """Answers `query` and `why` over one reasoner's current materialisation."""
+    """Answers `query` and `why` over one reasoner's current materialisation.
 
-    def __init__(self, reasoner: Reasoner, lock: threading.Lock | None = None, wait: float = 10.0):
+    A question waits at most `wait` seconds for `lock` (the job's batch lock),
+    then raises `Busy`.
+    """
+
+    def __init__(self, reasoner: Reasoner, lock: threading.Lock | None = None, wait: float = 1.5):
         self.reasoner = reasoner
         self.lock = lock or threading.Lock()
         self.wait = wait
@@ -47,16 +53,27 @@ class StateView:
             self.lock.release()
 
     def _show(self, fact: tuple) -> str:
-        return self.reasoner.maintainer.show_fact(fact)
+        return self.reasoner.show(fact)
 
-    def query(self, pattern: str, limit: int | None = None) -> dict:
-        """`{"pattern", "count", "facts", "truncated"}`: matching facts, sorted, as text."""
+    def query(self, pattern: str, limit: int | None = None, exact: bool = True) -> dict:
+        """`{"pattern", "count", "facts", "truncated"}`: matching facts, sorted, as text.
+
+        `exact` (the CLI) counts every match and shows the `limit` first in
+        order. Otherwise (the dashboard) matching stops after `limit` + 1
+        matches: `count` is then the number shown and `truncated` says there are
+        more. Only matching and decoding hold the lock; sorting does not.
+        """
+        if limit is not None and limit < 0:
+            raise FluxmatError(f"the limit must be at least 0, got {limit}")
         atom = parse_pattern(pattern, self.reasoner.prefixes)
+        stop = None if exact or limit is None else limit + 1
         with self._locked():
-            found = sorted(self._show(f) for f in match(self.reasoner.maintainer, atom))
-        shown = found if limit is None else found[:limit]
-        return {"pattern": pattern, "count": len(found), "facts": shown,
-                "truncated": len(shown) < len(found)}  # fmt: skip
+            found = list(islice(self.reasoner.match(atom), stop))
+        texts = sorted(map(self._show, found))
+        shown = texts if limit is None else texts[:limit]
+        count = len(texts) if exact or len(texts) <= len(shown) else len(shown)
+        return {"pattern": pattern, "count": count, "facts": shown,
+                "truncated": len(shown) < len(texts)}  # fmt: skip
 
     def sparql(self, query: str, fmt: str | None = None, limits=None, source: str = "<query>"):
         """(connectors.sparql.Answer, facts that are not triples) for a SPARQL query.
@@ -66,32 +83,74 @@ class StateView:
         """
         from connectors.sparql import Limits, TripleStore
 
-        m = self.reasoner.maintainer
+        r = self.reasoner
         with self._locked():
-            version = (getattr(m, "clock", None), getattr(m, "last_seq", None),
-                       sum(len(r) for r in m.I.values()))  # fmt: skip
+            version = r.version()
             if self._triples is None or self._triples[0] != version:
-                self._triples = (version, list(m.facts()))
+                self._triples = (version, list(r.facts()))
             facts = self._triples
         if self._store is None or self._store[0] != facts[0]:
             self._store = (facts[0], TripleStore(facts[1]))
         store = self._store[1]
         return store.answer(query, fmt, limits or Limits(), source), store.skipped
 
-    def why(self, fact_text: str) -> dict:
-        """`{"fact", "found", "lines", "proof"}` for one ground fact in program syntax."""
+    def why(self, fact_text: str, max_depth: int | None = None, max_nodes: int | None = None,
+            max_facts: int = 200_000) -> dict:  # fmt: skip
+        """`{"fact", "found", "lines", "proof", "nodes", "truncated"}` for one ground fact.
+
+        The proof is searched visiting at most `max_facts` facts, under the lock;
+        it is shown with at most `max_depth` levels and `max_nodes` nodes (`… N
+        more` for the rest), outside the lock.
+        """
         text = fact_text.strip()
         atoms = parse_facts(text if text.endswith(".") else text + ".", "<fact>", self.reasoner.prefixes)
         if len(atoms) != 1:
             raise FluxmatError(f"expected one fact, found {len(atoms)}")
         fact = atom_to_fact(atoms[0])
         with self._locked():
-            proof = Explainer(self.reasoner.maintainer, program=self.reasoner.program).explain(fact)
-            shown = self._show(fact)
-            if proof is None:
-                return {"fact": shown, "found": False, "lines": [f"{shown} is not in the materialisation"]}
-            return {"fact": shown, "found": True, "lines": render(proof, self._show),
-                    "proof": to_json(proof, self._show)}  # fmt: skip
+            proof = self.reasoner.explain(fact, max_facts)
+        shown = self._show(fact)
+        if proof is None:
+            return {"fact": shown, "found": False, "lines": [f"{shown} is not in the materialisation"]}
+        nodes = proof_size(proof)[id(proof)]
+        lines = render(proof, self._show, max_depth, max_nodes)
+        return {"fact": shown, "found": True, "lines": lines,
+                "proof": to_json(proof, self._show, max_depth, max_nodes), "nodes": nodes,
+                "truncated": is_capped(proof, max_depth, max_nodes)}  # fmt: skip
+
+
+def json_text(value, default=str) -> str:
+    """`json.dumps(value, ensure_ascii=False, default=default)` without recursion.
+
+    Proofs thousands of steps deep nest their JSON as deep; Python's encoder
+    recurses once per level and stops at the recursion limit.
+    """
+    parts: list[str] = []
+    stack: list = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is _Text:
+            parts.append(item)
+        elif isinstance(item, dict) and item:
+            stack.append(_Text("}"))
+            entries = list(item.items())
+            for i in range(len(entries) - 1, -1, -1):
+                key, val = entries[i]
+                key = key if isinstance(key, str) else json.dumps(key)
+                stack.append(val)
+                stack.append(_Text(("{" if i == 0 else ", ") + json.dumps(key, ensure_ascii=False) + ": "))
+        elif isinstance(item, list | tuple) and item:
+            stack.append(_Text("]"))
+            for i in range(len(item) - 1, -1, -1):
+                stack.append(item[i])
+                stack.append(_Text("[" if i == 0 else ", "))
+        else:
+            parts.append(json.dumps(item, ensure_ascii=False, default=default))
+    return "".join(parts)
+
+
+class _Text(str):
+    """JSON text already encoded (json_text's punctuation)."""
 
 
 def _program(path: str) -> Path:
@@ -101,32 +160,39 @@ def _program(path: str) -> Path:
     return p
 
 
-def _reasoner(program: str | None, algorithm: str, ontologies) -> Reasoner:
+def _reasoner(program: str | None, options: EngineOptions, ontologies) -> Reasoner:
     if ontologies or program is None:  # the program plus the ontologies' rules, as `run` built it
         from ops.rdf_cli import reasoner
 
-        return reasoner(program, ontologies, algorithm)
-    return Reasoner.from_file(_program(program), algorithm)
+        return reasoner(program, ontologies, options)
+    return Reasoner.from_file(_program(program), options=options)
 
 
-def from_store(program: str | None, url: str, namespace: str = "default", ontologies=()) -> StateView:
-    """The state the streaming job keeps in `url` under `namespace`, for `program` (+ ontologies)."""
-    store = open_store(url, namespace)
+def from_store(program: str | None, url: str, namespace: str = "default", ontologies=(),
+               store=None) -> StateView:  # fmt: skip
+    """The state the streaming job keeps in `url` under `namespace`, for `program` (+ ontologies).
+
+    `store` is an open store to read it from (kept open), else one is opened.
+    """
+    own = store is None
+    store = open_store(url, namespace) if own else store
     try:
         snap = store.load()
     finally:
-        store.close()
+        if own:
+            store.close()
     if snap is None:
-        raise FluxmatError(f"no fluxmat state in {url} under namespace {namespace!r} (has the job run?)")
-    reasoner = _reasoner(program, str(snap.meta.get("algorithm", "fd-counting")), ontologies)
-    check_fingerprint(reasoner.maintainer, snap)
-    restore(reasoner.maintainer, snap)
+        raise FluxmatError(f"no fluxmat state in {redact(url)} under namespace {namespace!r} (has the job run?)")
+    algorithm = str(snap.meta.get("algorithm", "fd-counting"))
+    reasoner = _reasoner(program, EngineOptions(algorithm=algorithm), ontologies)
+    reasoner.restore(snap)
     return StateView(reasoner)
 
 
 def from_files(program: str | None, facts: list[str], algorithm: str = "remat", ontologies=(),
-               facts_format: str | None = None) -> StateView:  # fmt: skip
-    """mat(P, E) computed from `program` (+ ontologies) and the explicit facts in `facts`."""
-    reasoner = _reasoner(program, algorithm, ontologies)
+               facts_format: str | None = None, max_facts: int | None = None) -> StateView:  # fmt: skip
+    """mat(P, E) computed from `program` (+ ontologies) and the explicit facts in `facts` (at most `max_facts`)."""
+    options = EngineOptions(algorithm=algorithm, limits=Limits.of(facts=max_facts))
+    reasoner = _reasoner(program, options, ontologies)
     reasoner.load([f for path in facts for f in read_facts(path, reasoner.prefixes, facts_format)])
     return StateView(reasoner)

@@ -10,12 +10,12 @@ dashboard API's JSON instead.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 
 from engine import FluxmatError
+from ops.limit_flags import add_limit
 
 
 def _source_flags(p: argparse.ArgumentParser) -> None:
@@ -31,6 +31,7 @@ def _source_flags(p: argparse.ArgumentParser) -> None:
                    help="instead of --redis: compute mat(P, E) from these explicit facts")
     p.add_argument("--json", action="store_true", help="print JSON (as the dashboard's API)")
     add_input_flags(p)
+    add_limit(p, "--max-facts")  # with --facts: mat(P, E) is computed here
 
 
 def add_parsers(sub) -> None:
@@ -66,13 +67,16 @@ def _view(ns: argparse.Namespace):
         raise FluxmatError("give either --redis (the job's state) or --facts (files), not both")
     if ns.redis:
         return from_store(ns.program, ns.redis, ns.namespace, ns.ontology)
-    return from_files(ns.program, ns.facts, ontologies=ns.ontology, facts_format=ns.facts_format)
+    return from_files(ns.program, ns.facts, ontologies=ns.ontology, facts_format=ns.facts_format,
+                      max_facts=ns.max_facts)  # fmt: skip
 
 
 def cmd_query(ns: argparse.Namespace) -> None:
+    from ops.inspect import json_text
+
     result = _view(ns).query(ns.pattern, ns.limit)
     if ns.json:
-        print(json.dumps(result, ensure_ascii=False))
+        print(json_text(result))
         return
     sys.stdout.write("".join(f + ".\n" for f in result["facts"]))
     more = f" (showing {len(result['facts'])})" if result["truncated"] else ""
@@ -80,9 +84,11 @@ def cmd_query(ns: argparse.Namespace) -> None:
 
 
 def cmd_why(ns: argparse.Namespace) -> None:
+    from ops.inspect import json_text
+
     result = _view(ns).why(ns.fact)
     if ns.json:
-        print(json.dumps(result, ensure_ascii=False))
+        print(json_text(result))  # a proof thousands of steps deep nests as deep
     else:
         print("\n".join(result["lines"]))
     if not result["found"]:
@@ -92,6 +98,8 @@ def cmd_why(ns: argparse.Namespace) -> None:
 def cmd_dashboard(ns: argparse.Namespace) -> None:
     from ops.dashboard import StoredSource, serve
 
+    if not 0 <= ns.port <= 65535:
+        raise FluxmatError(f"--port must be a port number from 0 to 65535, got {ns.port}")
     source = StoredSource(ns.program, ns.redis, ns.namespace, ns.metrics_url, tuple(ns.ontology))
     source.view()  # load (and check) the state before announcing the page
     server = serve(source, ns.host, ns.port, ns.auth_token)

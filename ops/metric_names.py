@@ -44,7 +44,8 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         COUNTER, "Facts that entered (added) or left (removed) the materialisation.",
         ("change",)),
     "fluxmat_dead_letters_total": (
-        COUNTER, "Bad update messages sent to the dead-letter topic.", ()),
+        COUNTER, "Bad update messages: invalid, oversized, or quarantined by a work limit "
+        "(sent to the dead-letter topic, or logged without one).", ()),
     "fluxmat_batch_failures_total": (
         COUNTER, "Micro-batches that raised (not committed; Spark replays them).", ()),
     "fluxmat_consumer_lag_messages": (

@@ -23,7 +23,9 @@ from prometheus_client import (
     start_http_server,
 )
 
+from connectors.redact import redact
 from ops.metric_names import METRICS
+from stream.observe import JobObserver
 
 disable_created_metrics()  # no `_created` series: they only clutter dashboards
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -63,7 +65,7 @@ def _collectors(registry: CollectorRegistry) -> dict[str, object]:
     return out
 
 
-class JobMetrics:
+class JobMetrics(JobObserver):
     """Counters, gauges and recent history of one running job."""
 
     def __init__(self, program: str, algorithm: str, namespace: str, topic: str):
@@ -93,11 +95,8 @@ class JobMetrics:
 
     # ------------------------------------------------------------ feeding
     def _gauges(self, processor, store) -> None:
-        engine = processor.engine
-        internal = engine.analysis.internal
-        facts = sum(len(r) for p, r in engine.I.items() if p not in internal)
-        explicit = sum(len(s) for s in engine.E.values())
-        log = engine.log_size()
+        sizes = processor.reasoner.sizes()
+        facts, explicit, log = sizes["facts"], sizes["explicit"], sizes["log"]
         entries = store.size()
         memory = store.memory_bytes()
         c = self.c
@@ -114,7 +113,7 @@ class JobMetrics:
         with self._lock:
             self._gauges(processor, store)
             batch = store.last_batch()
-            self.now.update(last_batch=batch, through=processor.engine.last_id, last_commit=time.time())
+            self.now.update(last_batch=batch, through=processor.reasoner.last_id, last_commit=time.time())
             self.c["fluxmat_last_consistency_point_batch"].set(batch if batch is not None else -1)
             self.c["fluxmat_last_consistency_point_timestamp_seconds"].set(time.time())
 
@@ -175,7 +174,7 @@ class JobMetrics:
         with self._lock:
             self.c["fluxmat_batch_failures_total"].inc()
             self.totals["failures"] += 1
-            self.errors.append({"t": time.time(), "message": f"{type(exc).__name__}: {exc}"})
+            self.errors.append({"t": time.time(), "message": redact(f"{type(exc).__name__}: {exc}")})
 
     def set_lag(self, lag: dict[str, int]) -> None:
         gauge = self.c["fluxmat_consumer_lag_messages"]

@@ -19,8 +19,7 @@ from connectors.owl2rl import translate
 from connectors.programs import load_program, summary
 from connectors.rdf import FORMATS, OUTPUT_FORMATS, write_rdf
 from connectors.sparql import DEFAULT_LIMIT, DEFAULT_TIMEOUT, GRAPH_FORMATS, TABLE_FORMATS, Limits
-from engine import FluxmatError, Reasoner
-from engine.equality import SAME_AS
+from engine import SAME_AS, EngineOptions, FluxmatError, Reasoner
 from engine.printer import FactPrinter
 
 FACTS_FORMATS = ("facts", "jsonl", *FORMATS)
@@ -47,15 +46,15 @@ def warn(message: str) -> None:
     print(f"fluxmat: warning: {message}", file=sys.stderr)
 
 
-def reasoner(program: str | None, ontologies, algorithm: str, equality: str = "off", **options) -> Reasoner:
+def reasoner(program: str | None, ontologies, options: EngineOptions) -> Reasoner:
     """A Reasoner over the program plus the ontologies' rules (warnings to stderr)."""
     prog, warnings = load_program(program, tuple(ontologies))
     if warnings:
         warn(summary(warnings))
-    if equality != "rewrite" and any(r.head.pred == SAME_AS for r in prog.rules):
+    if options.equality != "rewrite" and any(r.head.pred == SAME_AS for r in prog.rules):
         warn("the rules derive owl:sameAs (functional or inverse-functional properties, keys, "
              "max cardinality 1): give --equality rewrite to treat it as equality")  # fmt: skip
-    return Reasoner(prog, algorithm, equality=equality, **options)
+    return Reasoner(prog, options=options)
 
 
 def render(facts, fmt: str, prefixes: dict[str, str]) -> bytes:

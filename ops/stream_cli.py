@@ -9,11 +9,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
+
+from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK
+from ops.limit_flags import limit
+from stream.batch import DEFAULT_MAX_MESSAGE_BYTES
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 DEMOS = {  # `fluxmat demo` and `fluxmat demo --rdf`: files in ops/examples
@@ -45,7 +51,16 @@ RUN_FLAGS = [
     ("--starting-offsets", "STARTING_OFFSETS", None,
      "with a new checkpoint: earliest (default), latest, or JSON {\"<partition>\": offset}; "
      "also lets a stored state continue with a new checkpoint"),
+    ("--max-message-bytes", "MAX_MESSAGE_BYTES", str(DEFAULT_MAX_MESSAGE_BYTES),
+     "larger update messages are dead letters, not parsed (0: no limit)"),
+    ("--max-update-work", "MAX_UPDATE_WORK", str(DEFAULT_MAX_UPDATE_WORK),
+     "rule applications + module inferences one update may cause; more: the update is "
+     "quarantined (dead letter) (0: no limit)"),
+    ("--max-facts", "MAX_FACTS", str(DEFAULT_MAX_FACTS),
+     "facts the materialisation may hold; an update growing it further is quarantined "
+     "(0: no limit)"),
 ]
+LIMITS = {"--max-message-bytes", "--max-update-work", "--max-facts"}  # 0: no limit
 REQUIRED = {"--bootstrap-servers", "--updates-topic", "--deltas-topic", "--redis", "--checkpoint"}
 
 
@@ -64,7 +79,7 @@ def add_parsers(sub) -> None:
     for flag, env, default, text in RUN_FLAGS:
         value = os.environ.get(f"FLUXMAT_{env}", default)
         needed = flag in REQUIRED and value is None
-        r.add_argument(flag, default=value, required=needed,
+        r.add_argument(flag, default=value, required=needed, type=limit if flag in LIMITS else None,
                        help=f"{text} (env FLUXMAT_{env}" + (f"; default: {default})" if default else ")"))
     d = sub.add_parser("demo", help="run the whole pipeline on a bundled example, nothing to install")
     d.add_argument("--budget", type=int, default=2, help="units of work between updates (default 2)")
@@ -86,30 +101,102 @@ def _int(value, flag: str) -> int | None:
 
 
 def job_config(ns: argparse.Namespace):
-    from stream.job import JobConfig
+    from engine import EngineOptions, FluxmatError, Limits
+    from stream.job import STREAM_ENGINE, JobConfig
 
+    budget = _int(ns.budget, "--budget") or 0
+    if budget < 0:
+        raise FluxmatError(f"--budget must be at least 0, got {budget}")
+    engine = EngineOptions(
+        algorithm=ns.algorithm, schedule=STREAM_ENGINE.schedule, budget=budget,
+        limits=Limits.of(ns.max_update_work or None, ns.max_facts or None),
+    )  # fmt: skip
     return JobConfig(
         program=ns.program or "", facts=tuple(ns.facts), bootstrap_servers=ns.bootstrap_servers,
         updates_topic=ns.updates_topic, deltas_topic=ns.deltas_topic,
         dead_letter_topic=ns.dead_letter_topic or None, redis=ns.redis, namespace=ns.namespace,
-        checkpoint=ns.checkpoint, algorithm=ns.algorithm,
+        checkpoint=ns.checkpoint, engine=engine,
         max_updates_per_batch=_int(ns.max_updates_per_batch, "--max-updates-per-batch"),
-        trigger_interval=ns.trigger_interval, budget=_int(ns.budget, "--budget") or 0,
+        trigger_interval=ns.trigger_interval,
         master=ns.master, metrics_port=_int(ns.metrics_port, "--metrics-port"),
         metrics_host=ns.metrics_host, dashboard_port=_int(ns.dashboard_port, "--dashboard-port"),
         dashboard_host=ns.dashboard_host, auth_token=ns.auth_token or None,
         starting_offsets=ns.starting_offsets or None, ontology=tuple(ns.ontology),
         facts_format=ns.facts_format, delta_format=ns.delta_format,
+        max_message_bytes=ns.max_message_bytes or None,
     )  # fmt: skip
+
+
+_TOPIC = re.compile(r"[A-Za-z0-9._\-]{1,249}\Z")
+_INTERVAL = re.compile(r"\d+\s*(ms|s|(millisecond|second|minute|hour)s?)\Z")
+
+
+def check_run_flags(cfg) -> None:
+    """Refuse values `fluxmat run` cannot use before anything is contacted or started."""
+    from connectors.redact import redact
+    from engine import FULLY_DYNAMIC, FluxmatError
+
+    def fail(message: str):
+        raise FluxmatError(message)
+
+    fully_dynamic = sorted(FULLY_DYNAMIC)
+    if cfg.engine.algorithm not in fully_dynamic:
+        fail(f"--algorithm must be a fully dynamic algorithm ({' or '.join(fully_dynamic)}), "
+             f"got {cfg.engine.algorithm!r}")  # fmt: skip
+
+    for flag, topic in (("--updates-topic", cfg.updates_topic), ("--deltas-topic", cfg.deltas_topic),
+                        ("--dead-letter-topic", cfg.dead_letter_topic)):  # fmt: skip
+        if topic is not None and (not _TOPIC.match(topic) or topic in (".", "..")):
+            fail(f"{flag} must be a Kafka topic name (1-249 of a-z A-Z 0-9 . _ -), got {topic!r}")
+    for flag, port in (("--metrics-port", cfg.metrics_port), ("--dashboard-port", cfg.dashboard_port)):
+        if port is not None and not 0 <= port <= 65535:
+            fail(f"{flag} must be a port number from 0 to 65535, got {port}")
+    if not _INTERVAL.match(cfg.trigger_interval.strip()):
+        fail(f"--trigger-interval expects a duration such as 500ms, 2s or '1 minute', "
+             f"got {cfg.trigger_interval!r}")  # fmt: skip
+    if cfg.max_updates_per_batch is not None and cfg.max_updates_per_batch < 1:
+        fail(f"--max-updates-per-batch must be at least 1, got {cfg.max_updates_per_batch}")
+    if cfg.redis and not cfg.redis.startswith(("redis://", "rediss://", "unix://", "memory:")):
+        fail(f"--redis expects redis://HOST:PORT/DB, rediss://... or memory://, got {redact(cfg.redis)!r}")
+    offsets = cfg.starting_offsets
+    if offsets and offsets not in ("earliest", "latest"):
+        try:
+            parsed = json.loads(offsets)
+        except (ValueError, RecursionError):
+            parsed = None
+        if not (isinstance(parsed, dict) and all(
+                k.isdigit() and type(v) is int and v >= 0 for k, v in parsed.items())):  # fmt: skip
+            fail("--starting-offsets expects earliest, latest or a JSON object "
+                 f"{{\"<partition>\": <offset>}}, got {offsets[:60]!r}")  # fmt: skip
 
 
 def cmd_run(ns: argparse.Namespace) -> None:
     import logging
 
+    from connectors.redact import redact
+    from ops.wiring import Operations
     from stream.job import run_until_signalled
 
+    cfg = job_config(ns)
+    check_run_flags(cfg)
     logging.basicConfig(level=logging.WARNING, format="fluxmat: %(levelname)s: %(message)s")
-    run_until_signalled(job_config(ns))
+    for handler in logging.getLogger().handlers:  # no password of a URL in any log line
+        handler.addFilter(_Redacting(redact))
+    run_until_signalled(cfg, Operations())
+
+
+class _Redacting:
+    """A logging filter that masks URL passwords in the formatted message."""
+
+    def __init__(self, redact):
+        self.redact = redact
+
+    def filter(self, record) -> bool:
+        message = record.getMessage()
+        shown = self.redact(message)
+        if shown != message:
+            record.msg, record.args = shown, ()
+        return True
 
 
 # ---------------------------------------------------------------- demo
@@ -120,7 +207,8 @@ def cmd_demo(ns: argparse.Namespace) -> None:
     from connectors.broker import EmbeddedBroker
     from connectors.kafka_sink import read_deltas
     from engine import Reasoner
-    from stream.job import Job, JobConfig
+    from ops.wiring import Operations
+    from stream.job import STREAM_ENGINE, Job, JobConfig
 
     example = DEMOS[bool(getattr(ns, "rdf", False))]
     program, facts = example["program"], EXAMPLES / example["facts"]
@@ -137,7 +225,8 @@ def cmd_demo(ns: argparse.Namespace) -> None:
             program=str(program or ""), facts=(str(facts),), bootstrap_servers=broker.bootstrap,
             ontology=ontology, delta_format=example["delta_format"],
             updates_topic="updates", deltas_topic="deltas", dead_letter_topic="dead-letters",
-            redis="memory://", checkpoint=str(Path(tmp) / "checkpoint"), budget=ns.budget,
+            redis="memory://", checkpoint=str(Path(tmp) / "checkpoint"),
+            engine=replace(STREAM_ENGINE, budget=ns.budget),
             trigger_interval="300ms",
         )  # fmt: skip
         last_id = None
@@ -162,7 +251,7 @@ def cmd_demo(ns: argparse.Namespace) -> None:
             if message.startswith("reading"):
                 reading.set()  # the query runs: produce now, so updates overlap batches
 
-        job = Job(cfg, on_batch=on_batch, log=log)
+        job = Job(cfg, on_batch=on_batch, log=log, operations=Operations())
         producer = threading.Thread(
             target=_produce, args=(broker.bootstrap, lines, ns.delay, reading), daemon=True
         )
@@ -233,7 +322,7 @@ def _replay_explicit(reasoner, facts_path: Path, lines: list[str]) -> list[tuple
     for line in lines:
         try:
             upd = parse_update(json.loads(line), reasoner.prefixes, "demo")
-            reasoner.maintainer.encode_update(upd.add, upd.delete)
+            reasoner.check_update(upd.add, upd.delete)
         except (ValueError, FluxmatError):
             continue
         explicit = (explicit - set(upd.delete)) | set(upd.add)

@@ -1,44 +1,74 @@
 """The per-micro-batch logic of the streaming job: plain Python, testable without Spark.
 
-For each micro-batch (rows `(partition, offset, key, value, timestamp, utf8)` from
-the updates topic; `utf8` is False for values that are not valid UTF-8):
+For each micro-batch (rows `(partition, offset, key, value, timestamp, utf8,
+size)` from the updates topic; `utf8` is False for values that are not valid
+UTF-8, `size` is the value's length in bytes, the value cut short when the
+source was told a maximum):
 
 1. A batch whose id is <= the last committed one is a replay (Spark re-runs a
    batch after a crash): nothing is applied; its stored output is re-published
    identically, so consumers that deduplicate by `batch` see each change once.
-2. Each message is parsed and validated; a bad one (invalid JSON, not an update,
-   unknown key, wrong arity, a fact both added and deleted) becomes a dead letter
-   with the reason and its source offset. The others are submitted to the fully
-   dynamic engine in (partition, offset) order, with `budget` units of work
-   between submissions, so their processing overlaps.
-3. At the end of the batch the engine runs to quiescence (a barrier), so every
-   committed state is a consistency point equal to mat(P, E) of the last update.
-4. The state changes, the batch id and the batch's output are committed to the
-   state store in one transaction; only then is the output published. A crash
-   before the commit loses nothing (the batch is replayed on a state without it);
-   a crash after it re-publishes the same output on replay.
+2. Each message is decoded and validated; a bad one becomes a dead letter with
+   the reason and its source offset. Bad means: larger than `max_message_bytes`
+   (not parsed at all), not UTF-8, invalid or refused JSON
+   (connectors.files.decode_json: too deep, huge integers, duplicate keys), not
+   an update, an unknown key, a wrong arity, a fact both added and deleted --
+   and any exception raised while decoding or validating that one message,
+   whatever its type (RecursionError, MemoryError, ...). The raw value a dead
+   letter carries is cut to `DEAD_RAW_CHARS` characters (`truncated`), its
+   reason to `REASON_CHARS`, so that it fits in a Kafka message.
+3. The valid updates are submitted to the fully dynamic engine in (partition,
+   offset) order, with `budget` units of work between submissions, so their
+   processing overlaps; at the end the engine runs to quiescence (a barrier), so
+   every committed state is a consistency point equal to mat(P, E) of the last
+   update.
+4. The state changes, the batch id and the batch's output (delta and dead
+   letters) are committed to the state store in one transaction; only then is
+   the output published. A crash before the commit loses nothing (the batch is
+   replayed on a state without it); a crash after it re-publishes the same
+   output on replay. Dead letters are part of the committed output, so they are
+   published (or, without a dead-letter topic, logged) again on replay, never
+   lost and never re-decided.
+
+Quarantine (engine.limits). The engine charges every unit of work to the update
+it belongs to; when an update's work passes `limits.work`, or the
+materialisation passes `limits.facts`, the engine raises. The batch is then
+re-run on the last committed state: the engine is rebuilt from the store
+(`restore`), and the batch's updates are applied again *one at a time*, each to
+quiescence, so the work and facts charged to an update are exactly its own (with
+overlapping updates a unit may find facts of another update, so the first blame
+is a suspicion only). An update that breaches a limit in this sequential re-run
+is quarantined -- a dead letter with the limit's reason -- and the re-run starts
+again without it, until one completes (at most one re-run per quarantined
+update, plus two). So the committed state is exactly mat(P, E) for E = the
+committed E changed by the batch's valid, non-quarantined updates in order: the
+same as `remat` over those updates, as if the quarantined ones had never
+arrived. A breach costs rebuilding from the store and losing the batch's
+overlap; batches without one run as before.
 
 The first output (batch -1) is the initial materialisation of `--facts`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
 
-from connectors.files import parse_update
+from connectors.files import Update, decode_json, parse_update
 from connectors.rdf import Triples
 from connectors.state import INITIAL
-from engine import FluxmatError, Reasoner
-from engine.fd import FullyDynamic
-from engine.fd.snapshot import StateMismatch, check_fingerprint, export_changes, restore
+from engine import Fed, FluxmatError, Reasoner, StateMismatch
+from engine.limits import LimitExceeded, Limits
 from engine.printer import FactPrinter
-from engine.syntax import json_value
+from engine.wire import fact_json
 
 INITIAL_BATCH = INITIAL  # the initial materialisation's batch id
-__all__ = ["INITIAL_BATCH", "BatchOutcome", "BatchProcessor", "StateMismatch"]
+DEFAULT_MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB
+DEAD_RAW_CHARS = 65_536  # a dead letter's raw value is cut here: it must fit a Kafka message
+REASON_CHARS = 2_000  # and so is its reason (which may quote the message)
+__all__ = ["DEAD_RAW_CHARS", "DEFAULT_MAX_MESSAGE_BYTES", "INITIAL_BATCH", "BatchOutcome",
+           "BatchProcessor", "StateMismatch"]  # fmt: skip
 
 
 def _crash_point(point: str, batch: int) -> None:
@@ -62,6 +92,7 @@ class BatchOutcome:
     deletes: int = 0
     peak_pending: int = 0  # largest backlog of engine operations during the batch
     dead: int = 0
+    quarantined: int = 0  # of `dead`: updates that exceeded a work limit
     added: int = 0
     removed: int = 0
     through: object = None
@@ -71,53 +102,78 @@ class BatchOutcome:
     output: dict | None = field(default=None, repr=False)  # what was published
 
 
+class _Breach(Exception):
+    """An update of the batch (row `index`) ran out of a limit (`reason`)."""
+
+    def __init__(self, index: int, reason: str):
+        super().__init__(reason)
+        self.index, self.reason = index, reason
+
+
+def _size(value: str | None) -> int:
+    """A value's length in bytes (UTF-8)."""
+    return 0 if value is None else len(value.encode("utf-8", errors="replace"))
+
+
 class BatchProcessor:
     """Applies micro-batches of update messages to a fully dynamic engine.
 
     Args:
-        reasoner: a `Reasoner` whose maintainer is `fd-dred` or `fd-counting`.
+        reasoner: a `Reasoner` running `fd-dred` or `fd-counting`; its options
+            (engine.options) give the budget (units of work between two
+            submitted updates) and the limits: an update that exceeds them is
+            quarantined (see the module docstring); the fact limit also applies
+            to the initial load, and a restored state must be within it.
         store: a state store (connectors.state).
         publisher: has `publish_delta(batch, through, added, removed)` and
-            `publish_dead_letter(reason, partition, offset, raw)`.
-        budget: units of work between two submitted updates.
+            `publish_dead_letter(reason, partition, offset, raw, truncated=False)`.
+        budget, limits: when given, replace the reasoner's options of that name.
         progress: optional callable receiving the engine's pending operations
             after each submitted update (the job's metrics sample it).
+        max_message_bytes: larger messages are dead letters, not parsed.
         delta_format: `json` (facts as JSON arrays) or `ntriples` (a fact that is a
             triple as its N-Triples line, connectors.rdf; any other as a JSON array).
     """
 
-    def __init__(self, reasoner: Reasoner, store, publisher, budget: int = 1000, progress=None,
+    def __init__(self, reasoner: Reasoner, store, publisher, budget: int | None = None, progress=None,
+                 limits: Limits | None = None,
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  delta_format: str = "json"):  # fmt: skip
-        if not isinstance(reasoner.maintainer, FullyDynamic):
+        if not reasoner.fully_dynamic:
             raise FluxmatError(
                 f"the streaming job needs a fully dynamic algorithm (fd-dred or fd-counting), "
-                f"not {reasoner.maintainer.name}"
+                f"not {reasoner.name}"
             )
+        given = {"budget": budget, "limits": limits}
+        reasoner.reconfigure(schedule="interleaved", **{k: v for k, v in given.items() if v is not None})
         self.reasoner = reasoner
-        self.engine: FullyDynamic = reasoner.maintainer
-        self.engine.configure(interleaved=True)
         self.store = store
         self.publisher = publisher
-        self.budget = budget
         self.progress = progress
+        self.max_message_bytes = max_message_bytes
         self.base = 0  # added to Spark's batch ids (see connectors.state: rebase)
         self.printer = FactPrinter(reasoner.program.prefixes)
         self.triples = Triples() if delta_format == "ntriples" else None
 
     # ------------------------------------------------------------ start
     def start(self, initial_facts: list[tuple]) -> str:
-        """Rebuild the engine from the store, or load the initial facts; returns what happened."""
+        """Rebuild the engine from the store, or load the initial facts; returns what happened.
+
+        Raises:
+            StateMismatch: the stored state was built for another program.
+            FactLimitExceeded: the initial materialisation, or the stored
+                state, is larger than the fact limit.
+        """
         snap = self.store.load()
         if snap is not None:
-            check_fingerprint(self.engine, snap)
-            restore(self.engine, snap)
+            self.reasoner.restore(snap)
             self.base = int(snap.meta.get("base", 0) or 0)
             batch = self.store.last_batch()
-            return f"restored state of batch {batch}: {sum(len(r) for r in self.engine.I.values())} facts"
+            return f"restored state of batch {batch}: {self.reasoner.sizes()['facts']} facts"
         self.reasoner.load(initial_facts)
-        added = [self._wire(f) for f in self.engine.facts()]
+        added = [self._wire(f) for f in self.reasoner.facts()]
         output = {"through": None, "added": added, "removed": [], "dead": []}
-        self.store.commit(INITIAL_BATCH, export_changes(self.engine), output)
+        self.store.commit(INITIAL_BATCH, self.reasoner.export_changes(), output)
         self._publish(INITIAL_BATCH, output)
         return f"initial materialisation: {len(added)} facts"
 
@@ -132,64 +188,126 @@ class BatchProcessor:
             if stored is not None:
                 self._publish(batch, stored)
             return BatchOutcome(batch, replayed=True, seconds=time.perf_counter() - start)
-        before = self.engine.stats.as_dict()
-        outcome = BatchOutcome(batch)
-        dead: list[list] = []
-        for row in sorted(rows, key=lambda r: (r[0], r[1])):
-            partition, offset, value, ts = row[0], row[1], row[3], row[4]
-            where = f"partition {partition} offset {offset}"
-            if len(row) > 5 and row[5] is False:
-                dead.append(["value is not valid UTF-8", partition, offset, value])
-                continue
+        reasoner = self.reasoner
+        before = reasoner.work_counts()
+        rows = sorted(rows, key=lambda r: (r[0], r[1]))
+        decoded = [self._decode(row) for row in rows]
+        quarantined: dict[int, str] = {}  # row index -> the limit it ran out of
+        alone = False  # each update to quiescence before the next (exact blame)
+        while True:
+            outcome = BatchOutcome(batch)
             try:
-                item = json.loads(value) if value is not None else None
-            except ValueError as exc:
-                dead.append([f"invalid JSON: {exc}", partition, offset, value])
-                continue
-            try:
-                upd = parse_update(item, self.reasoner.prefixes, where)
-                uid = upd.id if upd.id is not None else f"{partition}:{offset}"
-                self.engine.submit(upd.add, upd.delete, id=uid)
-            except FluxmatError as exc:
-                dead.append([str(exc), partition, offset, value])
-                continue
-            outcome.updates += 1
-            outcome.adds += len(upd.add)
-            outcome.deletes += len(upd.delete)
-            if ts is not None:
-                oldest = outcome.oldest_timestamp_ms
-                outcome.oldest_timestamp_ms = ts if oldest is None else min(oldest, ts)
-            outcome.peak_pending = max(outcome.peak_pending, self.engine.pending)
-            self.engine.step(self.budget)
-            if self.progress is not None:
-                self.progress(self.engine.pending)
-        self.engine.run()
-        if self.progress is not None:
-            self.progress(0)
-        point = self.engine.poll()
+                dead = self._apply(outcome, rows, decoded, quarantined, alone)
+                break
+            except _Breach as breach:
+                if alone:  # with overlap, the blame was a suspicion only
+                    quarantined[breach.index] = breach.reason
+                alone = True
+                reasoner.restore(self.store.load())  # back to the last committed state
+        point = reasoner.poll()
         output = {
-            "through": self.engine.last_id,
+            "through": reasoner.last_id,
             "added": [self._wire(f) for f in point.added],
             "removed": [self._wire(f) for f in point.removed],
             "dead": dead,
         }
         _crash_point("before-commit", batch)
-        self.store.commit(batch, export_changes(self.engine), output)
+        self.store.commit(batch, reasoner.export_changes(), output)
         _crash_point("after-commit", batch)
         self._publish(batch, output)
         _crash_point("after-publish", batch)
-        now = self.engine.stats.as_dict()
-        outcome.stats = {k: now[k] - before[k] for k in now}
-        outcome.dead = len(dead)
+        outcome.stats = Reasoner.counts_since(reasoner.work_counts(), before)
+        outcome.dead, outcome.quarantined = len(dead), len(quarantined)
         outcome.added, outcome.removed = len(point.added), len(point.removed)
         outcome.through = output["through"]
         outcome.output = output
         outcome.seconds = time.perf_counter() - start
         return outcome
 
+    def _decode(self, row) -> Update | str:
+        """One message as a validated update, or the reason it is a dead letter."""
+        partition, offset, value = row[0], row[1], row[3]
+        size = row[6] if len(row) > 6 and row[6] is not None else _size(value)
+        if size > self.max_message_bytes:
+            return f"message too large: {size:,} bytes (limit {self.max_message_bytes:,})"
+        if len(row) > 5 and row[5] is False:
+            return "value is not valid UTF-8"
+        try:
+            item = decode_json(value) if value is not None else None
+            return parse_update(item, self.reasoner.prefixes, f"partition {partition} offset {offset}")
+        except FluxmatError as exc:
+            return str(exc)
+        except Exception as exc:  # whatever one message does, it stops only itself
+            return f"cannot decode the message: {type(exc).__name__}: {exc}"
+
+    def _apply(self, outcome: BatchOutcome, rows: list, decoded: list,
+               quarantined: dict[int, str], alone: bool) -> list[list]:  # fmt: skip
+        """Submit the batch's valid updates and run to quiescence; return the dead letters.
+
+        Updates overlap (`budget` units of work between them) unless `alone`:
+        then each runs to quiescence before the next, so each is charged
+        exactly its own work and facts.
+
+        Raises:
+            _Breach: an update ran out of a limit (the engine is left mid-way).
+        """
+        dead: list[list] = []
+
+        def letter(i: int, reason: str) -> None:
+            row = rows[i]
+            dead.append(self._dead_letter(reason, row[0], row[1], row[3], row[6] if len(row) > 6 else None))
+
+        def updates():
+            for i, (row, upd) in enumerate(zip(rows, decoded, strict=True)):
+                reason = quarantined.get(i, upd if isinstance(upd, str) else None)
+                if reason is not None:
+                    letter(i, reason)
+                    continue
+                yield Fed(i, upd.add, upd.delete, upd.id if upd.id is not None else f"{row[0]}:{row[1]}")
+
+        def rejected(i: int, exc: Exception) -> None:  # a bad update stops only itself
+            letter(i, str(exc) if isinstance(exc, FluxmatError) else f"{type(exc).__name__}: {exc}")
+
+        def after_each(fed: Fed, _seq: int) -> None:
+            upd, ts = decoded[fed.key], rows[fed.key][4]
+            outcome.updates += 1
+            outcome.adds += len(upd.add)
+            outcome.deletes += len(upd.delete)
+            if ts is not None:
+                oldest = outcome.oldest_timestamp_ms
+                outcome.oldest_timestamp_ms = ts if oldest is None else min(oldest, ts)
+            if self.progress is not None:
+                self.progress(self.reasoner.pending)
+
+        try:
+            fed = self.reasoner.feed(updates(), rejected, after_each, overlap=not alone)
+        except LimitExceeded as exc:
+            if exc.key is None:
+                raise
+            raise _Breach(exc.key, str(exc)) from None
+        outcome.peak_pending = max(outcome.peak_pending, fed.peak_pending)
+        if self.progress is not None:
+            self.progress(0)
+        return dead
+
+    @staticmethod
+    def _dead_letter(reason: str, partition: int, offset: int, raw: str | None,
+                     size: int | None = None) -> list:  # fmt: skip
+        """A dead letter as stored with the batch's output: [reason, partition, offset, raw, truncated].
+
+        `size` is the message's length in bytes when known: a value the source
+        cut short (an oversized message) is `truncated` too.
+        """
+        if len(reason) > REASON_CHARS:
+            reason = reason[: REASON_CHARS - 1] + "…"
+        if raw is None:
+            return [reason, partition, offset, None, False]
+        cut = len(raw) > DEAD_RAW_CHARS or (size is not None and _size(raw) < size)
+        return [reason, partition, offset, raw[:DEAD_RAW_CHARS], cut]
+
     # ------------------------------------------------------------ output
     def _wire(self, fact: tuple) -> list | str:
-        """A fact as on the wire: `[pred, arg, ...]`, IRIs as "<...>", prefixes compacted.
+        """A fact as on the wire: `[pred, arg, ...]` (engine.wire), prefixes compacted.
 
         With `delta_format="ntriples"`, a fact that is a triple is its N-Triples line.
         """
@@ -197,15 +315,12 @@ class BatchProcessor:
             triple = self.triples.triple(fact)
             if triple is not None:
                 return f"{triple} ."
-        pred = self.printer.pred(fact[0])
-        if pred.startswith("<") and pred.endswith(">"):
-            pred = pred[1:-1]
-        return [pred, *map(json_value, fact[1:])]
+        return fact_json(fact, self.printer)
 
     def _publish(self, batch: int, output: dict) -> None:
         self.publisher.publish_delta(batch, output["through"], output["added"], output["removed"])
-        for reason, partition, offset, raw in output.get("dead", ()):
-            self.publisher.publish_dead_letter(reason, partition, offset, raw)
+        for reason, partition, offset, raw, *cut in output.get("dead", ()):
+            self.publisher.publish_dead_letter(reason, partition, offset, raw, truncated=bool(cut and cut[0]))
 
     def facts(self) -> set[tuple]:
-        return set(self.engine.facts())
+        return self.reasoner.facts()

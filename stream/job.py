@@ -6,11 +6,12 @@ whose offsets live in Spark's checkpoint; each micro-batch is collected on the
 driver and handed to the processor inside `foreachBatch`. The engine itself
 lives in the driver process, its state in the state store (Redis).
 
-Observability: `ops.metrics.JobMetrics` is fed after every batch and serves
-Prometheus metrics on `--metrics-port`; a sampler thread records one point per
-second and the consumer lag (high watermarks against the offsets Spark has
-processed); `--dashboard-port` serves the live page (ops.dashboard), whose
-questions read the engine under the same lock as the batches.
+Observability: the job feeds a `JobObserver` after every batch and runs the
+servers of the `Operations` it is given (stream.observe; the CLI hands in
+ops.wiring's: Prometheus metrics on `--metrics-port`, the live page on
+`--dashboard-port`, whose questions read the engine under the same lock as the
+batches); a sampler thread records one point per second and the consumer lag
+(high watermarks against the offsets Spark has processed).
 
 Stopping: SIGTERM / SIGINT set a flag; the query is stopped between batches (a
 batch in progress either completes or, if the process is killed, is replayed on
@@ -34,8 +35,15 @@ from connectors.files import read_facts
 from connectors.kafka_sink import KafkaPublisher
 from connectors.programs import load_program, summary
 from connectors.state import open_store
-from engine import FluxmatError, Reasoner
-from stream.batch import BatchOutcome, BatchProcessor
+from engine import EngineOptions, FluxmatError, Reasoner
+from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
+from stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
+from stream.observe import Operations
+
+# The job's engine unless told otherwise: FD-Counting, overlapping updates, the default limits.
+STREAM_ENGINE = EngineOptions(
+    algorithm="fd-counting", schedule="interleaved", limits=Limits.of(DEFAULT_MAX_UPDATE_WORK, DEFAULT_MAX_FACTS)
+)
 
 
 @dataclass(frozen=True)
@@ -51,10 +59,9 @@ class JobConfig:
     dead_letter_topic: str | None = None
     redis: str | None = None  # redis://HOST:PORT/DB, or None / memory:// for in-process
     namespace: str = "default"
-    algorithm: str = "fd-counting"
+    engine: EngineOptions = STREAM_ENGINE  # algorithm, budget, limits (engine.options)
     max_updates_per_batch: int | None = None
     trigger_interval: str = "500 milliseconds"
-    budget: int = 1000
     master: str = "local[2]"
     updates_partitions: int = 1
     metrics_port: int | None = None  # Prometheus /metrics (off when None)
@@ -66,6 +73,7 @@ class JobConfig:
     ontology: tuple[str, ...] = ()  # OWL ontologies whose OWL 2 RL rules join the program
     facts_format: str | None = None  # how --facts files are read (None: by extension)
     delta_format: str = "json"  # json | ntriples (connectors.kafka_sink)
+    max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES  # larger: dead letter (None: no limit)
 
 
 def spark_session(master: str, app: str = "fluxmat"):
@@ -100,8 +108,10 @@ class Job:
     """One running streaming job; `run()` blocks until `stop()` or a signal."""
 
     def __init__(self, cfg: JobConfig, on_batch: Callable[[BatchOutcome], None] | None = None,
-                 log: Callable[[str], None] | None = None):  # fmt: skip
+                 log: Callable[[str], None] | None = None,
+                 operations: Operations | None = None):  # fmt: skip
         self.cfg = cfg
+        self.operations = operations or Operations()
         self.on_batch = on_batch
         self.log = log or (lambda msg: print(f"fluxmat: {msg}", file=sys.stderr, flush=True))
         self._stop = threading.Event()
@@ -132,26 +142,22 @@ class Job:
 
     def run(self) -> None:
         cfg = self.cfg
-        if cfg.dashboard_port is not None:
-            from ops.dashboard import check_binding
-
-            check_binding(cfg.dashboard_host, cfg.auth_token)  # before anything is written
+        self.operations.check(cfg)  # before anything is written
         if cfg.ontology or not cfg.program:
             program, warnings = load_program(cfg.program or None, cfg.ontology)
             if warnings:
                 self.log(f"warning: {summary(warnings)}")
-            reasoner = Reasoner(program, cfg.algorithm)
+            reasoner = Reasoner(program, options=cfg.engine)
         else:
-            reasoner = Reasoner.from_file(cfg.program, cfg.algorithm)
+            reasoner = Reasoner.from_file(cfg.program, options=cfg.engine)
         facts = [f for path in cfg.facts for f in read_facts(path, reasoner.prefixes, cfg.facts_format)]
         store, publisher = self._connect()
         rebase = self._check_checkpoint(store)
-        from ops.metrics import JobMetrics
-
-        label = cfg.program or ", ".join(cfg.ontology)
-        metrics = self.metrics = JobMetrics(label, cfg.algorithm, cfg.namespace, cfg.updates_topic)
-        processor = BatchProcessor(reasoner, store, publisher, cfg.budget, progress=metrics.on_pending,
-                                   delta_format=cfg.delta_format)  # fmt: skip
+        metrics = self.metrics = self.operations.observer(cfg)
+        processor = BatchProcessor(
+            reasoner, store, publisher, progress=metrics.on_pending,
+            max_message_bytes=cfg.max_message_bytes or sys.maxsize, delta_format=cfg.delta_format,
+        )  # fmt: skip
         self.processor = processor
         with self.lock:
             self.log(processor.start(facts))  # refuses a state built for another program
@@ -180,6 +186,8 @@ class Job:
             reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_updates_per_batch))
         if cfg.starting_offsets:
             reader = reader.option("startingOffsets", cfg.starting_offsets)
+        if cfg.max_message_bytes:  # an oversized value is cut where it is read
+            reader = reader.option("maxValueBytes", str(cfg.max_message_bytes))
 
         def each_batch(df, batch_id: int) -> None:
             rows = [tuple(r) for r in df.collect()]
@@ -193,6 +201,9 @@ class Job:
                 p = str(row[0])
                 consumed[p] = max(consumed.get(p, 0), row[1] + 1)
             metrics.on_batch(outcome, processor, store)
+            if outcome.quarantined:
+                self.log(f"batch {outcome.batch}: {outcome.quarantined} update(s) over a work limit "
+                         "quarantined (their dead letters say which and why)")  # fmt: skip
             self.outcomes.append(outcome)
             if self.on_batch:
                 self.on_batch(outcome)
@@ -272,24 +283,13 @@ class Job:
         self._servers.clear()
 
     def _serve(self, metrics, reasoner) -> None:
-        """Start the metrics and dashboard servers the configuration asks for."""
-        cfg = self.cfg
-        if cfg.metrics_port is not None:
-            from ops.metrics import serve_metrics
-
-            server, _thread = serve_metrics(metrics, cfg.metrics_host, cfg.metrics_port)
+        """Start the servers operations run beside the job (metrics, dashboard)."""
+        for name, server in self.operations.serve(self.cfg, metrics, reasoner, self.lock):
             self._servers.append(server)
-            self.metrics_address = server.server_address[:2]
-            self.log(f"metrics on http://{cfg.metrics_host}:{self.metrics_address[1]}/metrics")
-        if cfg.dashboard_port is not None:
-            from ops.dashboard import LiveSource, serve
-            from ops.inspect import StateView
-
-            source = LiveSource(metrics, StateView(reasoner, self.lock))
-            server = serve(source, cfg.dashboard_host, cfg.dashboard_port, cfg.auth_token)
-            self._servers.append(server)
-            self.dashboard_address = server.server_address[:2]
-            self.log(f"dashboard on http://{cfg.dashboard_host}:{self.dashboard_address[1]}/")
+            host, port = server.server_address[:2]
+            setattr(self, f"{name}_address", (host, port))
+            path = "/metrics" if name == "metrics" else "/"
+            self.log(f"{name} on http://{host}:{port}{path}")
 
     def _sample(self, metrics, consumed: dict[str, int]) -> None:
         """Once a second: a history point; every few seconds: the consumer lag."""
@@ -334,9 +334,9 @@ def checkpoint_last_batch(checkpoint: str) -> int | None:
     return max(ids) if ids else None
 
 
-def run_until_signalled(cfg: JobConfig) -> None:
+def run_until_signalled(cfg: JobConfig, operations: Operations | None = None) -> None:
     """`fluxmat run`: run the job until SIGTERM or SIGINT, then stop cleanly."""
-    job = Job(cfg)
+    job = Job(cfg, operations=operations)
 
     def handler(signum, frame):
         job.log(f"received signal {signum}, stopping after the current batch")

@@ -18,8 +18,11 @@ symbols and leaves `a + 1` undefined, where fluxmat would return false / None).
 
 The language features generated: joins with repeated variables, constants,
 recursion and mutual recursion (predicates of one layer may use each other),
-`!=`, `=`, `<`, `<=` filters, bounded arithmetic (`N = M + 1, N < 4` and head
-terms `M + 1` guarded by `M < 3`), and stratified negation (only predicates of
+`!=`, `=`, `<`, `<=` filters, bounded arithmetic with `+ - * / %` over negative
+and positive integers (`N = M op K, N < 4, N > -4`, where K is a constant or a
+variable and may be 0: division by zero leaves the rule instance undefined; head
+terms `M + 1` guarded by `M < 3`, `M - 1` guarded by `M > -3`, and `M * -1`),
+and stratified negation (only predicates of
 strictly lower layers are negated, with bound variables, constants, `_` or a
 variable local to the negated atom). Binary IDB predicates whose columns have
 one type sometimes also get the transitivity rule `p(X, Z) :- p(X, Y), p(Y, Z).`
@@ -37,8 +40,9 @@ from hypothesis import strategies as st
 SYM = "sym"
 INT = "int"
 SYMBOLS = ("a", "b", "c", "d", "e")
-INTS = (0, 1, 2, 3)
-INT_BOUND = 4  # arithmetic results are kept < INT_BOUND, so the domain stays 0..3
+INTS = (-1, 0, 1, 2, 3)
+INT_BOUND = 4  # arithmetic results are kept in -INT_BOUND < n < INT_BOUND: a finite domain
+ARITH_OPS = ("+", "%", "-", "/", "*", "+", "-")
 VAR_NAMES = ("X", "Y", "Z", "W", "U", "V", "S", "T", "K", "L", "M", "N", "O", "P", "Q", "R")
 
 Fact = tuple  # (pred, *values)
@@ -122,16 +126,25 @@ class _RuleBuilder:
         self.body.append(f"{pred}({', '.join(args)})")
 
     def arithmetic(self) -> None:
-        """`N = M + k, N < 4`: a new int variable, bounded so recursion terminates."""
+        """`N = M op K, N < 4, N > -4`: a new int variable, bounded so recursion terminates.
+
+        K is a constant in -2..2 or a bound variable; either may be 0, so `/` and
+        `%` meet division by zero (the instance does not fire, in clingo too).
+        """
         ints = self.of_kind(INT)
         if not ints:
             return
         draw = self.draw
         m = draw(st.sampled_from(ints))
-        k = draw(st.integers(1, 2))
+        op = draw(st.sampled_from(ARITH_OPS))
+        if draw(st.booleans()):
+            k = str(draw(st.integers(-2, 2)))
+        else:
+            k = draw(st.sampled_from(ints))
         n = self.new_var(INT)
-        self.body.append(f"{n} = {m} + {k}")
+        self.body.append(f"{n} = {m} {op} {k}")
         self.body.append(f"{n} < {INT_BOUND}")
+        self.body.append(f"{n} > -{INT_BOUND}")
 
     def comparison(self) -> None:
         draw = self.draw
@@ -180,10 +193,13 @@ class _RuleBuilder:
         draw = self.draw
         vs = self.of_kind(kind)
         if kind == INT and vs and draw(st.integers(0, 7)) == 0:
-            # head arithmetic, guarded so the result stays in 0..3
+            # head arithmetic, guarded so the result stays in -3..3
             m = draw(st.sampled_from(vs))
-            self.body.append(f"{m} < {INT_BOUND - 1}")
-            return f"{m} + 1"
+            shape = draw(st.sampled_from(("+", "-", "*")))
+            if shape == "*":
+                return f"{m} * -1"
+            self.body.append(f"{m} < {INT_BOUND - 1}" if shape == "+" else f"{m} > -{INT_BOUND - 1}")
+            return f"{m} {shape} 1"
         if not vs or draw(st.integers(0, 12)) == 0:
             return _const(kind, draw(values(kind)))
         return draw(st.sampled_from(vs))
@@ -314,5 +330,5 @@ def scenarios(draw, recursion: bool | None = None, closure: bool | str = False):
 
 
 def apply_update(explicit: frozenset[Fact], add, delete) -> frozenset[Fact]:
-    """E := (E \\ delete) u add, the update semantics of engine.maintain.base."""
+    """E := (E \\ delete) u add, the update semantics of engine.maintainer."""
     return frozenset((set(explicit) - set(delete)) | set(add))

@@ -20,24 +20,27 @@ def free_port() -> int:
 class RedisServer:
     """redis-server with AOF persistence in `directory`; restartable on the same port."""
 
-    def __init__(self, directory: Path, port: int | None = None):
+    def __init__(self, directory: Path, port: int | None = None, password: str | None = None):
         exe = shutil.which("redis-server")
         if exe is None:
             raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
         self.exe = exe
         self.directory = Path(directory)
         self.port = port or free_port()
+        self.password = password
         self.proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
             [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
-             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--protected-mode", "yes"],
+             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--protected-mode", "yes",
+             *(["--requirepass", self.password] if self.password else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
         )  # fmt: skip
         import redis
@@ -45,7 +48,7 @@ class RedisServer:
         deadline = time.monotonic() + 10
         while True:
             try:
-                redis.Redis(port=self.port, socket_timeout=1).ping()
+                redis.Redis(port=self.port, socket_timeout=1, password=self.password).ping()
                 return self
             except redis.RedisError:
                 if time.monotonic() > deadline:

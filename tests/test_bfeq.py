@@ -111,6 +111,24 @@ def test_merging_a_rule_constant_rewrites_and_reevaluates_the_rule():
     assert r.facts() == oracle(text, facts)
 
 
+def test_a_rule_constant_split_off_again_is_the_constant_for_later_updates():
+    """Algorithm 2 with Algorithm 6 lines 55-56: after a split, Gamma = pi'(P) again.
+
+    `e(X, c3)` became `e(X, c0)` while c3 ~ c0; once that equality is deleted, a
+    later insertion must fire the rule with c3 again, not with c0.
+    """
+    text = OWL + "p(X, Y) :- e(X, Y).\nq(X) :- p(X, c0).\np(c4, X) :- q(X), e(X, c3)."
+    facts = [("e", "c1", "c0")]
+    r = bfeq(text)
+    r.maintainer.load(facts)
+    r.update(add=[(SAME_AS, "c3", "c0")])
+    r.update(delete=[(SAME_AS, "c3", "c0")])
+    later = [("e", "c5", "c0"), ("e", "c6", "c0"), ("e", "c6", "c3")]
+    r.update(add=later)  # q(c5) and q(c6) hold; only c6 has an edge to c3
+    assert ("p", "c4", "c6") in r.facts() and ("p", "c4", "c5") not in r.facts()
+    assert r.facts() == oracle(text, [*facts, *later])
+
+
 def test_each_rule_instance_is_considered_once():
     """Theorem 1.2: annotated queries find every instance of a rule exactly once."""
     text = OWL + "p(X, Y) :- e(X, Y).\np(X, Z) :- p(X, Y), p(Y, Z)."

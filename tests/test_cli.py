@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from engine import ALGORITHMS
+from tests.shared import PROGRAMS, corpus_files, need
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = Path("/work/shared/corpus/illich-glimm/programs")
+CORPUS = PROGRAMS
 
 PATH = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n"
 FAMILY = (  # non-recursive, so that counting applies too
@@ -273,8 +274,9 @@ def test_modules_flag_and_environment(tmp_path, algorithm):
     user_error(fluxmat("materialise", program, "--modules", "maybe"), "--modules")
 
 
-@pytest.mark.parametrize("program", sorted(CORPUS.glob("*.dlog")), ids=lambda p: p.name)
+@pytest.mark.parametrize("program", corpus_files(CORPUS, "*.dlog"), ids=lambda p: getattr(p, "name", "missing"))
 def test_corpus_programs_pass_check(program):
+    program = need(program)
     out = ok(fluxmat("check", program))
     assert out.startswith(f"{program}: ok")
     assert "strata:" in out
@@ -363,3 +365,177 @@ def test_error_counting_on_recursive_program(path_files):
         "replay", program, "--facts", facts, "--updates", updates, "--algorithm", "counting",
     )  # fmt: skip
     user_error(proc, "recursive", "predicate path")
+
+
+# ------------------------------------------------------------------ hostile input (issue 14)
+# Each input class gave a Python traceback; now it is one `fluxmat: error:` line.
+
+
+def test_error_program_not_utf8(tmp_path):
+    program = tmp_path / "latin1.dl"
+    program.write_bytes('p(a).\nq(X) :- p(X), X != "caf\xe9".\n'.encode("latin-1"))
+    user_error(fluxmat("check", program), f"{program}:2:24: not UTF-8 text: byte 0xe9")
+    facts = tmp_path / "facts.dl"
+    facts.write_bytes(b"p(\xff).\n")
+    user_error(fluxmat("materialise", write(tmp_path / "ok.dl", "q(X) :- p(X).\n"), "--facts", facts),
+               f"{facts}:1:3: not UTF-8")  # fmt: skip
+
+
+def test_error_directory_as_program(tmp_path):
+    user_error(fluxmat("check", tmp_path), f"{tmp_path}: is a directory")
+    user_error(fluxmat("query", tmp_path, "p(X)"), "is a directory")
+
+
+def test_error_deeply_nested_brackets(tmp_path):
+    program = write(tmp_path / "nest.dl", "q(X, Y) :- p(X), Y = " + "(" * 400 + "X" + ")" * 400 + ".\n")
+    user_error(fluxmat("check", program), f"{program}:1:122: expression nested deeper than 100 levels")
+    minus = write(tmp_path / "minus.dl", "q(Y) :- p(X), Y = " + "- " * 400 + "X.\n")
+    user_error(fluxmat("explain", minus), "nested deeper than 100 levels")
+
+
+def test_long_sums_compile_and_compute_the_same(tmp_path):
+    """A sum of 250 terms failed to compile (Python refuses ~200 nested calls);
+    2,000 terms, a 1,000-factor product and a 1,000-term difference now run
+    (plans are shared by the algorithms: three kinds are tried), with the values
+    of the same sums written short."""
+    long = ("q(S, P, D) :- p(X), S = " + " + ".join(["X"] * 2000) + ", P = " + " * ".join(["1"] * 1000)
+            + ", D = " + " - ".join(["X"] * 1000) + ".\np(2).\n")  # fmt: skip
+    short = "q(S, P, D) :- p(X), S = X * 2000, P = 1, D = X - X * 999.\np(2).\n"
+    updates = jsonl(tmp_path / "u.jsonl", [{"add": [["p", 3]]}, {"del": [["p", 2]]}])
+    want = ok(fluxmat("replay", write(tmp_path / "short.dl", short), "--updates", updates))
+    assert want.splitlines() == ["p(3).", "q(6000, 1, -2994)."]
+    for algorithm in ("remat", "dredc", "fd-counting"):
+        assert ok(fluxmat("replay", write(tmp_path / "long.dl", long), "--updates", updates,
+                          "--algorithm", algorithm)) == want, algorithm  # fmt: skip
+
+
+def test_error_huge_integers(tmp_path):
+    program = write(tmp_path / "big.dl", "p(" + "1" * 5000 + ").\n")
+    user_error(fluxmat("materialise", program), f"{program}:1:3: integer with 5000 digits: at most 4000")
+    big = int("9" * 4000)
+    ok_program = write(tmp_path / "edge.dl", f"p({big}).\nq(Y) :- p(X), Y = X + 1.\nr(Y) :- p(X), Y = X - 1.\n")
+    assert ok(fluxmat("materialise", ok_program)).splitlines() == [f"p({big}).", f"r({big - 1})."]
+    updates = write(tmp_path / "u.jsonl", '{"add": [["p", ' + "7" * 4100 + "]]}\n")
+    user_error(fluxmat("replay", ok_program, "--updates", updates), f"{updates}:1:", "more than 4000 digits")
+
+
+def test_why_json_of_a_deep_proof(tmp_path):
+    chain = "".join(f"edge({i}, {i + 1}).\n" for i in range(600))
+    program = write(tmp_path / "deep.dl", PATH + chain)
+    text = ok(fluxmat("why", program, "path(0, 600)", "--json"))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10_000)  # Python's decoder recurses once per level (the CLI no longer does)
+    try:
+        result = json.loads(text)
+    finally:
+        sys.setrecursionlimit(limit)
+    depth, node = 0, result["proof"]
+    while node.get("body"):
+        node, depth = node["body"][0], depth + 1
+    assert depth == 600 and node == {"fact": "edge(0, 1)", "explicit": True}
+    assert result["nodes"] == 1200 and not result["truncated"]
+
+
+def test_error_query_with_nested_brackets(tmp_path, path_files):
+    program, facts, _ = path_files
+    user_error(fluxmat("query", program, "path(" + "(" * 1000, "--facts", facts),
+               "<pattern>:1:", "nested deeper than 100 levels")  # fmt: skip
+    user_error(fluxmat("query", program, "path(a, ?X)", "--facts", facts, "--limit", "-1"),
+               "limit must be at least 0")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [("http://x", "unsupported state store URL 'http://x'"),
+     ("redis://:hunter2@127.0.0.1:notaport/0", "invalid Redis URL redis://:***@127.0.0.1:notaport/0"),
+     ("redis://:hunter2@127.0.0.1:{port}/0", "cannot reach Redis at redis://:***@127.0.0.1:{port}/0")],
+    ids=["scheme", "port", "unreachable"],
+)  # fmt: skip
+def test_error_bad_redis_urls_hide_their_password(path_files, url, fragment):
+    from tests.servers import free_port
+
+    program, _, _ = path_files
+    port = free_port()
+    line = user_error(fluxmat("query", program, "path(?X, ?Y)", "--redis", url.format(port=port)),
+                      fragment.format(port=port))  # fmt: skip
+    assert "hunter2" not in line
+
+
+def test_error_out_of_memory_names_the_limit(tmp_path):
+    """A string that doubles with every derivation: MemoryError under `ulimit -v`."""
+    import resource
+
+    program = write(tmp_path / "double.dl", 's("ab").\ns(Z) :- s(X), Z = X + X.\n')
+    limit = 640 * 2**20
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    proc = subprocess.run([sys.executable, "-m", "ops.cli", "materialise", str(program)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, preexec_fn=cap)  # fmt: skip
+    user_error(proc, "out of memory: the address-space limit of 640 MiB (ulimit -v) was used up")
+
+
+def test_error_recursion_limit_is_named(tmp_path, path_files):
+    """Whatever still recurses is one line: here a program reader that recurses without end.
+
+    (A low recursion limit for the whole run is not used: how deep the CLI's own frames go
+    changes with the code, and argparse itself fails below ~25 frames.)
+    """
+    program, facts, _ = path_files
+    code = ("import sys, engine; from ops.cli import main; sys.setrecursionlimit(200)\n"
+            "def deeper(n): return deeper(n + 1)\n"
+            "engine.Reasoner.from_file = classmethod(lambda cls, *a, **k: deeper(0))\n"
+            f"sys.exit(main(['why', {str(program)!r}, 'path(a, d)', '--facts', {str(facts)!r}]))")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    user_error(proc, "the input nests too deeply: Python's recursion limit (200 frames) was reached")
+
+
+def test_replay_validates_the_whole_file_before_applying(tmp_path, path_files):
+    """A wrong arity on line 5,000 was found after 4,999 updates had been applied."""
+    program, facts, _ = path_files
+    stats, output = tmp_path / "stats.jsonl", tmp_path / "out.dl"
+    good = [{"add": [["edge", f"n{i}", f"n{i + 1}"]]} for i in range(4999)]
+    cases = {
+        "arity against the program": (good + [{"add": [["edge", "x"]]}], "5000:", "edge(x) has 1 argument"),
+        "arity against an earlier update": ([{"add": [["zz", "a"]]}, {}, {"del": [["zz", "a", "b"]]}],
+                                            "3:", "zz(a, b) has 2 arguments but predicate zz has 1"),
+        "add/delete clash": ([{}, {"add": [["edge", "p", "q"]], "del": [["edge", "p", "q"]]}],
+                             "2:", "both added and deleted"),
+    }  # fmt: skip
+    for items, where, message in cases.values():
+        updates = jsonl(tmp_path / "u.jsonl", items)
+        proc = fluxmat("replay", program, "--facts", facts, "--updates", updates,
+                       "--stats", stats, "--output", output)  # fmt: skip
+        user_error(proc, f"{updates}:{where}", message)
+        assert not stats.exists() and not output.exists()  # nothing was applied
+
+
+def test_run_flags_are_checked_before_connecting(tmp_path, path_files):
+    """No broker runs at 127.0.0.1:1: every bad flag is reported before it is tried."""
+    from engine import FluxmatError
+    from ops.cli import build_parser
+    from ops.stream_cli import check_run_flags, job_config
+
+    program, _, _ = path_files
+    base = ["run", str(program), "--bootstrap-servers", "127.0.0.1:1", "--updates-topic", "u",
+            "--deltas-topic", "d", "--redis", "memory://", "--checkpoint", str(tmp_path / "cp")]  # fmt: skip
+    for flags, fragment in [
+        (["--metrics-port", "99999"], "--metrics-port must be a port number"),
+        (["--trigger-interval", "soon"], "--trigger-interval expects a duration"),
+        (["--starting-offsets", '{"0": -1}'], "--starting-offsets expects"),
+        (["--algorithm", "remat"], "fully dynamic algorithm (fd-counting or fd-dred)"),
+        (["--updates-topic", "a b"], "--updates-topic must be a Kafka topic name"),
+        (["--redis", "http://:pw@x"], "--redis expects redis://"),
+    ]:  # fmt: skip
+        with pytest.raises(FluxmatError, match=re.escape(fragment)) as exc:
+            check_run_flags(job_config(build_parser().parse_args(base + flags)))
+        assert ":pw@" not in str(exc.value)
+    user_error(fluxmat(*base, "--budget", "-1"), "--budget must be at least 0")  # as a user sees it
+    user_error(fluxmat(*base), "cannot reach Kafka broker at 127.0.0.1:1")  # one line, no kafka log
+
+
+def test_error_dashboard_port_is_checked_first(path_files):
+    program, _, _ = path_files
+    user_error(fluxmat("dashboard", program, "--redis", "redis://127.0.0.1:1/0", "--port", "99999"),
+               "--port must be a port number from 0 to 65535, got 99999")  # fmt: skip

@@ -198,6 +198,15 @@ def test_rewrite_equals_axiomatised_oracle_after_every_update(algorithm, case):
         assert all(m.classes.normal(f) == f for f in m.compact)  # and holds normal facts only
 
 
+@pytest.mark.parametrize("algorithm", EQUALITY_ALGORITHMS)
+def test_reports_name_what_ran(algorithm):
+    """`bf` is B/F~ itself; the others are the recomputing wrapper around the algorithm (Remat~)."""
+    r = rewrite(PAPER, algorithm)
+    expected = "bf" if algorithm == "bf" else f"{algorithm}~"
+    assert r.load().algorithm == expected
+    assert r.update(delete=[("r", "a", "d")]).algorithm == expected
+
+
 @pytest.mark.parametrize("algorithm", ["remat", "dred", "dredc"])
 def test_class_preserving_updates_are_maintained_incrementally(algorithm):
     """remat, dred, dredc: an update that can change the classes recomputes (bf does not)."""

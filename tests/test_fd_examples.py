@@ -107,6 +107,7 @@ SUBMIT = ("submit",)
 STATIC = {
     "analysis", "dictionary", "arity", "ev", "body_preds", "stats", "chooser", "rng",
     "pos_rules", "neg_rules", "by_head", "_noops", "interleaved", "active_rules", "base_rules",
+    "counts",
 }  # fmt: skip
 
 

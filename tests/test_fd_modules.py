@@ -14,8 +14,8 @@ import pytest
 
 from connectors.state import MemoryStateStore
 from engine import Reasoner
-from engine.fd.closure import Reachability
 from engine.fd.snapshot import export_changes, fingerprint, restore
+from engine.modules.reach import Reachability
 
 FD = ("fd-dred", "fd-counting")
 CLOSURE = """

@@ -1,6 +1,6 @@
 """Hypertree decompositions for cyclic rules (Zhang et al. 2023), combined mode.
 
-Paper: /work/shared/papers/zhang-et-al-2023-hypertree-decompositions.txt.
+Paper: ../shared/papers/zhang-et-al-2023-hypertree-decompositions.txt.
 Checked here: which rules get a decomposition (only cyclic ones), the
 PossibleCollaborator example of section 3 (its decomposition, its result, and
 the O(n k) vs O(n k^2) work of the decomposed vs the left-to-right plan), and

@@ -4,6 +4,7 @@ One broker and one SparkSession per module keep the runtime small.
 """
 
 import json
+import logging
 import os
 import pickle
 import sys
@@ -26,7 +27,7 @@ from connectors.broker import (  # noqa: E402
     ensure_topics,
     tansu_path,
 )
-from connectors.kafka_sink import KafkaPublisher, read_deltas  # noqa: E402
+from connectors.kafka_sink import LOG_RAW_CHARS, KafkaPublisher, read_deltas  # noqa: E402
 from connectors.kafka_source import (  # noqa: E402
     KafkaInputPartition,
     KafkaSourceError,
@@ -162,10 +163,43 @@ def test_publisher_errors(broker):
     with pytest.raises(ConnectionError, match="cannot reach Kafka broker"):
         KafkaPublisher(f"127.0.0.1:{_free_port()}", "x", connect_timeout=1.0)
     with KafkaPublisher(broker.bootstrap, fresh_topic(broker.bootstrap)) as pub:
-        with pytest.raises(ValueError, match="dead_letter_topic"):
-            pub.publish_dead_letter("r", 0, 0, "x")
         with pytest.raises(TypeError, match="cannot be pickled"):
             pickle.dumps(pub)
+
+
+def test_dead_letters_without_a_topic_are_logged_not_raised(broker, caplog):
+    """Issue 14: without --dead-letter-topic a dead letter is one log line, never an error.
+
+    (It used to raise ValueError after the batch was committed, so every restart
+    failed on the same batch.)
+    """
+    raw = '{"add": [["edge", "a"' + "x" * 1000 + "\n"
+    with KafkaPublisher(broker.bootstrap, fresh_topic(broker.bootstrap)) as pub, \
+            caplog.at_level(logging.WARNING, logger="fluxmat.dead-letters"):  # fmt: skip
+        pub.publish_dead_letter("invalid JSON:\nExpecting ','", 3, 17, raw)
+        pub.publish_dead_letter("expected an update object", 0, 4, None)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2 and all("\n" not in line for line in lines), lines
+    assert lines[0].startswith("dead letter: partition 3 offset 17: invalid JSON: Expecting ','")
+    assert lines[0].endswith(f"message: {json.dumps(raw[:LOG_RAW_CHARS])} (truncated)")
+    assert lines[1] == ("dead letter: partition 0 offset 4: expected an update object; "
+                        "message: null")
+
+
+def test_large_facts_are_split_to_fit_a_kafka_message(broker):
+    """A delta part over max_message_bytes is halved, so big facts never exceed the broker's limit."""
+    bs = broker.bootstrap
+    deltas = fresh_topic(bs, prefix="deltas")
+    big = [["doc", i, "x" * 300_000] for i in range(5)]
+    with KafkaPublisher(bs, deltas, max_message_bytes=700_000) as pub:
+        assert pub.publish_delta(0, None, big[:3], big[3:]) == 3  # halves: [0, 1], [2], [3, 4]
+        assert pub.publish_delta(1, None, [["doc", 9, "y" * 1_200_000]], []) == 1  # one fact: as is
+    msgs = read_deltas(bs, deltas)
+    assert [(m["batch"], m["part"], m["parts"]) for m in msgs] == [
+        (0, 0, 3), (0, 1, 3), (0, 2, 3), (1, 0, 1)]
+    assert all(len(json.dumps(m)) <= 700_000 for m in msgs[:3])
+    assert [f for m in msgs[:3] for f in m["added"]] == big[:3]
+    assert [f for m in msgs[:3] for f in m["removed"]] == big[3:]
 
 
 # -- source, without Spark ----------------------------------------------------

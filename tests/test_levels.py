@@ -36,24 +36,24 @@ def brute_force_wf(m: DRedC) -> dict[str, Counter]:
     """C_wf recounted: every instance over I whose levelled body is below its head."""
     out: dict[str, Counter] = {}
     for s in m.analysis.strata:
-        if s.index not in m.leveled:
+        if s.index not in m.levels.strata:
             continue
         for rule, items in m.ev.derive(s.recursive, m.OLD, m.OLD, instances=True):
-            head_level = m.level[rule.head.pred]
+            head_level = m.levels.level[rule.head.pred]
             c = out.setdefault(rule.head.pred, Counter())
             for head, pos, _neg in items:
-                if all(m.level[p][pos[i]] < head_level[head] for i, p in m.same[rule.id]):
+                if all(m.levels.level[p][pos[i]] < head_level[head] for i, p in m.levels.same[rule.id]):
                     c[head] += 1
     return out
 
 
 def check_invariant(m: DRedC, where: str) -> None:
     wf = brute_force_wf(m)
-    for pred in m.leveled_preds:
+    for pred in m.levels.preds:
         facts = m.rel(pred).facts
-        assert set(m.level.get(pred, {})) == facts, f"{where}: levels of {pred} cover I exactly"
-        stored = {f: n for f, n in m.cwf.get(pred, {}).items() if n}
-        assert set(m.cwf.get(pred, {})) <= facts, f"{where}: C_wf of facts not in I"
+        assert set(m.levels.level.get(pred, {})) == facts, f"{where}: levels of {pred} cover I exactly"
+        stored = {f: n for f, n in m.levels.cwf.get(pred, {}).items() if n}
+        assert set(m.levels.cwf.get(pred, {})) <= facts, f"{where}: C_wf of facts not in I"
         assert stored == dict(wf.get(pred, {})), f"{where}: C_wf of {pred} != brute force"
         cnr = m.cnr.get(pred, {})
         unsupported = [f for f in facts if cnr.get(f, 0) <= 0 and stored.get(f, 0) <= 0]
@@ -82,7 +82,7 @@ def test_levels_invariant_catches_a_wrong_counter():
     check_invariant(r.maintainer, "load")
     m = r.maintainer
     pred, fact = "reach", m.encode(("reach", 4))[1]
-    m.cwf[pred][fact] += 1
+    m.levels.cwf[pred][fact] += 1
     with pytest.raises(AssertionError, match="C_wf of reach"):
         check_invariant(m, "tampered")
 
@@ -106,7 +106,7 @@ def test_example3_levels_keep_a_c(levels, overdeleted):
     m = r.maintainer
     if levels:
         c = m.encode(("a", "c"))[1]
-        assert (m.level["a"][c], m.cwf["a"][c]) == (1, 2)
+        assert (m.levels.level["a"][c], m.levels.cwf["a"][c]) == (1, 2)
     report = r.update(delete=[("a", "a")])
     assert report.details["overdeleted"] == overdeleted
     assert sorted(f[1] for f in r.facts() if f[0] == "a") == list("bcde")
@@ -177,7 +177,7 @@ def test_recomputed_strata_equal_remat_and_keep_the_invariant(limits, case):
         assert after == set(fresh.facts()), f"update {i}: differs from remat"
         assert report.added == len(after - before) and report.removed == len(before - after)
         check_invariant(m, f"update {i}")
-        if any(p in m.leveled_preds for p in report.removed_facts):
+        if any(p in m.levels.preds for p in report.removed_facts):
             assert report.details["recomputed_strata"] >= 1, f"update {i}: not recomputed"
 
 

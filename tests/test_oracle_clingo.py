@@ -48,6 +48,7 @@ def require_clingo():
 _CLINGO_ID = re.compile(r"_*[a-z][A-Za-z0-9_']*\Z")
 _CLINGO_VAR = re.compile(r"_*[A-Z][A-Za-z0-9_']*\Z")
 _CLINGO_KEYWORDS = frozenset({"not"})
+CLINGO_OPS = {"+": "+", "-": "-", "*": "*", "/": "/", "%": "\\"}
 
 
 def clingo_value(value) -> str:
@@ -99,9 +100,9 @@ class _RuleTranslator:
             return "_" if term.name in anonymous else self.var(term.name)
         if isinstance(term, Const):
             return clingo_value(term.value)
-        if term.op not in "+-*":
-            raise NotImplementedError(f"no clingo translation for operator {term.op}")
-        return f"({self.term(term.left)} {term.op} {self.term(term.right)})"
+        # clingo's `/` truncates and `\` is the matching remainder, as fluxmat's / and %
+        op = CLINGO_OPS[term.op]
+        return f"({self.term(term.left)} {op} {self.term(term.right)})"
 
     def atom(self, atom: Atom, anonymous: frozenset[str] = frozenset()) -> str:
         pred = clingo_pred(atom.pred)
@@ -367,3 +368,14 @@ def test_fixed_programs_are_not_trivial():
         model = clingo_model(to_clingo(program, initial))
         heads = {r.head.pred for r in program.rules}
         assert heads <= {f[0] for f in model}, name
+
+
+def test_division_truncates_and_by_zero_is_undefined_as_in_clingo():
+    """fluxmat's `/` truncates toward zero and `%` is its remainder (the dividend's
+    sign), as clingo's `/` and `\\`; division by zero derives nothing in both."""
+    program = parse_program("q(X, Y, X / Y, X % Y) :- p(X), p(Y).")
+    explicit = {("p", v) for v in (-7, 0, 2, 7)}
+    got = restrict(fluxmat_model("remat", program, explicit), {"q"})
+    assert_same(got, restrict(clingo_model(to_clingo(program, explicit)), {"q"}), "remat vs clingo")
+    assert {("q", -7, 2, -3, -1), ("q", 7, -7, -1, 0), ("q", 7, 2, 3, 1), ("q", 0, -7, 0, 0)} <= got
+    assert len(got) == 12 and not any(f[2] == 0 for f in got)

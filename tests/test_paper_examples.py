@@ -1,6 +1,6 @@
 """The worked examples of Hu, Motik & Horrocks (AAAI 2018), and update semantics.
 
-Paper: /work/shared/papers/hu-motik-horrocks-2018-optimised-maintenance-dred-c-bf-c.txt.
+Paper: ../shared/papers/hu-motik-horrocks-2018-optimised-maintenance-dred-c-bf-c.txt.
 Predicates are written in lower case (fluxmat syntax): the paper's A, B, R, S, D
 are a, b, r, s, d.
 
@@ -19,6 +19,7 @@ import pytest
 
 import engine.evaluate as evaluate
 from engine import ALGORITHMS, AlgorithmError, Reasoner, UpdateError
+from engine.maintain.stratified import Run
 
 
 def _paper(text: str, algorithm: str) -> Reasoner:
@@ -128,15 +129,18 @@ def _capture_overdeleted(monkeypatch, r: Reasoner) -> dict:
     """Record D (the overdeleted a-facts) and the counters when rederivation starts."""
     seen: dict = {}
     m = r.maintainer
-    rederive = m.rederive
 
-    def spy(s):
-        d = m.D.get("a")
-        seen["D"] = sorted(m.decode("a", f)[1] for f in (d.facts if d else ()))
-        seen["counters"] = _counters(r)
-        return rederive(s)
+    def spying(rederive):
+        def spy(run, s):
+            d = run.D.get("a")
+            seen["D"] = sorted(m.decode("a", f)[1] for f in (d.facts if d else ()))
+            seen["counters"] = _counters(r)
+            return rederive(run, s)
 
-    monkeypatch.setattr(m, "rederive", spy)
+        return spy
+
+    for name in ("rederive_backward", "rederive_counted"):  # DRed's and DRed^c's (one Run per update)
+        monkeypatch.setattr(Run, name, spying(getattr(Run, name)))
     return seen
 
 

@@ -87,14 +87,15 @@ class Setup:
     namespace: str
     checkpoint: Path
     logs: Path
+    with_dead_letter_topic: bool = True  # False: the job logs dead letters instead
 
     def args(self, *extra: str, program: Path | None = None) -> list[str]:
+        dead = ["--dead-letter-topic", self.dead] if self.with_dead_letter_topic else []
         return [
             sys.executable, "-m", "ops.cli", "run", str(program or self.program),
             "--facts", str(self.facts),
             "--bootstrap-servers", self.bootstrap,
-            "--updates-topic", self.updates, "--deltas-topic", self.deltas,
-            "--dead-letter-topic", self.dead,
+            "--updates-topic", self.updates, "--deltas-topic", self.deltas, *dead,
             "--redis", self.redis_url, "--namespace", self.namespace,
             "--checkpoint", str(self.checkpoint), "--trigger-interval", "200ms", *extra,
         ]  # fmt: skip

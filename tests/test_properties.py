@@ -6,7 +6,7 @@ materialisation must equal mat(P, E_n) computed from scratch by a fresh `remat`
 maintainer over the current explicit facts E_n (never by the incremental remat
 itself). The `Report` of each update must describe exactly the change of the
 materialisation (internal `__` predicates excluded) and count the no-ops of the
-update semantics in engine.maintain.base. Programs and updates come from
+update semantics in engine.maintainer. Programs and updates come from
 tests/gen.py; on failure hypothesis prints the program text and the updates.
 
 The algorithms with tc/stc modules (Hu, Motik & Horrocks 2019) run with modules

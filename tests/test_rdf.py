@@ -30,7 +30,8 @@ from connectors.files import read_facts, read_updates
 from connectors.rdf import read_rdf, write_rdf
 from engine import fact_from_json, parse_facts
 from engine.printer import FactPrinter
-from engine.syntax import RdfLiteral, json_value
+from engine.syntax import RdfLiteral
+from engine.wire import json_value
 from ops.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -30,7 +30,7 @@ from connectors.programs import load_program
 from connectors.rdf import Triples, read_rdf
 from engine import Reasoner
 from engine.printer import FactPrinter
-from engine.syntax import json_value
+from engine.wire import json_value
 from tests.servers import RedisServer
 from tests.test_pipeline import ROOT, Proc, job_env, produce, wait_for_through
 

@@ -1,6 +1,7 @@
 """State stores (DESIGN.md section 7): atomic absolute writes, restart from Redis, AOF."""
 
 import random
+import time
 
 import pytest
 
@@ -113,3 +114,50 @@ def test_open_store_by_url(redis_server):
     assert isinstance(open_store(redis_server.url), RedisStateStore)
     with pytest.raises(ValueError, match="unsupported state store URL"):
         open_store("postgres://x")
+
+
+def test_tls_against_a_plain_server_fails_within_the_connect_timeout(redis_server, monkeypatch):
+    """Issue 14: `rediss://` against a plain Redis hung for the 120 s socket timeout.
+
+    The TLS handshake and first PING are bounded by CONNECT_TIMEOUT (10 s; 1 s
+    here), whatever the socket timeout of later commands.
+    """
+    from connectors import state
+
+    monkeypatch.setattr(state, "CONNECT_TIMEOUT", 1.0)
+    tls = redis_server.url.replace("redis://", "rediss://:s3cret@", 1)
+    started = time.monotonic()
+    with pytest.raises(ConnectionError, match="cannot reach Redis at rediss://:\\*\\*\\*@127.0.0.1") as exc:
+        RedisStateStore(tls, retry_seconds=0)
+    assert time.monotonic() - started < 5, "the handshake was not bounded by CONNECT_TIMEOUT"
+    assert "s3cret" not in str(exc.value)
+
+
+def test_urls_never_show_their_password(tmp_path, caplog):
+    """Errors and retry lines show `redis://:***@...` (issue 14: they showed the password)."""
+    from connectors.redact import redact
+    from tests.servers import RedisServer, free_port
+
+    assert redact("cannot reach Redis at redis://:secret@h:1/0: x") == "cannot reach Redis at redis://:***@h:1/0: x"
+    assert redact("rediss://default:p@ss@h:1/0 and redis://u@h") == "rediss://default:***@h:1/0 and redis://u@h"
+    assert redact("http://h/metrics?token=abc&x=1") == "http://h/metrics?token=***&x=1"
+    url = f"redis://:secret@127.0.0.1:{free_port()}/0"
+    with pytest.raises(ConnectionError) as exc:
+        RedisStateStore(url, retry_seconds=0)
+    assert "secret" not in str(exc.value) and ":***@127.0.0.1" in str(exc.value)
+    with pytest.raises(ValueError) as bad:
+        open_store("http://:secret@x")
+    assert "secret" not in str(bad.value)
+    import redis
+
+    server = RedisServer(tmp_path / "redis", password="secret").start()
+    try:
+        store = RedisStateStore(server.url, retry_seconds=0.5)
+        assert store.last_batch() is None  # the password works
+        server.stop()
+        with caplog.at_level("WARNING", logger="fluxmat.state"), pytest.raises(redis.ConnectionError):
+            store.last_batch()
+    finally:
+        server.stop()
+    retries = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert retries and all(":***@127.0.0.1" in m and "secret" not in m for m in retries), retries

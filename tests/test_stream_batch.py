@@ -28,7 +28,7 @@ class Publisher:
         self.deltas.append({"batch": batch, "through": through, "added": added, "removed": removed})
         return 1
 
-    def publish_dead_letter(self, reason, partition, offset, raw):
+    def publish_dead_letter(self, reason, partition, offset, raw, truncated=False):
         self.dead.append((reason, partition, offset, raw))
 
 

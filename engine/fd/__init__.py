@@ -2,11 +2,19 @@
 
 `FullyDynamic` (core) keeps pending add/del operations per update, integrates new
 updates at any time, performs bounded units of work chosen fairly across
-updates, and reports consistency points. `FDDRed` and `FDCounting` (policies) are
-the two algorithms. Pure engine code: no Spark, Kafka or Redis.
+updates, and reports consistency points: `submit`, `step(budget)`, `run` to
+quiescence and `poll` are its driver; `update` (the `Maintainer` interface) is
+submit, run and poll in one. `FDDRed` and `FDCounting` (policies) are the two
+algorithms; records.py holds waves, the export journal and statistics;
+snapshot.py exports and restores the state as plain JSON values. Specialised
+modules are upkeep modules (engine.modules), kept operation by operation.
+
+Not here: the semi-naive materialisation it loads with (engine.seminaive),
+storing the state anywhere (connectors), Spark, Kafka or Redis.
 """
 
-from engine.fd.core import ConsistencyPoint, FDStats, FullyDynamic, NotQuiescent
+from engine.fd.core import FullyDynamic
 from engine.fd.policies import FDCounting, FDDRed
+from engine.fd.records import ConsistencyPoint, FDStats, NotQuiescent
 
 __all__ = ["ConsistencyPoint", "FDCounting", "FDDRed", "FDStats", "FullyDynamic", "NotQuiescent"]

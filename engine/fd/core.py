@@ -23,88 +23,37 @@ a derivation are rederived when the wave completes.
 The policies (engine.fd.policies) decide what a deletion propagates to and how
 rederivation finds support. engine/ALGORITHMS.md states the invariants and why a
 quiescent state equals mat(P, E_n).
+
+Limits (engine.limits, `set_limits`): every unit of work is charged to the
+update whose queue it came from; the materialisation's size is checked after
+every unit. A budget that runs out raises with the charged update (`.update`)
+and leaves the engine mid-way: the caller rebuilds it (engine.fd.snapshot.restore).
+engine/ALGORITHMS.md says when the charge is exact.
 """
 
 from __future__ import annotations
 
 import random
-import time
 from abc import abstractmethod
-from dataclasses import dataclass, field
 
-from engine.analysis import Analysis
-from engine.errors import FluxmatError
-from engine.fd.closure import MODULE, ClosureUpkeep
-from engine.maintain.base import Maintainer, PyFact, Report
+from engine.analysis import Analysis, ModuleSpec
+from engine.fd.records import (
+    MODULE,
+    ConsistencyPoint,
+    FDStats,
+    Inst,
+    Journal,
+    Key,
+    NotQuiescent,
+    Wave,
+)
+from engine.fd.upkeep import ModuleUpkeep
+from engine.maintainer import Report, Update
+from engine.seminaive import SemiNaive
 from engine.storage import Dictionary, Fact, Relation, paused_gc
 
-Key = tuple[str, Fact]  # (predicate, encoded fact)
-Inst = tuple[int, Key, tuple[Key, ...], tuple[Key, ...]]  # rule, head, positives, negated
 
-
-@dataclass
-class Wave:
-    """Deletions with one root cause; rederivation runs when `pending` reaches 0."""
-
-    id: int
-    update: int
-    pending: int = 0
-    done: bool = False
-    deleted: list[Key] = field(default_factory=list)
-    candidates: dict[Key, list[Inst]] = field(default_factory=dict)
-    rederive_left: int = 0
-
-
-@dataclass
-class Journal:
-    """What changed since the state was last exported (engine.fd.snapshot)."""
-
-    explicit: set = field(default_factory=set)  # fact keys whose E membership changed
-    facts: set = field(default_factory=set)  # fact keys inserted or deleted
-    log: dict = field(default_factory=dict)  # derivation-log instances added or removed -> head
-    full: bool = True  # export everything (after load or restore)
-
-    def clear(self) -> None:
-        self.explicit.clear()
-        self.facts.clear()
-        self.log.clear()
-        self.full = False
-
-
-@dataclass
-class FDStats:
-    """Cumulative counters of the fully dynamic engine."""
-
-    units: int = 0
-    updates: int = 0
-    determined: int = 0
-    cancelled: int = 0
-    executed: int = 0
-    recursion_stops: int = 0
-    rederivations: int = 0
-    waves: int = 0
-    noop_adds: int = 0
-    noop_deletes: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class ConsistencyPoint:
-    """A quiescent state: it equals mat(P, E) after update `seq` (id `through`)."""
-
-    seq: int
-    through: object
-    added: list[PyFact]
-    removed: list[PyFact]
-
-
-class NotQuiescent(FluxmatError):
-    """Raised when a run exceeds its step bound (a termination test failed)."""
-
-
-class FullyDynamic(ClosureUpkeep, Maintainer):
+class FullyDynamic(ModuleUpkeep, SemiNaive):
     """Shared machinery of FD-DRed and FD-Counting (see the module docstring).
 
     Library use::
@@ -122,8 +71,8 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
 
     name = "fd"
     wants_present_heads = False  # counting also logs instances whose head exists
-    supports_modules = True  # tc/stc/ltc modules of strata that hold R alone (engine.fd.closure)
-    module_kinds = ("tc", "stc", "ltc")
+    supports_modules = True  # tc/stc/ltc modules of strata that hold R alone (`takes`)
+    upkeep_modules = True  # kept operation by operation, as upkeep modules
 
     def __init__(
         self,
@@ -135,6 +84,7 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         hypertree: bool = True,
         levels: bool = True,  # accepted for a uniform interface; DRed^c's levels are not used
     ):
+        """A fully dynamic engine; `seed` drives the fair choice of the next unit of work."""
         super().__init__(analysis, dictionary, modules, hypertree)
         self.rng = random.Random(seed)
         self.interleaved = interleaved
@@ -151,8 +101,17 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         self.dirty: dict[Key, bool] = {}
         self.journal = Journal()
         self.stats = FDStats()
+        self.charged: dict[int, int] = {}  # update -> work of its units (limits only)
+        self._unit_update = 0  # the update of the unit being executed
         self.chooser = None  # optional (queues) -> (update, index): scripted schedules in tests
-        self.setup_closures()
+        self.active_rules = [r for r in analysis.rules if r.id not in self.module_rules]
+        self.base_rules = {  # closure pred -> the other rules of its stratum (its edges)
+            p: [r.id for r in self.active_rules if r.head.pred == p] for p in self.closures
+        }
+        self.closure_bases: dict[str, list[str]] = {}  # ltc: S pred -> closure preds
+        for p, c in self.closures.items():
+            for b in c.bases:
+                self.closure_bases.setdefault(b, []).append(p)
         self.pos_rules: dict[str, list[int]] = {}
         self.neg_rules: dict[str, list[int]] = {}
         for r in self.active_rules:
@@ -169,26 +128,49 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
             self.interleaved = interleaved
 
     # ------------------------------------------------------------ load
-    def _insert_all(self, pred: str, facts) -> None:
-        super()._insert_all(pred, facts)
+    def enter(self, pred: str, facts) -> None:
+        super().enter(pred, facts)
         born = self.born
         for f in facts:
             self.clock += 1
             born[(pred, f)] = self.clock
 
-    def _load(self, facts) -> Report:
+    def materialise(self, report: Report) -> None:
+        """mat(P, E) with birth stamps; then the policy's state and the upkeep modules'."""
+        self.discard_pending()
         self.born.clear()
         self.clock = 0
-        report = super()._load(facts)
-        self.after_load()
-        self.build_closures()
+        super().materialise(report)
+        with self.unreported():  # a report counts the materialisation's work only
+            self.after_load()
+            self.rebuild_closures()
         self.dirty.clear()
         self.journal = Journal()
         report.details["log_size"] = self.log_size()
-        return report
 
     def after_load(self) -> None:
         """Hook: build policy state (e.g. the derivation log) over the loaded I."""
+
+    def rebuild_closures(self) -> None:
+        """Build the upkeep modules from the current I.
+
+        The edges are the explicit R facts and the heads of the stratum's other rules.
+        """
+
+        def edges(pred: str) -> set[Fact]:
+            found = set(self.E.get(pred, ()))
+            base = self.base_rules[pred]
+            if base:
+                for _rule, heads in self.ev.derive(base, self.OLD, self.OLD):
+                    found.update(heads)
+            return found & self.rel(pred).facts
+
+        self.build_closures(edges)
+
+    def takes(self, spec: ModuleSpec) -> bool:
+        """Take a tc/stc/ltc(R) module if R's stratum holds R alone and only its rules recur."""
+        s = next(s for s in self.analysis.strata if s.index == spec.stratum)
+        return s.preds == {spec.pred} and set(s.recursive) == set(spec.rules)
 
     # ------------------------------------------------------------ the public API
     @property
@@ -207,6 +189,10 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         Sequential: it waits until the engine is quiescent.
         """
         plus, minus = self.encode_update(add, delete)  # errors surface here, at once
+        return self.submit_encoded(plus, minus, id)
+
+    def submit_encoded(self, plus, minus, id: object = None) -> int:
+        """`submit` for an update `encode_update` has validated and encoded (now or queued)."""
         self.seq += 1
         entry = (self.seq, id, plus, minus)
         if self.interleaved or self.quiescent:
@@ -222,17 +208,45 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
 
     def _step(self, budget: int) -> int:
         done = 0
+        limited = self.limits.active
+        counts, charged, born = self.counts, self.charged, self.born
+        max_work = self.limits.work or float("inf")
+        max_facts = self.limits.facts or float("inf")
         while done < budget:
             item = self._next()
             if item is None:
                 if self.inbox:
                     self._integrate(self.inbox.pop(0))
                     continue
+                self.charged.clear()  # quiescent: every update so far is complete
                 break
-            self._execute(item)
+            if limited:  # inlined: a few comparisons per unit, no call
+                before = counts.work
+                self._execute(item)
+                upd = self._unit_update
+                work = charged[upd] = charged.get(upd, 0) + counts.work - before
+                if work > max_work or len(born) > max_facts:
+                    self._charge(upd, 0)  # raises
+            else:
+                self._execute(item)
             done += 1
         self.stats.units += done
         return done
+
+    def _charge(self, update: int, work: int) -> None:
+        """Add `work` to `update`'s charge; raise if it, or the materialisation, is over budget."""
+        total = self.charged[update] = self.charged.get(update, 0) + work
+        self.limits.check_work(total, update)
+        self.limits.check_facts(len(self.born), update)
+
+    def discard_pending(self) -> None:
+        """Forget all pending work, waves and charges (the state is about to be rebuilt)."""
+        self.queues.clear()
+        self.inbox.clear()
+        self.pending_del.clear()
+        self.waves.clear()
+        self.deleted_by.clear()
+        self.charged.clear()
 
     def run(self, max_units: int | None = None) -> int:
         """Work until quiescent; raise NotQuiescent past `max_units`."""
@@ -257,16 +271,18 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         self.dirty.clear()
         return ConsistencyPoint(self.last_seq, self.last_id, added, removed)
 
-    # ------------------------------------------------------------ Maintainer adapter
-    def _update(self, add, delete) -> Report:
+    # ------------------------------------------------------------ the Maintainer interface
+    def normalise(self, add, delete) -> Update:
+        """Encode only: no-ops are dropped when the update is integrated (it may wait)."""
+        return Update(*self.encode_update(add, delete))
+
+    def maintain(self, update: Update, report: Report) -> None:
         """Submit one update and run to quiescence (the classic interface)."""
-        start = time.perf_counter()
-        before = self._snapshot_counts()
         stats_before = self.stats.as_dict()
-        self.submit(add, delete)
+        self.submit_encoded(update.plus, update.minus, None)
         self.run()
         point = self.poll()
-        report = self._report(before, start)
+        assert point is not None  # quiescent after run()
         for pred, f in self._encode_all(point.added):
             report.added_facts.setdefault(pred, set()).add(f)
         for pred, f in self._encode_all(point.removed):
@@ -277,8 +293,6 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         report.noop_adds = report.details.pop("noop_adds")
         report.noop_deletes = report.details.pop("noop_deletes")
         report.details["log_size"] = self.log_size()
-        report.seconds = time.perf_counter() - start
-        return report
 
     def _encode_all(self, facts):
         for fact in facts:
@@ -319,6 +333,7 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         else:
             upd = min(self.queues)
             q = self.queues[upd]
+        self._unit_update = upd
         item = q.pop()
         if not q:
             del self.queues[upd]
@@ -337,15 +352,15 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
     def _integrate(self, entry) -> None:
         """Determine the explicit operations of an update (rule 1-i)."""
         seq, uid, plus, minus = entry
-        plus, minus, noop_add, noop_del = self.drop_noops(plus, minus)  # against E now
-        self.stats.noop_adds += noop_add
-        self.stats.noop_deletes += noop_del
+        work = self.counts.work
+        update = self.drop_noops(plus, minus)  # against E now
+        self.stats.noop_adds += update.noop_adds
+        self.stats.noop_deletes += update.noop_deletes
         self.stats.updates += 1
         self.last_seq, self.last_id = seq, (uid if uid is not None else seq)
+        update.apply(self.E)
         wave = None
-        for pred, fs in minus.items():
-            e = self.E[pred]
-            e -= fs
+        for pred, fs in update.minus.items():
             self.journal.explicit.update((pred, f) for f in fs)
             rel = self.rel(pred)
             for f in fs:
@@ -353,8 +368,7 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
                     if wave is None:
                         wave = self._new_wave(seq)
                     self._enqueue_del((pred, f), wave)
-        for pred, fs in plus.items():
-            self.E.setdefault(pred, set()).update(fs)
+        for pred, fs in update.plus.items():
             self.journal.explicit.update((pred, f) for f in fs)
             rel = self.rel(pred)
             for f in fs:
@@ -362,12 +376,13 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
                 if key in self.pending_del:  # a newer explicit add cancels a pending delete
                     self._cancel_del(key)
                 if f not in rel.facts:
-                    self.stats.determined += 1
-                    self._push(seq, ("a", key, None, True, seq))
+                    self._determine_add(key, None, seq, explicit=True)
                 elif pred in self.closures:
                     self.link(key, seq)
         if wave is not None:
             self._maybe_complete(wave)
+        if self.limits.active:  # closure modules may link at integration
+            self._charge(seq, self.counts.work - work)
 
     def explicit_delete_propagates(self, key: Key) -> bool:
         """Whether removing `key` from E requires a deletion (policy hook)."""
@@ -479,8 +494,12 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
         head = inst[1]
         if not self.wants_present_heads and head[1] in self.rel(head[0]).facts:
             return
+        self._determine_add(head, inst, update)
+
+    def _determine_add(self, key: Key, inst, update: int, explicit: bool = False) -> None:
+        """Queue `add(key)` justified by `inst` (a rule instance, None, or MODULE)."""
         self.stats.determined += 1
-        self._push(update, ("a", head, inst, False, update))
+        self._push(update, ("a", key, inst, explicit, update))
 
     def _exec_del(self, key: Key, wave: int) -> None:
         if self.pending_del.get(key) != wave:
@@ -600,6 +619,3 @@ class FullyDynamic(ClosureUpkeep, Maintainer):
 
     def keep_candidates(self, key: Key, wave: Wave) -> None:
         """Hook at rederivation when `key` is present: keep what still derives it."""
-
-    def update_stratum(self, s) -> None:  # pragma: no cover - not used
-        raise AssertionError("fully dynamic algorithms do not run stratum by stratum")

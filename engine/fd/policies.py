@@ -17,7 +17,8 @@
 from __future__ import annotations
 
 from engine.analysis import Analysis
-from engine.fd.core import FullyDynamic, Inst, Key, Wave
+from engine.fd.core import FullyDynamic
+from engine.fd.records import Inst, Key, Wave
 from engine.storage import Dictionary, Fact
 
 
@@ -140,13 +141,14 @@ class FDCounting(FullyDynamic):
     def after_load(self) -> None:
         self.clear_log()
         for inst in self._instances([r.id for r in self.active_rules], self.OLD, self.OLD, None, None):
-            self._log(inst)
+            self.log_applied(inst)
 
     @staticmethod
     def _lk(inst: Inst) -> tuple:
         return (inst[0], *(f for _, f in inst[2]), *(f for _, f in inst[3]))
 
-    def _log(self, inst: Inst) -> None:
+    def log_applied(self, inst: Inst) -> None:
+        """Log an applied instance (no-op when logged): whether it supports its head is fixed now."""
         lk = self._lk(inst)
         if lk in self.log:
             return
@@ -208,14 +210,14 @@ class FDCounting(FullyDynamic):
         return self._support(key) == 0
 
     def on_present(self, key: Key, inst: Inst) -> None:
-        self._log(inst)
+        self.log_applied(inst)
 
     def on_blocked(self, wave: Wave, key: Key, inst: Inst) -> None:
         wave.candidates.setdefault(key, []).append(inst)
 
     def on_inserted(self, key: Key, inst: Inst | None) -> None:
         if inst is not None:
-            self._log(inst)
+            self.log_applied(inst)
 
     def on_deleted(self, key: Key, wave: Wave) -> None:
         pred, f = key
@@ -255,4 +257,4 @@ class FDCounting(FullyDynamic):
         """Log every candidate that still fires: they are applied derivations of `key`."""
         for inst in wave.candidates.get(key, ()):
             if self._fires(inst):
-                self._log(inst)
+                self.log_applied(inst)

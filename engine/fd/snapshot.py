@@ -10,9 +10,8 @@ function of the log and the birth stamps and are recomputed on restore.
 the previous export (a fact's birth stamp or None when it is gone), so writing
 them is idempotent: replaying a write after a crash gives the same state.
 
-Facts are encoded as JSON text of `[pred, arg, ...]` (constants as
-engine.syntax.json_value writes them, as on the wire), which is also their
-Redis hash field.
+Facts are encoded as JSON text of `[pred, arg, ...]` by engine.wire (the one
+codec: IRIs as "<...>", as on the wire), which is also their Redis hash field.
 """
 
 from __future__ import annotations
@@ -21,27 +20,28 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from engine import wire
 from engine.errors import FluxmatError
-from engine.fd.core import FullyDynamic, Journal, Key
-from engine.syntax import json_value, value_from_json
+from engine.fd.core import FullyDynamic
+from engine.fd.records import Journal, Key
 
 
-def fingerprint(engine: FullyDynamic) -> str:
+def fingerprint(fd: FullyDynamic) -> str:
     """Identifies the program and algorithm a state was built for."""
-    text = f"{engine.name}\n{engine.analysis.program}"
-    if engine.closures:  # closure modules change what the log holds
-        text += f"\nmodules: {sorted(engine.closures)}"
+    text = f"{fd.name}\n{fd.analysis.program}"
+    if fd.closures:  # closure modules change what the log holds
+        text += f"\nmodules: {sorted(fd.closures)}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def fact_text(engine: FullyDynamic, key: Key) -> str:
-    fact = engine.decode(*key)
-    return json.dumps([fact[0], *map(json_value, fact[1:])], ensure_ascii=False)
+def fact_text(fd: FullyDynamic, key: Key) -> str:
+    """An encoded fact as its stored text (engine.wire)."""
+    return wire.fact_text(fd.decode(*key))
 
 
-def fact_key(engine: FullyDynamic, text: str) -> Key:
-    item = json.loads(text)
-    return engine.encode((item[0], *map(value_from_json, item[1:])))
+def fact_key(fd: FullyDynamic, text: str) -> Key:
+    """The encoded fact of a stored text (engine.wire)."""
+    return fd.encode(wire.fact_from_text(text))
 
 
 @dataclass
@@ -68,54 +68,54 @@ class StateSnapshot:
     log: list[str]
 
 
-def _log_entry(engine: FullyDynamic, lk, head: Key) -> tuple[str, str | None]:
+def _log_entry(fd: FullyDynamic, lk, head: Key) -> tuple[str, str | None]:
     """The log key as text, and the instance as text (None when not logged)."""
-    inst = engine.instance(lk, head)  # type: ignore[attr-defined]
+    inst = fd.instance(lk, head)  # type: ignore[attr-defined]
     rid = inst[0]
-    key = json.dumps([rid, [fact_text(engine, g) for g in inst[2]]], ensure_ascii=False)
-    if lk not in engine.log:  # type: ignore[attr-defined]
+    key = json.dumps([rid, [fact_text(fd, g) for g in inst[2]]], ensure_ascii=False)
+    if lk not in fd.log:  # type: ignore[attr-defined]
         return key, None
     value = json.dumps(
-        [rid, fact_text(engine, inst[1]), [fact_text(engine, g) for g in inst[2]],
-         [fact_text(engine, g) for g in inst[3]]],
+        [rid, fact_text(fd, inst[1]), [fact_text(fd, g) for g in inst[2]],
+         [fact_text(fd, g) for g in inst[3]]],
         ensure_ascii=False,
     )  # fmt: skip
     return key, value
 
 
-def meta(engine: FullyDynamic) -> dict[str, object]:
+def meta(fd: FullyDynamic) -> dict[str, object]:
     return {
-        "fingerprint": fingerprint(engine),
-        "algorithm": engine.name,
-        "clock": engine.clock,
-        "seq": engine.last_seq,
-        "through": engine.last_id,
-        "facts": len(engine.born),
-        "explicit": sum(len(s) for s in engine.E.values()),
-        "log": engine.log_size(),
+        "fingerprint": fingerprint(fd),
+        "algorithm": fd.name,
+        "clock": fd.clock,
+        "seq": fd.last_seq,
+        "through": fd.last_id,
+        "facts": len(fd.born),
+        "explicit": sum(len(s) for s in fd.E.values()),
+        "log": fd.log_size(),
     }
 
 
-def export_changes(engine: FullyDynamic) -> StateChanges:
+def export_changes(fd: FullyDynamic) -> StateChanges:
     """What changed since the previous export, as absolute values; clears the journal."""
-    j: Journal = engine.journal
-    out = StateChanges(meta(engine), full=j.full)
+    j: Journal = fd.journal
+    out = StateChanges(meta(fd), full=j.full)
     if j.full:
-        for pred, fs in engine.E.items():
+        for pred, fs in fd.E.items():
             for f in fs:
-                out.explicit[fact_text(engine, (pred, f))] = True
-        for key, born in engine.born.items():
-            out.facts[fact_text(engine, key)] = born
-        for lk, head in engine.log_entries() if hasattr(engine, "log") else ():
-            k, v = _log_entry(engine, lk, head)
+                out.explicit[fact_text(fd, (pred, f))] = True
+        for key, born in fd.born.items():
+            out.facts[fact_text(fd, key)] = born
+        for lk, head in fd.log_entries() if hasattr(fd, "log") else ():
+            k, v = _log_entry(fd, lk, head)
             out.log[k] = v
     else:
         for key in j.explicit:
-            out.explicit[fact_text(engine, key)] = key[1] in engine.E.get(key[0], ())
+            out.explicit[fact_text(fd, key)] = key[1] in fd.E.get(key[0], ())
         for key in j.facts:
-            out.facts[fact_text(engine, key)] = engine.born.get(key)
+            out.facts[fact_text(fd, key)] = fd.born.get(key)
         for lk, head in j.log.items():
-            k, v = _log_entry(engine, lk, head)
+            k, v = _log_entry(fd, lk, head)
             out.log[k] = v
     j.clear()
     return out
@@ -125,9 +125,9 @@ class StateMismatch(FluxmatError):
     """A stored state was built for another program or algorithm."""
 
 
-def check_fingerprint(engine: FullyDynamic, snap: StateSnapshot) -> None:
+def check_fingerprint(fd: FullyDynamic, snap: StateSnapshot) -> None:
     """Raise `StateMismatch` unless `snap` was built for this engine's program and algorithm."""
-    mine, theirs = fingerprint(engine), snap.meta.get("fingerprint")
+    mine, theirs = fingerprint(fd), snap.meta.get("fingerprint")
     if theirs != mine:
         raise StateMismatch(
             f"the stored state was built for another program or algorithm "
@@ -136,34 +136,41 @@ def check_fingerprint(engine: FullyDynamic, snap: StateSnapshot) -> None:
         )
 
 
-def restore(engine: FullyDynamic, snap: StateSnapshot) -> None:
-    """Rebuild the engine from a snapshot (the inverse of exporting everything)."""
-    engine.I.clear()
-    engine.E.clear()
-    engine.born.clear()
+def restore(fd: FullyDynamic, snap: StateSnapshot) -> None:
+    """Rebuild the engine from a snapshot (the inverse of exporting everything).
+
+    Pending work is discarded and the arities are those of the program and the
+    stored facts, so an engine abandoned mid-update (a limit ran out) is the
+    same after `restore` as a freshly started one.
+    """
+    fd.discard_pending()
+    fd.arity = dict(fd.analysis.arity)
+    fd.I.clear()
+    fd.E.clear()
+    fd.born.clear()
     for text in snap.explicit:
-        pred, f = fact_key(engine, text)
-        engine.E.setdefault(pred, set()).add(f)
+        pred, f = fact_key(fd, text)
+        fd.E.setdefault(pred, set()).add(f)
     for text, born in snap.facts.items():
-        key = fact_key(engine, text)
-        engine.rel(key[0]).add(key[1])
-        engine.born[key] = int(born)
-    engine.clock = int(snap.meta.get("clock", 0) or 0)
-    engine.last_seq = int(snap.meta.get("seq", 0) or 0)
-    engine.last_id = snap.meta.get("through")
-    engine.seq = engine.last_seq
-    if hasattr(engine, "log"):
-        engine.clear_log()
+        key = fact_key(fd, text)
+        fd.rel(key[0]).add(key[1])
+        fd.born[key] = int(born)
+    fd.clock = int(snap.meta.get("clock", 0) or 0)
+    fd.last_seq = int(snap.meta.get("seq", 0) or 0)
+    fd.last_id = snap.meta.get("through")
+    fd.seq = fd.last_seq
+    if hasattr(fd, "log"):
+        fd.clear_log()
         for text in snap.log:
             rid, head, pos, neg = json.loads(text)
             inst = (
                 rid,
-                fact_key(engine, head),
-                tuple(fact_key(engine, g) for g in pos),
-                tuple(fact_key(engine, g) for g in neg),
+                fact_key(fd, head),
+                tuple(fact_key(fd, g) for g in pos),
+                tuple(fact_key(fd, g) for g in neg),
             )
-            engine._log(inst)
-    engine.build_closures()
-    engine.prepare()
-    engine.dirty.clear()
-    engine.journal = Journal(full=False)
+            fd.log_applied(inst)
+    fd.rebuild_closures()
+    fd.prepare()
+    fd.dirty.clear()
+    fd.journal = Journal(full=False)

@@ -1,30 +1,41 @@
-"""Maintenance algorithms behind one interface, selectable by name.
+"""Maintenance algorithms behind one interface, selectable by name (`ALGORITHMS`, `create`).
 
-Every algorithm is a `Maintainer` (engine.maintain.base): `load(facts)` computes
-mat(P, E); `update(add, delete)` maintains it and returns a `Report`. All of them
-use the shared evaluator and its single fixpoint loop (engine.evaluate).
+Every algorithm implements the `Maintainer` interface (engine.maintainer):
+`load(facts)` computes mat(P, E); `update(add, delete)` maintains it and
+returns a `Report`. This package holds `remat` and the classic algorithms, one
+update at a time: `dred`, `counting`, `dredc` and `bf` maintain an update
+stratum by stratum through the Delete/Rederive machinery of
+engine.maintain.stratified (a `Run` per update), `dredc` with levels
+(engine.levels); equality by rewriting is engine.equality (`rewrite`, B/F~ in
+`bfeq`).
+The fully dynamic algorithms (`fd-dred`, `fd-counting`) are engine.fd; the
+registry lists them too. All of them evaluate rules through the shared
+evaluator and its single fixpoint loop (engine.evaluate).
+
+Not here: parsing, analysis, plans, storage, specialised modules (engine.modules).
 """
 
 from __future__ import annotations
 
 from engine.analysis import Analysis
 from engine.equality import MODES
+from engine.equality.bfeq import BFEq
+from engine.equality.rewrite import Rewrite
 from engine.errors import AlgorithmError
 from engine.fd.policies import FDCounting, FDDRed
-from engine.maintain.base import Maintainer, Report
 from engine.maintain.bf import BF
-from engine.maintain.bfeq import BFEq
 from engine.maintain.counting import Counting
 from engine.maintain.dred import DRed
 from engine.maintain.dredc import DRedC
 from engine.maintain.remat import Remat
-from engine.maintain.rewrite import SUPPORTED as EQUALITY_ALGORITHMS
-from engine.maintain.rewrite import Rewrite
+from engine.maintainer import Maintainer, Report
 from engine.storage import Dictionary
 
 ALGORITHMS: dict[str, type[Maintainer]] = {
     cls.name: cls for cls in (Remat, DRed, Counting, DRedC, BF, FDDRed, FDCounting)
 }
+FULLY_DYNAMIC = ("fd-dred", "fd-counting")  # whose updates can overlap (engine.fd, engine.feed)
+EQUALITY_ALGORITHMS = ("remat", "dred", "dredc", "bf")  # those that accept equality="rewrite"
 
 
 def create(
@@ -42,8 +53,9 @@ def create(
     (`Maintainer.supports_modules`); other algorithms ignore it. `hypertree`
     evaluates cyclic rules over hypertree decompositions (all algorithms).
     `equality` is "off" (the default: `owl:sameAs` is an ordinary predicate) or
-    "rewrite" (equality by rewriting to representatives, engine.maintain.rewrite;
-    only the algorithms in `EQUALITY_ALGORITHMS` accept it). `levels` lets
+    "rewrite" (equality by rewriting to representatives, engine.equality: `bf`
+    is B/F~, the others recompute when the classes can change; only the
+    algorithms in `EQUALITY_ALGORITHMS` accept it). `levels` lets
     `dredc` stop overdeletion at well-founded derivations (engine.maintain.dredc);
     other algorithms ignore it.
     """
@@ -62,9 +74,10 @@ def create(
                 f"algorithm '{name}' does not support equality=rewrite; "
                 f"choose one of: {', '.join(EQUALITY_ALGORITHMS)}"
             )
-        kind = BFEq if name == "bf" else Rewrite  # bf is B/F~: equality changes are incremental
-        return kind(analysis, dictionary, modules, hypertree, algorithm=name, levels=levels)
+        if name == "bf":  # B/F~: equality changes are incremental
+            return BFEq(analysis, dictionary, hypertree=hypertree)
+        return Rewrite(analysis, cls, dictionary, modules, hypertree, levels=levels)
     return cls(analysis, dictionary, modules=modules, hypertree=hypertree, levels=levels)
 
 
-__all__ = ["ALGORITHMS", "EQUALITY_ALGORITHMS", "Maintainer", "Report", "create"]
+__all__ = ["ALGORITHMS", "EQUALITY_ALGORITHMS", "FULLY_DYNAMIC", "Maintainer", "Report", "create"]

@@ -6,8 +6,11 @@ the facts proved so far confirms it. A non-zero non-recursive counter proves a
 fact at once, so non-recursive rules are never evaluated backwards. No
 rederivation step is needed; insertion is the same as in DRed^c without C_r.
 
-CHECK is run by an explicit stack of generators, so deep recursive derivation
-chains cannot overflow Python's call stack.
+One stratum's deletion is a `_Deletion` run (its checked, proved and delayed
+facts); the propagation of disproved facts and SATURATE both go through the one
+fixpoint loop, `engine.evaluate.saturate`. CHECK is run by an explicit stack of
+generators, so deep recursive derivation chains cannot overflow Python's call
+stack.
 """
 
 from __future__ import annotations
@@ -15,65 +18,71 @@ from __future__ import annotations
 from engine.analysis import Stratum
 from engine.evaluate import Derived, saturate
 from engine.graph import depth_first
-from engine.maintain.base import Changes
 from engine.maintain.dred import DRed
+from engine.maintain.stratified import Run
+from engine.maintainer import Changes
 from engine.plans import AnyOf
-from engine.storage import Relation
+from engine.storage import Relation, relation_in
 
 
 class BF(DRed):
     name = "bf"
     counts_nonrecursive = True
 
-    def update_stratum(self, s: Stratum) -> None:
-        self.delete_unproved(s)
-        self.insert(s, {})
+    def update_stratum(self, run: Run, s: Stratum) -> None:
+        _Deletion(self, run, s).delete_unproved(run.lost(s))
+        run.insert(s, {})
 
-    def delete_unproved(self, s: Stratum) -> None:
-        """Lines 57-69."""
+
+class _Deletion:
+    """Lines 57-86 for one stratum of one update: delete the facts no proof is left for."""
+
+    def __init__(self, m: BF, run: Run, s: Stratum):
+        self.m, self.run, self.s = m, run, s
         self.checked: set = set()  # C
         self.proved: dict[str, Relation] = {}  # P
         self.delayed: set = set()  # Y
         self.pending: Changes = {}  # Delta D while it is being built
-        self._rec_by_head: dict[str, list] = {}
+        self.by_head: dict[str, list] = {}  # the recursive rules by head predicate
         for rid in s.recursive:
-            rule = self.analysis.rules[rid]
-            self._rec_by_head.setdefault(rule.head.pred, []).append(rule)
-        P, N = self.lower_changes(s)
-        nd: Changes = {}
-        if P or N:
-            self.tally(self.ev.derive(s.nonrecursive, self.OLD, self.OLD, P, N), -1, nd)
-            self.tally(self.ev.derive(s.recursive, self.OLD, self.OLD, P, N), -1, nd)
-        for p in s.preds:
-            fs = self.minus.get(p)
-            if fs:
-                self._get_w(self.cnr, p).add_all(fs, -1)
-                nd.setdefault(p, set()).update(fs)
-        while True:
-            self.pending = {}
-            for p, fs in nd.items():
-                d = self._get(self.D, p).facts
-                for f in fs:
-                    if f in d:
-                        continue
-                    self.check((p, f))
-                    if f not in self._get(self.proved, p).facts:
-                        self.pending.setdefault(p, set()).add(f)
-            delta = self.pending
-            if not delta:
-                break
-            nd = self.tally(
-                self.ev.derive(s.recursive, self.I_MINUS_DMA, self.I_PLUS_A, delta, None), -1
-            )
+            rule = m.analysis.rules[rid]
+            self.by_head.setdefault(rule.head.pred, []).append(rule)
+
+    def delete_unproved(self, seeds: Changes) -> None:
+        r"""Lines 57-69: delete the affected facts that CHECK does not prove.
+
+        The unproved facts go to D and their consequences (over I \ (D \ A)) are
+        affected in turn.
+        """
+        run, m = self.run, self.m
+
+        def accept(derived: Derived, delta: Changes) -> Changes:
+            nd = m.tally(derived, -1)
             for p, fs in delta.items():
-                self._get(self.D, p).update(fs)
+                relation_in(run.D, p).update(fs)
+            return self.unproved(nd)
+
+        saturate(m.ev, self.s.recursive, run.I_MINUS_DMA, run.I_PLUS_A, self.unproved(seeds), accept)
         self.pending = {}
+
+    def unproved(self, affected: Changes) -> Changes:
+        """Check the affected facts not in D yet; those left unproved (Delta D)."""
+        self.pending = {}
+        for p, fs in affected.items():
+            d = relation_in(self.run.D, p).facts
+            for f in fs:
+                if f in d:
+                    continue
+                self.check((p, f))
+                if f not in relation_in(self.proved, p).facts:
+                    self.pending.setdefault(p, set()).add(f)
+        return self.pending
 
     def _survivors(self, pred: str) -> list:
         r"""I \\ ((D u Delta D) \\ A), the view CHECK matches recursive rules against."""
-        gone = self.d_minus_a(pred)
+        gone = self.run.d_minus_a(pred)
         extra = self.pending.get(pred)
-        return [(self.rel(pred), AnyOf((gone, extra)) if extra else gone)]
+        return [(self.m.rel(pred), AnyOf((gone, extra)) if extra else gone)]
 
     def check(self, fact) -> None:
         depth_first(fact, self._check)
@@ -85,11 +94,12 @@ class BF(DRed):
         if self.saturate_fact(fact):
             return
         pred, f = fact
-        proved = self._get(self.proved, pred).facts
-        for rule in self._rec_by_head.get(pred, ()):
-            for _, body in self.ev.backward(rule, (f,), self._survivors, self.I_PLUS_A, False):
+        proved = relation_in(self.proved, pred).facts
+        ev, current = self.m.ev, self.s.index
+        for rule in self.by_head.get(pred, ()):
+            for _, body in ev.backward(rule, (f,), self._survivors, self.run.I_PLUS_A, False):
                 for atom, g in zip(rule.positives, body, strict=True):
-                    if self.stratum_of(atom.pred) == self.current:
+                    if self.m.stratum_of(atom.pred) == current:
                         yield (atom.pred, g)
                 if f in proved:
                     return
@@ -98,14 +108,13 @@ class BF(DRed):
         """SATURATE(F) (lines 77-86): forward chaining over proved facts."""
         self.checked.add(fact)
         pred, f = fact
-        if fact not in self.delayed and self.cnr.get(pred, {}).get(f, 0) <= 0:
+        if fact not in self.delayed and self.m.cnr.get(pred, {}).get(f, 0) <= 0:
             return False
-        s = self.analysis.strata[self.current - 1]
 
         def split(np: Changes) -> Changes:
             out: Changes = {}
             for p, fs in np.items():
-                proved = self._get(self.proved, p)
+                proved = relation_in(self.proved, p)
                 for g in fs:
                     if (p, g) in self.checked:
                         if g not in proved.facts:
@@ -117,11 +126,12 @@ class BF(DRed):
             return out
 
         def accept(derived: Derived, delta: Changes) -> Changes:
-            return split(self.heads(derived))
+            return split(self.m.heads(derived))
 
         saturate(
-            self.ev, s.recursive, self._proved_view, self.I_PLUS_A, split({pred: {f}}), accept
-        )
+            self.m.ev, self.s.recursive, self._proved_view, self.run.I_PLUS_A, split({pred: {f}}),
+            accept,
+        )  # fmt: skip
         return True
 
     def _proved_view(self, pred: str) -> list:
@@ -131,6 +141,6 @@ class BF(DRed):
         a newly added lower fact would stay in I, so insertion would never see it as
         new and would not propagate its consequences. Insertion derives such facts.
         """
-        if self.stratum_of(pred) == self.current:
-            return [(self._get(self.proved, pred), None)]
-        return self.I_MINUS_DMA(pred)
+        if self.m.stratum_of(pred) == self.s.index:
+            return [(relation_in(self.proved, pred), None)]
+        return self.run.I_MINUS_DMA(pred)

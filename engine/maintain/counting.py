@@ -2,19 +2,20 @@
 
 Each fact keeps one counter: its explicit occurrence plus the number of rule
 instances deriving it. Per stratum, instances that stop firing decrement and
-instances that start firing increment; a fact is removed when its counter
-reaches zero and added when it becomes positive. No rule is evaluated backwards.
+instances that start firing increment (summed per fact first:
+`Run.counter_crossings`); a fact is removed when its counter reaches zero and
+added when it becomes positive. No rule is evaluated backwards.
 """
 
 from __future__ import annotations
 
 from engine.analysis import Analysis, Stratum
 from engine.errors import AlgorithmError
-from engine.maintain.base import Maintainer
-from engine.storage import Dictionary
+from engine.maintain.stratified import Run, Stratified
+from engine.storage import Dictionary, relation_in
 
 
-class Counting(Maintainer):
+class Counting(Stratified):
     name = "counting"
     counts_nonrecursive = True
 
@@ -29,23 +30,12 @@ class Counting(Maintainer):
                 )
         super().__init__(analysis, dictionary, **kw)
 
-    def update_stratum(self, s: Stratum) -> None:
-        P, N = self.lower_changes(s)
-        touched = {}
-        for table, sign in ((self.minus, -1), (self.plus, +1)):
-            for p in s.preds:
-                fs = table.get(p)
-                if fs:
-                    self._get_w(self.cnr, p).add_all(fs, sign)
-                    touched.setdefault(p, set()).update(fs)
-        if P or N:
-            self.tally(self.ev.derive(s.rules, self.OLD, self.OLD, P, N), -1, touched)
-            self.tally(self.ev.derive(s.rules, self.NEW, self.NEW, N, P), +1, touched)
-        for p, fs in touched.items():
-            cnr, rel = self.cnr.get(p, {}), self.rel(p).facts
-            gone = {f for f in fs if cnr.get(f, 0) == 0 and f in rel}
-            new = {f for f in fs if cnr.get(f, 0) > 0 and f not in rel}
+    def update_stratum(self, run: Run, s: Stratum) -> None:
+        for p, (zero, positive) in run.counter_crossings(s, s.rules).items():
+            rel = self.rel(p).facts
+            gone = zero & rel
+            new = positive - rel
             if gone:
-                self._get(self.D, p).update(gone)
+                relation_in(run.D, p).update(gone)
             if new:
-                self._get(self.A, p).update(new)
+                relation_in(run.A, p).update(new)

@@ -1,15 +1,20 @@
-"""Specialised recursive modules (Hu, Motik & Horrocks 2019): tc(R) and stc(R).
+"""Specialised recursive modules (Hu, Motik & Horrocks 2019): tc(R), stc(R) and ltc(R).
 
 A module replaces some recursive rules of a stratum (found at compile time by
-`engine.analysis.detect_modules`) with a custom algorithm. It implements the
-paper's four plug-in functions over one binary relation R; the maintainers call
-them from the shared fixpoint loop (`engine.evaluate.saturate`), one call per
-round, giving the module the round's new facts minus the ones it produced itself
-in the previous round (Algorithm 2 line 14, Algorithm 3 lines 28 and 39):
+`engine.analysis.detect_modules`) with a custom algorithm over one binary
+relation R. There are two kinds, both with MAT-MOD's Add for materialisation
+(engine.seminaive calls it from the shared fixpoint loop,
+`engine.evaluate.saturate`, once per round, with the round's new facts minus
+the ones the module produced itself in the previous round: Algorithm 2 line
+14, Algorithm 3 lines 28 and 39):
 
 * `add(Ip, delta)` -- Add (Definition 3): given `delta` (R facts new in `Ip`),
   return the R facts not in `Ip` that the module's rules derive from `Ip`
   using `delta`, closed under those rules.
+
+**Phase modules** (`PhaseModule`: tc, stc) take part in DRed^c-MOD's phases
+(engine.maintain.stratified), one call per round:
+
 * `delete(Ip, delta, cnr)` -- Del (Definition 6): `delta` are R facts being
   overdeleted (still in `Ip`); return the further R facts to overdelete. Facts
   with a non-zero non-recursive counter `cnr` are never returned (DRed^c).
@@ -19,42 +24,62 @@ in the previous round (Algorithm 2 line 14, Algorithm 3 lines 28 and 39):
   more steps, from what survived. Ends the deletion phase.
 * Diff is always empty: R occurs in the head of the module's rules, so changes
   of lower strata never match their bodies (section 5).
+* `start_deletion()` begins an update's overdeletion phase; `external(facts)`
+  is told, after Red and before the insertion's `add` calls, about the R facts
+  whose non-recursive counter became positive in this update.
 
-Further hooks: `reset()` forgets all state (before a materialisation);
-`start_deletion()` begins an update's overdeletion phase; `external(facts)` is
-told, after Red and before the insertion's `add` calls, about the R facts whose
-non-recursive counter became positive in this update (explicit or derived by a
-non-recursive rule): they are in I when the update is done.
+**Upkeep modules** (`UpkeepModule`: `Components` for stc, `Reachability` for
+tc and ltc) keep R as the closure of its edges (the base R facts; ltc: along
+lower relations S) and change it edge by edge: `build` from a
+materialisation, `change` / `link` / `unlink` returning the R facts lost and
+gained, `connected`. `dredc` maintains an ltc stratum with one (ltc has no
+phase form: its rules read S, so Diff is not empty); the fully dynamic
+algorithms keep every module they take as one (engine.fd), operation by
+operation.
 
 Views are those of engine.evaluate: `Ip(pred)` is a list of `(Relation,
 excluded)` sources. Modules never change I; the caller absorbs their results,
-which are fresh sets the caller owns (it may keep and change them).
-Each call adds the number of candidate facts it derived (the analogue of rule
-instances) to `counts.module_work[name]`.
+which are fresh sets the caller owns (it may keep and change them). Each call
+adds the number of candidate facts it derived (the analogue of rule instances)
+to `counts.module_work[name]`.
 
 This package knows nothing of algorithms, counters' upkeep or I/O.
 """
 
 from __future__ import annotations
 
-from engine.analysis import AnalysedRule, ModuleSpec, linear_base
+from engine.analysis import ModuleSpec, linear_base
 from engine.evaluate import Counts
-from engine.modules.base import Module
-from engine.modules.ltc import LinearClosure
+from engine.modules.base import Module, PhaseModule, UpkeepModule
+from engine.modules.components import Components
+from engine.modules.reach import Reachability
 from engine.modules.stc import SymmetricTransitiveClosure
 from engine.modules.tc import TransitiveClosure
+from engine.rules import AnalysedRule
 
-MODULES: dict[str, type[Module]] = {
-    cls.kind: cls for cls in (TransitiveClosure, SymmetricTransitiveClosure, LinearClosure)
-}
-
-
-def build(spec: ModuleSpec, counts: Counts, rules: tuple[AnalysedRule, ...] = ()) -> Module:
-    """The module implementing `spec` (dispatch on its kind; ltc reads its rules)."""
-    if spec.kind == "ltc":
-        bases = tuple(sorted({linear_base(rules[rid]) for rid in spec.rules}))
-        return LinearClosure(spec, counts, bases)
-    return MODULES[spec.kind](spec, counts)
+PHASE_MODULES: dict[str, type[PhaseModule]] = {
+    "tc": TransitiveClosure, "stc": SymmetricTransitiveClosure,
+}  # fmt: skip
+UPKEEP_MODULES: dict[str, type[UpkeepModule]] = {
+    "tc": Reachability, "stc": Components, "ltc": Reachability,
+}  # fmt: skip
 
 
-__all__ = ["MODULES", "Module", "build"]
+def build(spec: ModuleSpec, counts: Counts, rules: tuple[AnalysedRule, ...]) -> Module:
+    """The module MAT-MOD runs for `spec`: its phase module, or its upkeep module (ltc)."""
+    kind = PHASE_MODULES.get(spec.kind)
+    return kind(spec, counts) if kind is not None else build_upkeep(spec, counts, rules)
+
+
+def build_upkeep(
+    spec: ModuleSpec, counts: Counts, rules: tuple[AnalysedRule, ...]
+) -> UpkeepModule:
+    """The upkeep module keeping `spec`'s relation edge by edge."""
+    bases = tuple(sorted({linear_base(rules[rid]) for rid in spec.rules})) if spec.kind == "ltc" else ()
+    return UPKEEP_MODULES[spec.kind](spec, counts, bases)
+
+
+__all__ = [
+    "PHASE_MODULES", "UPKEEP_MODULES", "Module", "PhaseModule", "UpkeepModule", "build",
+    "build_upkeep",
+]  # fmt: skip

@@ -1,4 +1,4 @@
-"""The module interface and view helpers (see the package docstring for the contract)."""
+"""The two kinds of module and view helpers (see the package docstring for the contract)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ from engine.storage import Fact
 
 
 class Module(ABC):
-    """A tc/stc module over relation `pred`, replacing rules `rules` of its stratum."""
-
-    kind = "abstract"
+    """A module over relation `pred`, replacing rules `rules` of its stratum."""
 
     def __init__(self, spec: ModuleSpec, counts: Counts):
         self.spec = spec
@@ -26,13 +24,23 @@ class Module(ABC):
     def __repr__(self) -> str:
         return f"<module {self.name}>"
 
-    def _count(self, n: int) -> None:
+    def count(self, n: int) -> None:
+        """Add `n` candidate facts to this module's work (`Report.module_inferences`)."""
         if n:
             self.counts.module_work[self.name] += n
+            self.counts.work += n
 
     @abstractmethod
     def reset(self) -> None:
-        """Forget all state: the next call is `add` over an empty materialisation."""
+        """Forget all state (before a materialisation)."""
+
+
+class PhaseModule(Module):
+    """A module with DRed^c-MOD's phases: Add, Del and Red, one call per round."""
+
+    @abstractmethod
+    def add(self, Ip: View, delta: set[Fact]) -> set[Fact]:
+        """Add: the closure of Ip under the module's rules given new facts `delta`."""
 
     def start_deletion(self) -> None:  # noqa: B027 - optional hook
         """An update's overdeletion phase begins (a sequence of `delete` calls)."""
@@ -41,16 +49,57 @@ class Module(ABC):
         """R facts whose non-recursive counter became positive in this update."""
 
     @abstractmethod
-    def add(self, Ip: View, delta: set[Fact]) -> set[Fact]:
-        """Add: the closure of Ip under the module's rules given new facts `delta`."""
-
-    @abstractmethod
     def delete(self, Ip: View, delta: set[Fact], cnr: Mapping[Fact, int]) -> set[Fact]:
         """Del: the R facts to overdelete because `delta` is being deleted."""
 
     @abstractmethod
     def rederive(self, deleted: set[Fact]) -> set[Fact]:
         """Red: the facts of `deleted` derivable from the survivors; ends the deletion."""
+
+
+class UpkeepModule(Module):
+    """A module that keeps R as the closure of its edges, changed edge by edge.
+
+    The edges are R's base facts (explicit, or derived by the stratum's other
+    rules); with `bases` (ltc) paths also run over the facts of those lower
+    relations (S). `build` makes the state from a materialisation; `change`
+    applies edge and S changes and returns the R facts (lost, gained); `link`
+    and `unlink` do so for one edge; `connected` says whether R(u, v) holds by
+    the closure. Work is counted like Add's. An upkeep module whose kind has
+    no phase form (ltc) also has Add, for materialisations.
+    """
+
+    def __init__(self, spec: ModuleSpec, counts: Counts, bases: tuple[str, ...] = ()):
+        self.bases = bases
+        self.edges: set[Fact] = set()  # reset() and build() set them
+        super().__init__(spec, counts)
+
+    @abstractmethod
+    def build(self, edges: Iterable[Fact], s_edges: Iterable[Fact] = (), size: int = 0) -> None:
+        """Start over from `edges` and S's `s_edges` (with repeats); R has `size` facts."""
+
+    @abstractmethod
+    def change(
+        self, gone: Iterable[Fact] = (), new: Iterable[Fact] = (),
+        s_gone: Iterable[Fact] = (), s_new: Iterable[Fact] = (),
+    ) -> tuple[Iterable[Fact], Iterable[Fact]]:  # fmt: skip
+        """Edges `gone` and `new` (and S facts): the R facts (lost, gained)."""
+
+    @abstractmethod
+    def connected(self, f: Fact) -> bool:
+        """Whether the closure derives `f`."""
+
+    def link(self, f: Fact) -> Iterable[Fact]:
+        """Make `f` an edge; the R facts it derives (already present ones may be among them)."""
+        if f in self.edges:
+            return ()
+        return self.change(new=(f,))[1]
+
+    def unlink(self, f: Fact) -> Iterable[Fact]:
+        """`f` is no longer an edge; the R facts the closure no longer derives."""
+        if f not in self.edges:
+            return ()
+        return self.change(gone=(f,))[0]
 
 
 # ------------------------------------------------------------------ view helpers

@@ -1,4 +1,4 @@
-"""Reachability upkeep: the ltc module's state in maintenance (DRed^c).
+"""Reachability: tc(R) and ltc(R) as upkeep modules, kept as reach sets and rows.
 
 ltc(R) derives R = R0 . S*: R(x, z) for R0(x, w) and z reachable from w over S
 (w itself included), where R0 are the R facts with a non-recursive justification
@@ -24,13 +24,23 @@ cost less memory than sets would: at most `BITSET_NODES` nodes, or a node count
 whose n^2 / 8 bytes per table stays within a few times the size of R. Beyond
 that, sets of node numbers with the same algorithm. The representation is
 chosen when the state is built (at load) and kept until the next load.
+
+`Reachability` is the upkeep module over that state (engine.modules.base):
+ltc(R) with the base relations as S and the R facts with a non-recursive
+justification as R0 (`dredc`'s updates, the fully dynamic algorithms), and
+tc(R) with S = R0 = R's edges (the fully dynamic algorithms). ltc has no
+phase form, so `Reachability` is also ltc's Add in materialisations: the
+set-at-a-time closure of engine.modules.ltc.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from engine.evaluate import View
 from engine.graph import components, search
+from engine.modules.base import UpkeepModule
+from engine.modules.ltc import close
 from engine.storage import Fact
 
 BITSET_NODES = 4096  # bitsets up to here whatever R's size
@@ -303,3 +313,54 @@ def _drop(table: dict[int, set[int]], key: int, value: int) -> None:
     values.discard(value)
     if not values:
         del table[key]
+
+
+class Reachability(UpkeepModule):
+    """tc(R) or ltc(R) kept as `Reach` (see the module docstring).
+
+    The edges are R0; paths run over the base relations S (`bases`, ltc) or
+    over the edges themselves (tc, no bases).
+    """
+
+    def reset(self) -> None:
+        self.edges = set()
+        self.upkeep = Reach((), ())  # the reach sets and rows, kept between updates
+
+    def add(self, Ip: View, delta: set[Fact]) -> set[Fact]:
+        """Ltc's Add (materialisation): R facts derived from `delta` over S (engine.modules.ltc)."""
+        adj: dict[int, list[int]] = {}
+        for base in self.bases:
+            for rel, excl in Ip(base):
+                for u, v in rel.facts if excl is None else rel.facts - excl:
+                    adj.setdefault(u, []).append(v)
+        out = close(adj, delta)
+        self.count(len(out))
+        for rel, excl in Ip(self.pred):
+            present = out & rel.facts
+            if excl:
+                present -= excl
+            out -= present
+        return out
+
+    def build(self, edges: Iterable[Fact], s_edges: Iterable[Fact] = (), size: int = 0) -> None:
+        """R0 := `edges`; S := `s_edges` (ltc) or the edges (tc); R has `size` facts."""
+        self.edges = set(edges)
+        self.upkeep = Reach(s_edges if self.bases else self.edges, self.edges, size)
+
+    def connected(self, f: Fact) -> bool:
+        return self.upkeep.holds(*f)
+
+    def change(
+        self, gone: Iterable[Fact] = (), new: Iterable[Fact] = (),
+        s_gone: Iterable[Fact] = (), s_new: Iterable[Fact] = (),
+    ) -> tuple[list[Fact], list[Fact]]:  # fmt: skip
+        """R0 edges `gone` and `new`, S facts `s_gone` and `s_new`: the R facts (lost, gained)."""
+        gone, new = list(gone), list(new)
+        self.edges.difference_update(gone)
+        self.edges.update(new)
+        if not self.bases:  # tc: the edges are S too
+            s_gone, s_new = gone, new
+        before = self.upkeep.work
+        lost, gained = self.upkeep.update(s_gone, s_new, gone, new)
+        self.count(self.upkeep.work - before + len(lost) + len(gained))
+        return lost, gained

@@ -27,13 +27,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from engine.evaluate import View
-from engine.modules.base import Module, member
+from engine.modules.base import PhaseModule, member
 from engine.storage import Fact
 
 
-class SymmetricTransitiveClosure(Module):
-    kind = "stc"
-
+class SymmetricTransitiveClosure(PhaseModule):
     def reset(self) -> None:
         self.component: dict[int, set[int]] = {}  # node -> its component (shared set)
         self.rebuilt: set[int] = set()  # ids of components rebuilt in this deletion
@@ -42,38 +40,9 @@ class SymmetricTransitiveClosure(Module):
         self.rebuilt.clear()
 
     def close_edges(self, edges: Iterable[Fact], pairs: bool = True) -> set[Fact]:
-        """CLOSEEDGES (Algorithm 7): merge components along `edges`; the pairs derived.
-
-        Without `pairs` it only merges, and returns nothing.
-        """
-        comp = self.component
-        J: set[Fact] = set()
-        n = 0
-        for u, v in edges:
-            U = comp.get(u)
-            if U is None:
-                U = comp[u] = {u}
-                J.add((u, u))
-                n += 1
-            V = comp.get(v)
-            if V is None:
-                V = comp[v] = {v}
-                J.add((v, v))
-                n += 1
-            if U is V:
-                continue
-            if len(U) < len(V):
-                U, V = V, U
-            if pairs:
-                for a in U:
-                    for b in V:
-                        J.add((a, b))
-                        J.add((b, a))
-                n += 2 * len(U) * len(V)
-            U |= V
-            for b in V:
-                comp[b] = U
-        self._count(n)
+        """CLOSEEDGES (Algorithm 7) on this module's components (`merge_components`)."""
+        J, n = merge_components(self.component, edges, pairs)
+        self.count(n)
         return J
 
     def add(self, Ip: View, delta: set[Fact]) -> set[Fact]:
@@ -99,7 +68,7 @@ class SymmetricTransitiveClosure(Module):
                 if A is not None:
                     self.rebuilt.add(id(A))
                 J.update((a, b) for b in U if A is None or comp.get(b) is not A)
-        self._count(n)
+        self.count(n)
         return J - delta
 
     def rederive(self, deleted: set[Fact]) -> set[Fact]:
@@ -107,3 +76,41 @@ class SymmetricTransitiveClosure(Module):
         self.rebuilt.clear()
         comp = self.component
         return {f for f in deleted if (A := comp.get(f[0])) is not None and comp.get(f[1]) is A}
+
+
+def merge_components(
+    comp: dict[int, set[int]], edges: Iterable[Fact], pairs: bool = True
+) -> tuple[set[Fact], int]:
+    """CLOSEEDGES (Algorithm 7): merge the components of `comp` along `edges`.
+
+    `comp` maps a node to its component (a set shared by its members; smaller
+    merged into larger). Returns the pairs derived (none without `pairs`) and
+    the number of candidate pairs (the work).
+    """
+    J: set[Fact] = set()
+    n = 0
+    for u, v in edges:
+        U = comp.get(u)
+        if U is None:
+            U = comp[u] = {u}
+            J.add((u, u))
+            n += 1
+        V = comp.get(v)
+        if V is None:
+            V = comp[v] = {v}
+            J.add((v, v))
+            n += 1
+        if U is V:
+            continue
+        if len(U) < len(V):
+            U, V = V, U
+        if pairs:
+            for a in U:
+                for b in V:
+                    J.add((a, b))
+                    J.add((b, a))
+            n += 2 * len(U) * len(V)
+        U |= V
+        for b in V:
+            comp[b] = U
+    return J, n

@@ -28,16 +28,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 
 from engine.evaluate import View
-from engine.modules.base import Module, member, successors
+from engine.modules.base import PhaseModule, member, successors
 from engine.storage import Fact, Relation
 
 BY_SOURCE = (0,)
 BY_TARGET = (1,)
 
 
-class TransitiveClosure(Module):
-    kind = "tc"
-
+class TransitiveClosure(PhaseModule):
     def reset(self) -> None:
         self.X = Relation()
         self.X.index(BY_TARGET)  # the by-source index is built by the first `rederive`
@@ -73,7 +71,7 @@ class TransitiveClosure(Module):
         X.update(delta)
         # R part derived here, X part anywhere
         n += _extend_left(_drain(queue), preds, J, push, has)
-        self._count(n)
+        self.count(n)
         return J
 
     def start_deletion(self) -> None:
@@ -123,7 +121,7 @@ class TransitiveClosure(Module):
             for u, _ in preds.get(v, ()):
                 n += 1
                 reach((u, w))
-        self._count(n)
+        self.count(n)
         return J
 
     def rederive(self, deleted: set[Fact]) -> set[Fact]:
@@ -149,7 +147,7 @@ class TransitiveClosure(Module):
                     if w in wanted:
                         out.add((u, w))
                         left -= 1
-        self._count(n)
+        self.count(n)
         return out
 
 

@@ -1,4 +1,4 @@
-"""Equality by rewriting (`equality="rewrite"`): the r-materialisation and its upkeep.
+"""`remat`, `dred`, `dredc` with `equality="rewrite"`: the recomputing wrapper.
 
 Contract (see engine.equality for the semantics). `facts()` returns the
 *expanded* materialisation J -- what P plus the equality axioms entail, so
@@ -24,80 +24,74 @@ other update -- in particular deleting an equality, which can split a class and
 restore rewritten facts (Motik et al. 2015, section 3.1) -- recomputes the
 r-materialisation from scratch over the updated E: correct, but not
 incremental. `Report.details["equality_recomputed"]` says which path an update
-took. `bf` does not come here for updates: engine.maintain.bfeq (B/F~, a
-subclass) maintains every update incrementally, equality changes included.
+took. The wrapper reports itself as `remat~`, `dred~` or `dredc~` (Remat~ in
+the paper's notation): it runs that algorithm, it is not it. `bf` does not
+come here: engine.equality.bfeq (B/F~) maintains every update incrementally,
+equality changes included.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterable
-
-from engine.analysis import Analysis, Stratum, analyse
-from engine.equality import (
-    SAME_AS,
-    Classes,
-    PyFact,
-    check_program,
-    expand,
-    order_key,
-    rewrite_rules,
-    signatures,
-)
-from engine.errors import AnalysisError
-from engine.maintain.base import Maintainer, Report
-from engine.maintain.bf import BF
-from engine.maintain.dred import DRed
-from engine.maintain.dredc import DRedC
-from engine.maintain.remat import Remat
+from engine.analysis import Analysis, analyse
+from engine.equality.classes import Classes, PyFact, expand, sorted_facts
+from engine.equality.program import SAME_AS, check, rewrite_rules, signatures
+from engine.maintainer import Maintainer, Report, Update
 from engine.storage import Dictionary
 
-SUPPORTED = ("remat", "dred", "dredc", "bf")  # algorithms that accept equality="rewrite"
+
+class Rewriting(Maintainer):
+    """What the maintainers of rewrite mode share: the views of (pi, I).
+
+    Subclasses keep `classes` (pi over values) and `compact` (I as Python facts),
+    or properties giving them.
+    """
+
+    classes: Classes
+    compact: set[PyFact]
+
+    def __init__(self, analysis: Analysis, dictionary: Dictionary | None):
+        super().__init__(analysis, dictionary)
+        self.arity.setdefault(SAME_AS, 2)
+
+    def rewritten(self) -> list[PyFact]:
+        """The compact materialisation I = pi(J): normal facts only, sorted."""
+        return sorted_facts(self.compact)
+
+    def representative(self, value) -> object:
+        """pi(value): the representative of `value`'s class."""
+        return self.classes.find(value)
 
 
-_INNER: dict[str, type[Maintainer]] = {cls.name: cls for cls in (Remat, DRed, DRedC, BF)}
-
-
-class Rewrite(Maintainer):
-    """An algorithm of `SUPPORTED` with owl:sameAs as equality, stored by rewriting."""
-
-    incremental = False
+class Rewrite(Rewriting):
+    """`remat`, `dred` or `dredc` with owl:sameAs as equality, stored by rewriting."""
 
     def __init__(
         self,
         analysis: Analysis,
+        inner: type[Maintainer],
         dictionary: Dictionary | None = None,
         modules: bool = True,
         hypertree: bool = True,
-        algorithm: str = "remat",
         levels: bool = True,
     ):
-        check_program(analysis.program)
-        if analysis.overloads:
-            names = ", ".join(sorted(analysis.overloads))
-            raise AnalysisError(
-                f"equality rewriting does not support predicates used with several arities ({names})"
-            )
-        super().__init__(analysis, dictionary, modules=False, hypertree=hypertree)
-        self.arity.setdefault(SAME_AS, 2)
+        """Equality over `inner`, the algorithm (remat, dred, dredc) run on pi(P) each round."""
+        check(analysis)
+        super().__init__(analysis, dictionary)
         self._modules, self._hypertree, self._levels = modules, hypertree, levels
-        self.name = algorithm
-        self._inner_cls = _INNER[algorithm]
+        self.name = f"{inner.name}~"
+        self._inner_cls = inner
         self.inner: Maintainer | None = None  # the last round's maintainer over pi(P)
         self.preimages: dict[PyFact, int] = {}  # normal fact -> explicit facts rewritten to it
         self.sigs: set[tuple[str, int]] = set()
         self.derives_equality = any(r.head.pred == SAME_AS for r in analysis.program.rules)
         self.classes = Classes()
-        self.compact: set[PyFact] = set()
+        self.compact = set()
 
-    # ------------------------------------------------------------ views
-    def rewritten(self) -> list[PyFact]:
-        """The compact materialisation I = pi(J): normal facts only, sorted."""
-        return sorted(self.compact, key=lambda f: (f[0], *(order_key(v) for v in f[1:])))
-
-    def representative(self, value) -> object:
-        """pi(value): the representative of `value`'s class."""
-        return self.classes.find(value)
+    def set_limits(self, limits) -> None:
+        """Limits apply to the maintainer over pi(P) (engine.limits)."""
+        super().set_limits(limits)
+        if self.inner is not None:
+            self.inner.set_limits(limits)
 
     # ------------------------------------------------------------ evaluation
     def _rematerialise(self) -> int:
@@ -116,6 +110,7 @@ class Rewrite(Maintainer):
                 analyse(program), modules=self._modules, hypertree=self._hypertree,
                 levels=self._levels,
             )
+            inner.set_limits(self.limits)
             inner.load({classes.normal(f) for f in facts})
             compact = set(inner.facts())
             merges = [(f[1], f[2]) for f in compact if f[0] == SAME_AS and f[1] != f[2]]
@@ -134,40 +129,21 @@ class Rewrite(Maintainer):
             self.rel(pred).add(f)
         return rounds
 
-    def _load(self, facts: Iterable[PyFact]) -> Report:
-        start = time.perf_counter()
-        before = self._snapshot_counts()
-        self.set_explicit(facts)
+    def materialise(self, report: Report) -> None:
         rounds = self._rematerialise()
-        report = self._report(before, start)
         report.added = sum(len(r) for r in self.I.values())
         report.details = {"equality_rounds": rounds, "compact_facts": len(self.compact)}
-        return report
 
-    def _begin(self, add: Iterable[PyFact], delete: Iterable[PyFact]):
-        """Start an update: (start time, counts before, E+, E-, no-op adds, no-op deletes); E updated."""
-        start = time.perf_counter()
-        before = self._snapshot_counts()
-        plus, minus, noop_add, noop_del = self.normalise(add, delete)
-        for pred, fs in minus.items():
-            self.E[pred] -= fs
-        for pred, fs in plus.items():
-            self.E.setdefault(pred, set()).update(fs)
-        return start, before, plus, minus, noop_add, noop_del
-
-    def _update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Report:
-        start, before, plus, minus, noop_add, noop_del = self._begin(add, delete)
+    def maintain(self, update: Update, report: Report) -> None:
+        update.apply(self.E)
+        plus, minus = update.plus, update.minus
         old = {p: set(r.facts) for p, r in self.I.items()}
         recomputed = 0
         if (plus or minus) and not self._incremental(plus, minus):
             self._rematerialise()
             recomputed = 1
-        report = self._report(before, start)
-        report.noop_adds, report.noop_deletes = noop_add, noop_del
         report.details = {"equality_recomputed": recomputed, "compact_facts": len(self.compact)}
         self.record_diff(report, old)
-        report.seconds = time.perf_counter() - start
-        return report
 
     def _incremental(self, plus: dict, minus: dict) -> bool:
         """Maintain a class-preserving update through `inner`; False if it must be recomputed.
@@ -210,6 +186,3 @@ class Rewrite(Maintainer):
             pred, f = self.encode(fact)
             self.rel(pred).add(f)
         return True
-
-    def update_stratum(self, s: Stratum) -> None:  # pragma: no cover - not used
-        raise AssertionError("equality rewriting recomputes everything in update()")

@@ -1,0 +1,82 @@
+"""What the fully dynamic engine keeps besides the facts: waves, journal, statistics.
+
+Records only (engine.fd.core does the work): a `Wave` of deletions with one root
+cause, the `Journal` of changes since the state was last exported
+(engine.fd.snapshot), the cumulative `FDStats`, and the `ConsistencyPoint`s a
+quiescent engine reports. A pending `add` item is justified by a rule instance
+(`Inst`), by nothing (explicit), or by an upkeep module (`MODULE`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.errors import FluxmatError
+from engine.storage import Fact
+from engine.syntax import PyFact
+
+Key = tuple[str, Fact]  # (predicate, encoded fact)
+Inst = tuple[int, Key, tuple[Key, ...], tuple[Key, ...]]  # rule, head, positives, negated
+MODULE = "module"  # the justification of a module addition (a pending `add` item)
+
+
+@dataclass
+class Wave:
+    """Deletions with one root cause; rederivation runs when `pending` reaches 0."""
+
+    id: int
+    update: int
+    pending: int = 0
+    done: bool = False
+    deleted: list[Key] = field(default_factory=list)
+    candidates: dict[Key, list[Inst]] = field(default_factory=dict)
+    rederive_left: int = 0
+
+
+@dataclass
+class Journal:
+    """What changed since the state was last exported (engine.fd.snapshot)."""
+
+    explicit: set = field(default_factory=set)  # fact keys whose E membership changed
+    facts: set = field(default_factory=set)  # fact keys inserted or deleted
+    log: dict = field(default_factory=dict)  # derivation-log instances added or removed -> head
+    full: bool = True  # export everything (after load or restore)
+
+    def clear(self) -> None:
+        self.explicit.clear()
+        self.facts.clear()
+        self.log.clear()
+        self.full = False
+
+
+@dataclass
+class FDStats:
+    """Cumulative counters of the fully dynamic engine."""
+
+    units: int = 0
+    updates: int = 0
+    determined: int = 0
+    cancelled: int = 0
+    executed: int = 0
+    recursion_stops: int = 0
+    rederivations: int = 0
+    waves: int = 0
+    noop_adds: int = 0
+    noop_deletes: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ConsistencyPoint:
+    """A quiescent state: it equals mat(P, E) after update `seq` (id `through`)."""
+
+    seq: int
+    through: object
+    added: list[PyFact]
+    removed: list[PyFact]
+
+
+class NotQuiescent(FluxmatError):
+    """Raised when a run exceeds its step bound (a termination test failed)."""

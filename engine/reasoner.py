@@ -1,0 +1,261 @@
+"""`Reasoner`: the engine's one door, for the CLI, the stream and the dashboard.
+
+A reasoner is a program, its analysis and one maintainer built from one
+`EngineOptions` (engine.options). Everything outside engine/ goes through it:
+loading and updating (`load`, `update`), the fully dynamic driver (`feed`,
+`poll`, `work_counts`; engine.feed), reading (`facts`, `lines`, `match`,
+`explain`, `show`, `sizes`), validating updates without applying them
+(`update_checker`, `check_update`), and the fully dynamic state
+(`export_changes`, `restore`, `state_meta`; engine.fd.snapshot). Facts cross
+the door as Python values `(pred, arg, ...)` (engine.syntax.PyFact).
+
+Not here: files, messages, Redis (connectors), batches (stream), flags (ops).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from engine.analysis import analyse
+from engine.errors import AlgorithmError, FluxmatError
+from engine.evaluate import Evaluator
+from engine.fd.core import ConsistencyPoint, FullyDynamic
+from engine.fd.snapshot import (
+    StateChanges,
+    StateSnapshot,
+    check_fingerprint,
+    export_changes,
+    meta,
+    restore,
+)
+from engine.feed import Fed, FeedResult, feed
+from engine.lexer import read_source
+from engine.maintain import Maintainer, Report, create
+from engine.options import EngineOptions
+from engine.parser import parse_program
+from engine.plans import Plan
+from engine.printer import FactPrinter
+from engine.storage import Dictionary
+from engine.syntax import Atom, Program, PyFact
+from engine.why import Explainer, Proof, match
+
+
+def atom_to_fact(atom: Atom) -> tuple:
+    """A ground AST atom as a Python fact `(pred, *values)`."""
+    return (atom.pred, *(a.value for a in atom.args))  # type: ignore[union-attr]
+
+
+class Reasoner:
+    """A program, its analysis and one maintainer, behind one door (see the module docstring).
+
+    >>> r = Reasoner.from_text("path(X, Y) :- edge(X, Y). path(X, Z) :- path(X, Y), edge(Y, Z).")
+    >>> _ = r.load([("edge", "a", "b"), ("edge", "b", "c")])
+    >>> r.lines()[-1]
+    'path(b, c).'
+    """
+
+    def __init__(
+        self,
+        program: Program,
+        algorithm: str | None = None,
+        modules: bool | None = None,
+        hypertree: bool | None = None,
+        equality: str | None = None,
+        levels: bool | None = None,
+        *,
+        options: EngineOptions | None = None,
+    ):
+        """A reasoner over `program` with `options` (engine.options).
+
+        The keyword arguments, when given, replace the fields of that name
+        (a shorthand for `options=EngineOptions(algorithm=..., ...)`).
+        """
+        given = {"algorithm": algorithm, "modules": modules, "hypertree": hypertree,
+                 "equality": equality, "levels": levels}  # fmt: skip
+        self.options = replace(options or EngineOptions(), **{k: v for k, v in given.items() if v is not None})
+        o = self.options
+        self.program = program
+        self.analysis = analyse(program)
+        self.maintainer: Maintainer = create(
+            o.algorithm, self.analysis, modules=o.modules, hypertree=o.hypertree,
+            equality=o.equality, levels=o.levels,
+        )  # fmt: skip
+        self.prefixes = dict(program.prefixes)
+        self.printer = FactPrinter(program.prefixes)
+        self._apply_options()
+
+    @classmethod
+    def from_text(cls, text: str, algorithm: str | None = None, source: str = "<input>", **kw) -> Reasoner:
+        """A reasoner over the program in `text` (`source` names it in errors)."""
+        return cls(parse_program(text, source), algorithm, **kw)
+
+    @classmethod
+    def from_file(cls, path: str | Path, algorithm: str | None = None, **kw) -> Reasoner:
+        """A reasoner over the program in the file `path`."""
+        return cls(parse_program(read_source(path), str(path)), algorithm, **kw)
+
+    def reconfigure(self, **changes) -> None:
+        """Change the options that do not rebuild the maintainer: schedule, seed, budget, limits."""
+        rebuild = set(changes) & {"algorithm", "modules", "hypertree", "levels", "equality"}
+        if rebuild:
+            raise AlgorithmError(f"cannot change {', '.join(sorted(rebuild))} of a reasoner: make a new one")
+        self.options = replace(self.options, **changes)
+        self._apply_options()
+
+    def _apply_options(self) -> None:
+        o = self.options
+        self.maintainer.set_limits(o.limits)
+        if isinstance(self.maintainer, FullyDynamic):
+            self.maintainer.configure(seed=o.seed, interleaved=o.interleaved)
+
+    @property
+    def name(self) -> str:
+        """The algorithm, as it reports itself (`dredc`, `bf`, `remat~`, ...)."""
+        return self.maintainer.name
+
+    # ------------------------------------------------------------ load and update
+    def program_facts(self) -> list[tuple]:
+        """The facts written in the program."""
+        return [atom_to_fact(a) for a in self.program.facts]
+
+    def load(self, facts: Iterable[tuple] = ()) -> Report:
+        """E := the program's own facts plus `facts`; compute the materialisation."""
+        return self.maintainer.load([*self.program_facts(), *facts])
+
+    def update(self, add: Iterable[tuple] = (), delete: Iterable[tuple] = ()) -> Report:
+        """Apply one update and maintain the materialisation (every algorithm)."""
+        return self.maintainer.update(add, delete)
+
+    def update_checker(self) -> Callable[[Iterable[PyFact], Iterable[PyFact]], None]:
+        """Validates updates in order without applying them (engine.maintainer)."""
+        return self.maintainer.update_checker()
+
+    def check_update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> None:
+        """Raise `UpdateError` if the update would be refused now; nothing is applied."""
+        self.maintainer.update_checker()(add, delete)
+
+    # ------------------------------------------------------------ fully dynamic
+    @property
+    def fully_dynamic(self) -> bool:
+        """Whether updates can overlap (`fd-dred`, `fd-counting`): `feed` and the state apply."""
+        return isinstance(self.maintainer, FullyDynamic)
+
+    def _fd(self) -> FullyDynamic:
+        if not isinstance(self.maintainer, FullyDynamic):
+            raise FluxmatError(
+                f"this needs a fully dynamic algorithm (fd-dred or fd-counting), not {self.name}"
+            )
+        return self.maintainer
+
+    def feed(self, updates: Iterable[Fed], rejected=None, after_each=None,
+             overlap: bool | None = None) -> FeedResult:  # fmt: skip
+        """Submit `updates` with the options' budget between them, then work until quiescent.
+
+        `overlap` defaults to the options' schedule (engine.feed has the contract).
+        """
+        o = self.options
+        overlap = o.interleaved if overlap is None else overlap
+        return feed(self._fd(), updates, o.budget, overlap, rejected, after_each)
+
+    def poll(self) -> ConsistencyPoint | None:
+        """The delta since the last poll, when the engine is quiescent."""
+        return self._fd().poll()
+
+    @property
+    def pending(self) -> int:
+        """Operations waiting in the fully dynamic engine (0 when quiescent)."""
+        return self._fd().pending
+
+    @property
+    def last_id(self) -> object:
+        """The id of the last update integrated (fully dynamic)."""
+        return self._fd().last_id
+
+    def work_counts(self) -> dict[str, int]:
+        """Cumulative counters: the fully dynamic engine's (FDStats) and rule applications."""
+        m = self.maintainer
+        counts = m.stats.as_dict() if isinstance(m, FullyDynamic) else {}
+        counts["rule_applications"] = sum(m.counts.applications.values())
+        return counts
+
+    @staticmethod
+    def counts_since(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+        """`work_counts` growth between two readings (the one place they are diffed)."""
+        return {k: n - before.get(k, 0) for k, n in now.items()}
+
+    # ------------------------------------------------------------ the fully dynamic state
+    def export_changes(self) -> StateChanges:
+        """The state's changes since the last export (engine.fd.snapshot)."""
+        return export_changes(self._fd())
+
+    def restore(self, snap: StateSnapshot) -> None:
+        """Rebuild the engine from a stored state (`StateMismatch`: built for another program).
+
+        A state larger than the fact limit is refused too (`FactLimitExceeded`).
+        """
+        fd = self._fd()
+        check_fingerprint(fd, snap)
+        restore(fd, snap)
+        self.options.limits.check_facts(len(fd.born))
+
+    def state_meta(self) -> dict[str, object]:
+        """What a stored state says about itself (fingerprint, algorithm, clock)."""
+        return meta(self._fd())
+
+    # ------------------------------------------------------------ reading
+    def facts(self) -> set[tuple]:
+        """The materialisation as Python facts."""
+        return set(self.maintainer.facts())
+
+    def lines(self) -> list[str]:
+        """The materialisation in program syntax, sorted."""
+        return self.printer.lines(self.maintainer.facts())
+
+    def rewritten_lines(self) -> list[str]:
+        """The compact materialisation (equality="rewrite" only): normal facts only."""
+        rewritten = getattr(self.maintainer, "rewritten", None)
+        if rewritten is None:
+            raise AlgorithmError("rewritten facts exist only with equality=rewrite")
+        return self.printer.lines(rewritten())
+
+    def show(self, fact: PyFact) -> str:
+        """A fact in program syntax with the program's prefixes, without the final dot."""
+        return self.maintainer.show_fact(fact)
+
+    def match(self, pattern: Atom) -> Iterator[PyFact]:
+        """The facts of the materialisation matching a pattern atom (engine.why)."""
+        return match(self.maintainer, pattern)
+
+    def explain(self, fact: PyFact, max_facts: int = 200_000) -> Proof | None:
+        """A well-founded proof of `fact`, visiting at most `max_facts` facts (engine.why)."""
+        return Explainer(self.maintainer, max_facts, program=self.program).explain(fact)
+
+    def sizes(self) -> dict[str, int]:
+        """Facts in the materialisation and explicit facts; `log`: derivation-log entries."""
+        m = self.maintainer
+        internal = self.analysis.internal
+        return {
+            "facts": sum(len(r) for p, r in m.I.items() if p not in internal),
+            "explicit": sum(len(s) for s in m.E.values()),
+            "log": m.log_size() if isinstance(m, FullyDynamic) else 0,
+        }
+
+    def version(self) -> tuple:
+        """Changes whenever the materialisation may have changed (for caches of its facts)."""
+        m = self.maintainer
+        return (getattr(m, "clock", None), getattr(m, "last_seq", None), id(m.I),
+                sum(len(r) for r in m.I.values()))  # fmt: skip
+
+    def modules_used(self) -> set:
+        """The specs of the modules the maintainer runs (engine.analysis.ModuleSpec)."""
+        return {m.spec for ms in self.maintainer.modules.values() for m in ms}
+
+    def plans(self) -> Iterator[Plan]:
+        """Every rule's compiled plans -- full, then one per delta literal -- as before a load."""
+        ev = Evaluator(self.analysis, Dictionary(), lambda _pred: 0, self.options.hypertree)
+        for r in self.analysis.rules:
+            yield ev.plan(r, "full", None)
+            for i in range(len(r.positives) + len(r.negatives)):
+                yield ev.plan(r, "delta", i)

@@ -1,0 +1,56 @@
+"""How operations plug into a streaming job without the job knowing them.
+
+The job (stream.job) reports what happens to a `JobObserver` and asks an
+`Operations` object what to check before it starts, which observer to feed and
+which servers to run beside it. Both bases do nothing: a job without operations
+runs as well, only unobserved. `ops.wiring.Operations` is the real one (the
+Prometheus metrics of ops.metrics, the dashboard of ops.dashboard); it is
+handed in by the CLI, so dependencies point one way: ops -> stream.
+
+Not here: metrics, pages or HTTP servers (ops).
+"""
+
+from __future__ import annotations
+
+import threading
+
+
+class JobObserver:
+    """What the job reports as it runs (every method does nothing here)."""
+
+    def on_start(self, processor, store) -> None:
+        """The state was restored, or the initial materialisation committed."""
+
+    def on_pending(self, pending: int) -> None:
+        """The engine's pending operations after a submitted update."""
+
+    def on_batch(self, outcome, processor, store) -> None:
+        """A micro-batch was committed and published (stream.batch.BatchOutcome)."""
+
+    def on_error(self, exc: BaseException) -> None:
+        """A micro-batch failed; the job is about to give up."""
+
+    def set_lag(self, lag: dict[str, int]) -> None:
+        """Messages not yet processed, per partition."""
+
+    def sample(self) -> None:
+        """Once a second, from the job's sampler thread."""
+
+
+class Operations:
+    """What the job asks of operations (the base: nothing to check, no observer, no servers)."""
+
+    def check(self, cfg) -> None:
+        """Refuse a configuration before anything is contacted or written."""
+
+    def observer(self, cfg) -> JobObserver:
+        """The observer the job feeds."""
+        return JobObserver()
+
+    def serve(self, cfg, observer: JobObserver, reasoner, lock: threading.Lock) -> list[tuple[str, object]]:
+        """Start the servers the configuration asks for: `(name, server)` pairs.
+
+        Servers have `server_address`, `shutdown()` and `server_close()`;
+        questions they answer about `reasoner` hold `lock` (the batch lock).
+        """
+        return []

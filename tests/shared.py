@@ -1,0 +1,36 @@
+"""The shared corpus and papers, found relative to the repository: `<repo>/../shared`.
+
+Worktrees and the main checkout are siblings of `shared/`, so no test names an
+absolute path. When the corpus is missing, the tests that need it skip on a
+development machine and fail under CI (environment variable `CI` set): a CI run
+that silently skipped them would claim coverage it does not have.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+PROGRAMS = SHARED / "corpus" / "illich-glimm" / "programs"
+
+
+def corpus_files(directory: Path, pattern: str) -> list:
+    """The files of `directory` matching `pattern`, as test parameters.
+
+    When there are none, one parameter `None`: the test then calls `need` on it.
+    """
+    files = sorted(directory.glob(pattern))
+    return files or [None]
+
+
+def need(path: Path | None, what: Path = PROGRAMS) -> Path:
+    """`path`, or a failure under CI / a skip elsewhere when the corpus is missing."""
+    if path is not None and path.exists():
+        return path
+    message = f"the shared corpus is missing: expected {what} (<repo>/../shared)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)

@@ -1,0 +1,96 @@
+"""Issue 15: one codec (engine.wire) -- every constant survives every path, a restart from Redis included."""
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from connectors.files import decode_json, parse_update
+from connectors.state import RedisStateStore
+from engine import Iri, Reasoner, atom_to_fact, parse_facts
+from engine.lexer import IRI_FULL
+from engine.printer import FactPrinter
+from engine.wire import fact_from_json, fact_from_text, fact_json, fact_text, pred_json
+from stream.batch import BatchProcessor
+
+PREFIXES = {"ex": "http://example.org/", "p": "http://p/"}
+PRINTER = FactPrinter(PREFIXES.items())
+
+# IRIs as programs, facts files and messages can write them (engine.lexer.IRI_FULL)
+IRI_TEXT = st.text(max_size=12).filter(lambda s: IRI_FULL.match(f"<{s}>") is not None)
+STRINGS = st.one_of(
+    st.text(max_size=12),  # quotes, spaces, unicode, backslashes
+    IRI_TEXT.map(lambda s: f"<{s}>"),  # strings that look like IRIs
+    st.sampled_from(["<x>", "<>", "<a b>", '"', "ex:a", "\\", "", " ", "ü", "@value"]),
+)
+CONSTANTS = st.one_of(
+    st.integers(-(10**30), 10**30), st.integers(10**3999, 10**3999 + 5), STRINGS,
+    IRI_TEXT.map(Iri), st.sampled_from([Iri("http://example.org/a"), Iri("p:x")]),
+)  # fmt: skip
+PREDS = st.one_of(
+    st.sampled_from(["edge", "ex:q", "p:x", "http://example.org/r", "<x>", "ed ge", "q:local", "a:b:c"]),
+    st.text(min_size=1, max_size=8),
+)
+FACTS = st.builds(lambda p, args: (p, *args), PREDS, st.lists(CONSTANTS, min_size=1, max_size=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(FACTS)
+def test_a_fact_survives_the_wire_the_state_and_program_text(fact):
+    sent = json.dumps(fact_json(fact, PRINTER), ensure_ascii=False)  # a delta or update message
+    assert atom_to_fact(fact_from_json(decode_json(sent), PREFIXES)) == fact
+    assert fact_from_text(fact_text(fact)) == fact  # a state entry
+
+
+@settings(max_examples=200, deadline=None)
+@given(FACTS.filter(lambda f: all(not isinstance(a, int) or abs(a) < 10**100 for a in f[1:])))
+def test_program_text_reads_back_as_the_same_fact(fact):
+    (atom,) = parse_facts(PRINTER.fact(fact), "<f>", PREFIXES)
+    assert atom_to_fact(atom) == fact
+
+
+def test_a_string_that_looks_like_an_iri_is_written_as_a_value_object():
+    assert fact_json(("p", "<x>", Iri("x"), "x")) == ["p", {"@value": "<x>"}, "<x>", "x"]
+    assert pred_json("<x>", PRINTER) == "<<x>>" and pred_json("http://example.org/r", PRINTER) == "ex:r"
+    assert pred_json("ex:r", PRINTER) == "<ex:r>"  # would be expanded when read back
+
+
+PROGRAM = "@prefix ex: <http://example.org/> .\nreach(X, Y) :- link(X, Y).\nreach(X, Z) :- reach(X, Y), link(Y, Z)."
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(CONSTANTS, CONSTANTS), min_size=1, max_size=4), st.integers(0, 10**6))
+def test_constants_survive_a_restart_from_redis(redis_server, edges, n):
+    """Facts sent as update messages, committed to redis-server, restored by a new job: the same facts."""
+    namespace = f"wire-{n}"
+    store = RedisStateStore(redis_server.url, namespace=namespace)
+    store.clear()
+    deltas = []
+
+    class Publisher:
+        def publish_delta(self, batch, through, added, removed):
+            deltas.append((added, removed))
+
+        def publish_dead_letter(self, *args, **kw):
+            raise AssertionError(f"no dead letters expected: {args}")
+
+    first = BatchProcessor(Reasoner.from_text(PROGRAM, "fd-counting"), store, Publisher())
+    first.start([])
+    facts = [("link", a, b) for a, b in edges]
+    message = json.dumps({"add": [fact_json(f, first.printer) for f in facts]})
+    parse_update(decode_json(message), first.reasoner.prefixes, "m")  # valid as sent
+    first.process(0, [(0, 0, None, message, None, True, len(message.encode()))])
+    before = first.facts()
+    assert set(facts) <= before
+    rebuilt = set()
+    for added, removed in deltas:  # what a consumer rebuilds from the deltas
+        rebuilt |= {atom_to_fact(fact_from_json(f, first.reasoner.prefixes)) for f in added}
+        rebuilt -= {atom_to_fact(fact_from_json(f, first.reasoner.prefixes)) for f in removed}
+    assert rebuilt == before
+    store.close()
+    store = RedisStateStore(redis_server.url, namespace=namespace)
+    second = BatchProcessor(Reasoner.from_text(PROGRAM, "fd-counting"), store, Publisher())
+    assert second.start([]).startswith("restored state")
+    assert second.facts() == before
+    store.clear()
+    store.close()
