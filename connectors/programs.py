@@ -10,10 +10,9 @@ translated.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from connectors.owl2rl import OwlWarning, translate
 from engine.errors import FluxmatError
+from engine.lexer import read_source
 from engine.parser import parse_program
 from engine.syntax import Atom, Program, Rule
 
@@ -29,15 +28,8 @@ def load_program(
     if program is None and not ontologies:
         raise FluxmatError("give a PROGRAM, an --ontology FILE, or both")
     parsed = None
-    if program is not None:
-        path = Path(program)
-        if not path.is_file():
-            raise FluxmatError(f"{program}: no such file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise FluxmatError(f"{program}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-        parsed = parse_program(text, str(path))
+    if program is not None:  # read_source: one message per problem (missing, directory, not UTF-8)
+        parsed = parse_program(read_source(program), str(program))
     if not ontologies:
         return parsed, []
     onto, warnings = ontology_rules(ontologies)

@@ -171,10 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _reasoner(cfg: Config) -> Reasoner:
     if cfg.ontology or cfg.program is None:
         return rdf_cli.reasoner(cfg.program, cfg.ontology, cfg.engine_options())
-    path = Path(cfg.program)
-    if not path.is_file():
-        raise FluxmatError(f"{cfg.program}: no such file")
-    return Reasoner.from_file(path, options=cfg.engine_options())
+    return Reasoner.from_file(cfg.program, options=cfg.engine_options())
 
 
 def _facts(cfg: Config, reasoner: Reasoner) -> list[tuple]:

@@ -15,7 +15,6 @@ import json
 import threading
 from contextlib import contextmanager
 from itertools import islice
-from pathlib import Path
 
 from connectors.files import read_facts
 from connectors.redact import redact
@@ -153,19 +152,12 @@ class _Text(str):
     """JSON text already encoded (json_text's punctuation)."""
 
 
-def _program(path: str) -> Path:
-    p = Path(path)
-    if not p.is_file():
-        raise FluxmatError(f"{path}: no such file")
-    return p
-
-
 def _reasoner(program: str | None, options: EngineOptions, ontologies) -> Reasoner:
     if ontologies or program is None:  # the program plus the ontologies' rules, as `run` built it
         from ops.rdf_cli import reasoner
 
         return reasoner(program, ontologies, options)
-    return Reasoner.from_file(_program(program), options=options)
+    return Reasoner.from_file(program, options=options)
 
 
 def from_store(program: str | None, url: str, namespace: str = "default", ontologies=(),
