@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from engine.errors import FluxmatError
 from engine.fd.core import FullyDynamic
 from engine.limits import LimitExceeded
+from engine.storage import paused_gc
 from engine.syntax import PyFact
 
 
@@ -62,6 +63,12 @@ def feed(
     to quiescence before the next one is integrated.
     """
     result = FeedResult()
+    with paused_gc():  # the whole feed: the collector would rescan the engine between updates
+        _feed(fd, updates, budget, overlap, rejected, after_each, result)
+    return result
+
+
+def _feed(fd, updates, budget, overlap, rejected, after_each, result: FeedResult) -> None:
     try:
         for upd, last in _with_last(updates):
             try:
@@ -88,7 +95,6 @@ def feed(
     except LimitExceeded as exc:
         exc.key = result.keys.get(exc.update) if exc.update is not None else None
         raise
-    return result
 
 
 def _with_last(items: Iterable[Fed]) -> Iterator[tuple[Fed, bool]]:
