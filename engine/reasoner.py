@@ -209,6 +209,10 @@ class Reasoner:
         """The materialisation as Python facts."""
         return set(self.maintainer.facts())
 
+    def explicit(self) -> set[tuple]:
+        """The explicit facts E as Python facts (the program's own included)."""
+        return set(self.maintainer.explicit())
+
     def lines(self) -> list[str]:
         """The materialisation in program syntax, sorted."""
         return self.printer.lines(self.maintainer.facts())

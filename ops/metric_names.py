@@ -73,6 +73,10 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         GAUGE, "Id of the last committed micro-batch.", ()),
     "fluxmat_last_consistency_point_timestamp_seconds": (
         GAUGE, "Unix time of the last committed micro-batch.", ()),
+    "fluxmat_verified_batch": (
+        GAUGE, "Last batch a --verify-every self-check found exact (-1: none yet).", ()),
+    "fluxmat_verifications_total": (
+        COUNTER, "--verify-every self-checks finished, by result.", ("result",)),
 }  # fmt: skip
 
 SUFFIXES = {COUNTER: ("",), GAUGE: ("",), HISTOGRAM: ("_bucket", "_sum", "_count")}

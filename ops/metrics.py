@@ -72,6 +72,7 @@ class JobMetrics(JobObserver):
         self.registry = CollectorRegistry()
         self.c = _collectors(self.registry)
         self.c["fluxmat_info"].labels(program=program, algorithm=algorithm, namespace=namespace).set(1)
+        self.c["fluxmat_verified_batch"].set(-1)
         for name, label, values in (("fluxmat_fact_operations_total", "op", ("add", "delete")),
                                     ("fluxmat_batches_total", "outcome", ("applied", "replayed")),
                                     ("fluxmat_delta_facts_total", "change", ("added", "removed"))):  # fmt: skip
@@ -87,7 +88,8 @@ class JobMetrics(JobObserver):
         )  # fmt: skip
         self.now: dict[str, object] = {"facts": 0, "explicit": 0, "log": 0, "pending": 0,
                                        "state_entries": 0, "state_bytes": None, "lag": {},
-                                       "last_batch": None, "through": None, "last_commit": None}  # fmt: skip
+                                       "last_batch": None, "through": None, "last_commit": None,
+                                       "verified": None}  # fmt: skip
         self.history: deque[dict] = deque(maxlen=900)  # one sample per second: 15 minutes
         self.batches: deque[dict] = deque(maxlen=120)
         self.deltas: deque[dict] = deque(maxlen=20)
@@ -176,6 +178,19 @@ class JobMetrics(JobObserver):
             self.totals["failures"] += 1
             self.errors.append({"t": time.time(), "message": redact(f"{type(exc).__name__}: {exc}")})
 
+    def on_verified(self, result) -> None:
+        """A `--verify-every` self-check (stream.verify.Verification): exact, different, or failed to run."""
+        outcome = "error" if result.error is not None else "exact" if result.ok else "different"
+        with self._lock:
+            self.c["fluxmat_verifications_total"].labels(result=outcome).inc()
+            if outcome == "exact":
+                self.c["fluxmat_verified_batch"].set(result.batch)
+            else:
+                self.errors.append({"t": time.time(), "message": _verification_text(result)})
+            self.now["verified"] = {"batch": result.batch, "result": outcome, "missing": result.missing,
+                                    "extra": result.extra, "sample": list(result.sample),
+                                    "seconds": round(result.seconds, 3), "error": result.error}  # fmt: skip
+
     def set_lag(self, lag: dict[str, int]) -> None:
         gauge = self.c["fluxmat_consumer_lag_messages"]
         with self._lock:
@@ -202,6 +217,13 @@ class JobMetrics(JobObserver):
                 "deltas": list(self.deltas),
                 "errors": list(self.errors),
             }
+
+
+def _verification_text(result) -> str:
+    if result.error is not None:
+        return f"self-check of batch {result.batch} could not run: {result.error}"
+    return (f"self-check of batch {result.batch}: the materialisation differs from a from-scratch "
+            f"evaluation ({result.missing} missing, {result.extra} too many: {', '.join(result.sample)})")
 
 
 def serve_metrics(metrics: JobMetrics, host: str, port: int):

@@ -56,6 +56,9 @@ RUN_FLAGS = [
     ("--max-update-work", "MAX_UPDATE_WORK", str(DEFAULT_MAX_UPDATE_WORK),
      "rule applications + module inferences one update may cause; more: the update is "
      "quarantined (dead letter) (0: no limit)"),
+    ("--verify-every", "VERIFY_EVERY", "0",
+     "every N batches, recompute the materialisation from scratch in the background and compare "
+     "(shown on the dashboard and as fluxmat_verifications_total) (0: off)"),
     ("--max-facts", "MAX_FACTS", str(DEFAULT_MAX_FACTS),
      "facts the materialisation may hold; an update growing it further is quarantined "
      "(0: no limit)"),
@@ -124,6 +127,7 @@ def job_config(ns: argparse.Namespace):
         starting_offsets=ns.starting_offsets or None, ontology=tuple(ns.ontology),
         facts_format=ns.facts_format, delta_format=ns.delta_format,
         max_message_bytes=ns.max_message_bytes or None,
+        verify_every=_int(ns.verify_every, "--verify-every") or 0,
     )  # fmt: skip
 
 
@@ -154,6 +158,8 @@ def check_run_flags(cfg) -> None:
     if not _INTERVAL.match(cfg.trigger_interval.strip()):
         fail(f"--trigger-interval expects a duration such as 500ms, 2s or '1 minute', "
              f"got {cfg.trigger_interval!r}")  # fmt: skip
+    if cfg.verify_every < 0:
+        fail(f"--verify-every must be at least 0 (0: off), got {cfg.verify_every}")
     if cfg.max_updates_per_batch is not None and cfg.max_updates_per_batch < 1:
         fail(f"--max-updates-per-batch must be at least 1, got {cfg.max_updates_per_batch}")
     if cfg.redis and not cfg.redis.startswith(("redis://", "rediss://", "unix://", "memory:")):

@@ -39,6 +39,7 @@ from engine import EngineOptions, FluxmatError, Reasoner
 from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
 from stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
 from stream.observe import Operations
+from stream.verify import Verifier
 
 # The job's engine unless told otherwise: FD-Counting, overlapping updates, the default limits.
 STREAM_ENGINE = EngineOptions(
@@ -74,6 +75,7 @@ class JobConfig:
     facts_format: str | None = None  # how --facts files are read (None: by extension)
     delta_format: str = "json"  # json | ntriples (connectors.kafka_sink)
     max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES  # larger: dead letter (None: no limit)
+    verify_every: int = 0  # recompute from scratch every N batches and compare (stream.verify; 0: off)
 
 
 def spark_session(master: str, app: str = "fluxmat"):
@@ -166,6 +168,7 @@ class Job:
                 self.log(f"continuing the stored state with a new checkpoint from offsets "
                          f"{cfg.starting_offsets}; batches numbered from {processor.base}")  # fmt: skip
             metrics.on_start(processor, store)
+        verifier = self.verifier = Verifier(cfg.verify_every, self._verified)
         consumed: dict[str, int] = {}
         sampler = threading.Thread(target=self._sample, args=(metrics, consumed), daemon=True)
         try:
@@ -194,6 +197,8 @@ class Job:
             try:
                 with self.lock:
                     outcome = processor.process(batch_id, rows)
+                    if not outcome.replayed:
+                        verifier.after_batch(outcome.batch, reasoner)
             except BaseException as exc:
                 metrics.on_error(exc)
                 raise
@@ -275,6 +280,15 @@ class Job:
                 "new namespace (see ops/RUNBOOK.md)"
             )
         return False
+
+    def _verified(self, result) -> None:
+        """A self-check's result: to the observer, and a line in the log when it failed."""
+        self.metrics.on_verified(result)
+        if result.error is not None:
+            self.log(f"self-check of batch {result.batch} could not run: {result.error}")
+        elif not result.ok:
+            self.log(f"self-check of batch {result.batch} FAILED: {result.missing} facts missing, "
+                     f"{result.extra} facts too many (e.g. {', '.join(result.sample)})")  # fmt: skip
 
     def _close_servers(self) -> None:
         for server in self._servers:

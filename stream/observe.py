@@ -30,6 +30,9 @@ class JobObserver:
     def on_error(self, exc: BaseException) -> None:
         """A micro-batch failed; the job is about to give up."""
 
+    def on_verified(self, result) -> None:
+        """A `--verify-every` self-check finished (stream.verify.Verification)."""
+
     def set_lag(self, lag: dict[str, int]) -> None:
         """Messages not yet processed, per partition."""
 

@@ -93,7 +93,7 @@ def live(broker, redis_server, tmp_path_factory):
     mport, dport = free_port(), free_port()
     proc = start_job(s, "ops-job", None, "--metrics-port", str(mport), "--dashboard-port", str(dport),
                      "--auth-token", TOKEN, "--max-updates-per-batch", "4",
-                     "--trigger-interval", "400ms")  # fmt: skip
+                     "--trigger-interval", "400ms", "--verify-every", "2")  # fmt: skip
     job = LiveJob(s, proc, mport, dport)
     try:
         wait_for_log(proc, "reading ")
@@ -151,6 +151,16 @@ def test_metrics_report_the_stream_exactly(live):
     assert initial + added - removed == len(facts)
     info = [k for k in m if k.startswith("fluxmat_info{")]
     assert info == [f"fluxmat_info{{algorithm=fd-counting,namespace={live.s.namespace},program={live.s.program}}}"]
+
+
+def test_the_job_verifies_itself_against_a_from_scratch_evaluation(live):
+    """`--verify-every 2`: self-checks ran during the stream and found the state exact."""
+    m = live.metrics()
+    assert m["fluxmat_verifications_total{result=exact}"] >= 1
+    assert m.get("fluxmat_verifications_total{result=different}", 0) == 0
+    assert m["fluxmat_verified_batch"] >= 0
+    verified = live.get("/api/status")["now"]["verified"]
+    assert verified["result"] == "exact" and verified["missing"] == verified["extra"] == 0
 
 
 def test_the_dashboard_saw_a_backlog_drain(live):
