@@ -53,7 +53,7 @@ from connectors.redact import redact
 from connectors.state import INITIAL, KEEP_OUTPUTS
 from engine import FluxmatError
 from ops.inspect import Busy, StateView, from_store, json_text
-from ops.metrics import delta_entry, history_point
+from ops.metrics import delta_entry, fact_text, history_point
 
 PAGE = Path(__file__).with_name("dashboard.html")
 DEFAULT_LIMIT = 1000
@@ -160,6 +160,11 @@ class StoredSource:
         except redis.RedisError as exc:
             raise Unavailable(f"the state store {redact(self.url)} does not answer: {redact(str(exc))}") from None
 
+    def _fact_text(self):
+        """Program text for published facts, once the state has been loaded (else as published)."""
+        view = self._view
+        return fact_text(view.reasoner) if view is not None else None
+
     def view(self) -> StateView:
         """The state as of the last committed batch (reloaded when the job moved on)."""
         if not self._lock.acquire(timeout=LOCK_WAIT):
@@ -231,7 +236,7 @@ class StoredSource:
             for b in range(batch, max(batch - KEEP_OUTPUTS, INITIAL - 1), -1):
                 out = self.store.output(b)
                 if out and (out["added"] or out["removed"]):
-                    deltas.append(delta_entry(b, out, None))
+                    deltas.append(delta_entry(b, out, None, self._fact_text()))
         return {
             "mode": "stored",
             "job": {"program": self.program, "algorithm": meta.get("algorithm"),

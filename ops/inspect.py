@@ -55,7 +55,9 @@ class StateView:
         return self.reasoner.show(fact)
 
     def query(self, pattern: str, limit: int | None = None, exact: bool = True) -> dict:
-        """`{"pattern", "count", "facts", "truncated"}`: matching facts, sorted, as text.
+        """`{"pattern", "count", "facts", "truncated", "through"}`: matching facts, sorted, as text.
+
+        `through` names the last update the answer reflects (read under the lock).
 
         `exact` (the CLI) counts every match and shows the `limit` first in
         order. Otherwise (the dashboard) matching stops after `limit` + 1
@@ -68,11 +70,16 @@ class StateView:
         stop = None if exact or limit is None else limit + 1
         with self._locked():
             found = list(islice(self.reasoner.match(atom), stop))
+            through = self._through()
         texts = sorted(map(self._show, found))
         shown = texts if limit is None else texts[:limit]
         count = len(texts) if exact or len(texts) <= len(shown) else len(shown)
         return {"pattern": pattern, "count": count, "facts": shown,
-                "truncated": len(shown) < len(texts)}  # fmt: skip
+                "truncated": len(shown) < len(texts), "through": through}  # fmt: skip
+
+    def _through(self):
+        """The id of the last update the materialisation reflects (None: none, or not streamed)."""
+        return self.reasoner.last_id if self.reasoner.fully_dynamic else None
 
     def sparql(self, query: str, fmt: str | None = None, limits=None, source: str = "<query>"):
         """(connectors.sparql.Answer, facts that are not triples) for a SPARQL query.
@@ -95,7 +102,7 @@ class StateView:
 
     def why(self, fact_text: str, max_depth: int | None = None, max_nodes: int | None = None,
             max_facts: int = 200_000) -> dict:  # fmt: skip
-        """`{"fact", "found", "lines", "proof", "nodes", "truncated"}` for one ground fact.
+        """`{"fact", "found", "lines", "proof", "nodes", "truncated", "through"}` for one ground fact.
 
         The proof is searched visiting at most `max_facts` facts, under the lock;
         it is shown with at most `max_depth` levels and `max_nodes` nodes (`… N
@@ -108,14 +115,16 @@ class StateView:
         fact = atom_to_fact(atoms[0])
         with self._locked():
             proof = self.reasoner.explain(fact, max_facts)
+            through = self._through()
         shown = self._show(fact)
         if proof is None:
-            return {"fact": shown, "found": False, "lines": [f"{shown} is not in the materialisation"]}
+            return {"fact": shown, "found": False, "lines": [f"{shown} is not in the materialisation"],
+                    "through": through}  # fmt: skip
         nodes = proof_size(proof)[id(proof)]
         lines = render(proof, self._show, max_depth, max_nodes)
         return {"fact": shown, "found": True, "lines": lines,
                 "proof": to_json(proof, self._show, max_depth, max_nodes), "nodes": nodes,
-                "truncated": is_capped(proof, max_depth, max_nodes)}  # fmt: skip
+                "truncated": is_capped(proof, max_depth, max_nodes), "through": through}  # fmt: skip
 
 
 def json_text(value, default=str) -> str:

@@ -24,6 +24,8 @@ from prometheus_client import (
 )
 
 from connectors.redact import redact
+from engine import atom_to_fact
+from engine.wire import fact_from_json
 from ops.metric_names import METRICS
 from stream.observe import JobObserver
 
@@ -32,13 +34,35 @@ DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 12
 SHOWN_FACTS = 8  # facts of each delta kept for the dashboard
 
 
-def delta_entry(batch: int, output: dict, t: float | None) -> dict:
-    """A published delta as the dashboard lists it (sizes, and the first facts)."""
-    return {
+def delta_entry(batch: int, output: dict, t: float | None, show=None) -> dict:
+    """A published delta as the dashboard lists it (sizes, and the first facts).
+
+    `added` / `removed` are the facts as published; with `show` (`fact_text`),
+    `added_text` / `removed_text` are the same facts as program text that reads
+    back as the same fact -- what "why" takes (the page shows these).
+    """
+    added, removed = output["added"][:SHOWN_FACTS], output["removed"][:SHOWN_FACTS]
+    entry = {
         "batch": batch, "through": output["through"], "t": t,
         "n_added": len(output["added"]), "n_removed": len(output["removed"]),
-        "added": output["added"][:SHOWN_FACTS], "removed": output["removed"][:SHOWN_FACTS],
+        "added": added, "removed": removed,
     }  # fmt: skip
+    if show is not None:
+        entry["added_text"] = [show(f) for f in added]
+        entry["removed_text"] = [show(f) for f in removed]
+    return entry
+
+
+def fact_text(reasoner):
+    """A function from a published fact (JSON array, or an N-Triples line) to program text."""
+    prefixes = reasoner.prefixes
+
+    def show(item) -> str:
+        if isinstance(item, str):  # --delta-format ntriples: a triple's N-Triples line
+            return item
+        return reasoner.show(atom_to_fact(fact_from_json(item, prefixes)))
+
+    return show
 
 
 def history_point(totals: dict, now: dict) -> dict:
@@ -170,7 +194,7 @@ class JobMetrics(JobObserver):
                 "dead": outcome.dead, "peak_pending": outcome.peak_pending,
             })  # fmt: skip
             if output is not None and (output["added"] or output["removed"]):
-                self.deltas.append(delta_entry(outcome.batch, output, now))
+                self.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner)))
 
     def on_error(self, exc: BaseException) -> None:
         with self._lock:

@@ -294,6 +294,14 @@ def test_dashboard_in_a_real_browser(live, artifacts_dir):
         why = page.wait_for("document.getElementById('why-result').textContent.includes('explicit') && "
                             "document.getElementById('why-result').textContent")  # fmt: skip
         assert why.splitlines()[0].startswith("path(n2, n4)  <- path(X, Z)")
+        assert page.evaluate("document.getElementById('why-asof').textContent") == "as of update last"
+        assert page.evaluate("document.getElementById('query-asof').textContent") == "as of update last"
+        page.click("#deltas a.why-link")  # a delta's fact, clicked: "why" answers it (it pastes as text)
+        asked = page.wait_for("document.getElementById('why-asof').textContent && "
+                              "document.getElementById('why-result').textContent.startsWith("
+                              "document.getElementById('why-fact').value) && "
+                              "document.getElementById('why-fact').value")  # fmt: skip
+        assert asked in page.evaluate("document.getElementById('deltas').textContent")
         assert page.console_errors == []
         page.fill("#why-fact", "path(n2,")
         page.click("#why-run")
