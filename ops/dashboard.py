@@ -10,7 +10,7 @@ Routes (GET):
                 results (SPARQL protocol GET; the format also by Accept), over the
                 materialisation's triples, read-only, at most `limit` (default 1,000,
                 at most 10,000) results and 5 s (connectors.sparql)
-  /healthz      "ok" (never needs the token)
+  /healthz      "healthy: ..." / "degraded: ..." (200) or "failing: reason" (503); no token
 
 Binding: 127.0.0.1 unless told otherwise; any other address needs an auth token.
 With a token every API route requires `Authorization: Bearer TOKEN` (the scheme
@@ -121,6 +121,9 @@ class LiveSource:
     def status(self) -> dict:
         return self.metrics.status()
 
+    def health(self) -> tuple[str, str]:
+        return self.metrics.health()
+
     def view(self) -> StateView:
         return self._view
 
@@ -164,6 +167,15 @@ class StoredSource:
         """Program text for published facts, once the state has been loaded (else as published)."""
         view = self._view
         return fact_text(view.reasoner) if view is not None else None
+
+    def health(self) -> tuple[str, str]:
+        """Failing when the state store does not answer; the job's own health is on its page."""
+        try:
+            with self._store() as store:
+                store.last_batch()
+        except Unavailable as exc:
+            return "failing", str(exc)
+        return "healthy", "the stored state answers"
 
     def view(self) -> StateView:
         """The state as of the last committed batch (reloaded when the job moved on)."""
@@ -300,8 +312,9 @@ def _handler(source, token: str | None, bound: str, request_timeout: float):
                                         "use localhost, an IP address, or the --host name"})  # fmt: skip
             url = urlparse(self.path)
             query = parse_qs(url.query)
-            if url.path == "/healthz":
-                return self._send(200, b"ok\n", "text/plain")
+            if url.path == "/healthz":  # 503 when failing, with the reason (never needs the token)
+                state, reason = source.health()
+                return self._send(503 if state == "failing" else 200, f"{state}: {reason}\n".encode(), "text/plain")
             if url.path == "/favicon.ico":
                 return self._send(204, b"", "image/x-icon")
             if url.path in ("/", "/index.html"):  # static: holds no data, fetches it with the token

@@ -73,6 +73,12 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         GAUGE, "Id of the last committed micro-batch.", ()),
     "fluxmat_last_consistency_point_timestamp_seconds": (
         GAUGE, "Unix time of the last committed micro-batch.", ()),
+    "fluxmat_health_state": (
+        GAUGE, "0 healthy, 1 degraded, 2 failing (the reason is on /healthz and the page).", ()),
+    "fluxmat_consistency_point_age_seconds": (
+        GAUGE, "Seconds since the last committed micro-batch (grows when idle too: see fluxmat_idle).", ()),
+    "fluxmat_idle": (
+        GAUGE, "1 when nothing waits (no lag, no pending work): an old consistency point is then fine.", ()),
     "fluxmat_verified_batch": (
         GAUGE, "Last batch a --verify-every self-check found exact (-1: none yet).", ()),
     "fluxmat_verifications_total": (

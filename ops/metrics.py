@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from itertools import pairwise
 
 from prometheus_client import (
     CollectorRegistry,
@@ -32,6 +33,10 @@ from stream.observe import JobObserver
 disable_created_metrics()  # no `_created` series: they only clutter dashboards
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 SHOWN_FACTS = 8  # facts of each delta kept for the dashboard
+
+
+HEALTH_STATES = ("healthy", "degraded", "failing")  # fluxmat_health_state is the index
+DEGRADED_WINDOW = 60  # seconds: dead letters or a growing lag within it make the job degraded
 
 
 def delta_entry(batch: int, output: dict, t: float | None, show=None) -> dict:
@@ -97,6 +102,8 @@ class JobMetrics(JobObserver):
         self.c = _collectors(self.registry)
         self.c["fluxmat_info"].labels(program=program, algorithm=algorithm, namespace=namespace).set(1)
         self.c["fluxmat_verified_batch"].set(-1)
+        self.failing: str | None = None  # why the job is failing (a batch failed)
+        self.verify_failing: str | None = None  # a self-check found a different materialisation
         for name, label, values in (("fluxmat_fact_operations_total", "op", ("add", "delete")),
                                     ("fluxmat_batches_total", "outcome", ("applied", "replayed")),
                                     ("fluxmat_delta_facts_total", "change", ("added", "removed"))):  # fmt: skip
@@ -160,6 +167,7 @@ class JobMetrics(JobObserver):
                 t["deltas"] += 1
                 return
             c["fluxmat_batches_total"].labels(outcome="applied").inc()
+            self.failing = None  # a batch went through again
             c["fluxmat_updates_consumed_total"].inc(outcome.updates)
             c["fluxmat_fact_operations_total"].labels(op="add").inc(outcome.adds)
             c["fluxmat_fact_operations_total"].labels(op="delete").inc(outcome.deletes)
@@ -171,7 +179,8 @@ class JobMetrics(JobObserver):
             latency = None
             if outcome.oldest_timestamp_ms is not None:
                 latency = max(now - outcome.oldest_timestamp_ms / 1000.0, 0.0)
-                c["fluxmat_update_latency_seconds"].observe(latency)
+            for ts in outcome.timestamps_ms:  # one observation per update: produced -> published
+                c["fluxmat_update_latency_seconds"].observe(max(now - ts / 1000.0, 0.0))
             for key, metric in (("cancelled", "fluxmat_operations_cancelled_total"),
                                 ("recursion_stops", "fluxmat_recursion_stops_total"),
                                 ("rederivations", "fluxmat_rederivations_total")):  # fmt: skip
@@ -197,7 +206,9 @@ class JobMetrics(JobObserver):
                 self.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner)))
 
     def on_error(self, exc: BaseException) -> None:
+        """A batch failed: counted and shown before the job gives up (the health turns failing)."""
         with self._lock:
+            self.failing = redact(f"a batch failed: {type(exc).__name__}: {exc}")[:300]
             self.c["fluxmat_batch_failures_total"].inc()
             self.totals["failures"] += 1
             self.errors.append({"t": time.time(), "message": redact(f"{type(exc).__name__}: {exc}")})
@@ -209,7 +220,10 @@ class JobMetrics(JobObserver):
             self.c["fluxmat_verifications_total"].labels(result=outcome).inc()
             if outcome == "exact":
                 self.c["fluxmat_verified_batch"].set(result.batch)
+                self.verify_failing = None
             else:
+                if outcome == "different":
+                    self.verify_failing = f"the self-check of batch {result.batch} found a different materialisation"
                 self.errors.append({"t": time.time(), "message": _verification_text(result)})
             self.now["verified"] = {"batch": result.batch, "result": outcome, "missing": result.missing,
                                     "extra": result.extra, "sample": list(result.sample),
@@ -223,9 +237,39 @@ class JobMetrics(JobObserver):
             self.now["lag"] = {str(p): int(n) for p, n in lag.items()}
 
     def sample(self) -> None:
-        """Append one point to the history (called once a second by the job)."""
+        """Append one point to the history and refresh health and freshness (once a second)."""
         with self._lock:
             self.history.append(history_point(self.totals, self.now))
+            state, _reason = self._health()
+            c, now = self.c, self.now
+            c["fluxmat_health_state"].set(HEALTH_STATES.index(state))
+            if now["last_commit"] is not None:
+                c["fluxmat_consistency_point_age_seconds"].set(time.time() - now["last_commit"])
+            c["fluxmat_idle"].set(1 if self._idle() else 0)
+
+    # ------------------------------------------------------------ health
+    def health(self) -> tuple[str, str]:
+        """(state, reason): `healthy`, `degraded` or `failing` (see `HEALTH_STATES`)."""
+        with self._lock:
+            return self._health()
+
+    def _idle(self) -> bool:
+        return not sum(self.now["lag"].values()) and not self.now["pending"]
+
+    def _health(self) -> tuple[str, str]:
+        if self.failing:
+            return "failing", self.failing
+        if self.verify_failing:
+            return "failing", self.verify_failing
+        recent = [b for b in self.batches if b["t"] >= time.time() - DEGRADED_WINDOW]
+        dead = sum(b["dead"] for b in recent)
+        if dead:
+            return "degraded", f"{dead} dead letter{'s' if dead != 1 else ''} in the last {DEGRADED_WINDOW} s"
+        lags = [p["lag"] for p in self.history if p["t"] >= time.time() - DEGRADED_WINDOW]
+        growing = all(b >= a for a, b in pairwise(lags)) and len(lags) >= 10 and lags[-1] > lags[0]
+        if growing:
+            return "degraded", f"the consumer lag grew from {lags[0]} to {lags[-1]} messages in {len(lags)} s"
+        return "healthy", "idle: nothing to do" if self._idle() else "applying updates"
 
     # ------------------------------------------------------------ reading
     def status(self) -> dict:
@@ -240,6 +284,7 @@ class JobMetrics(JobObserver):
                 "batches": list(self.batches),
                 "deltas": list(self.deltas),
                 "errors": list(self.errors),
+                "health": dict(zip(("state", "reason"), self._health(), strict=True)),
             }
 
 

@@ -98,6 +98,7 @@ class BatchOutcome:
     through: object = None
     seconds: float = 0.0
     oldest_timestamp_ms: int | None = None
+    timestamps_ms: list[int] = field(default_factory=list)  # of each applied update's message
     stats: dict[str, int] = field(default_factory=dict)
     output: dict | None = field(default=None, repr=False)  # what was published
 
@@ -274,6 +275,7 @@ class BatchProcessor:
             outcome.adds += len(upd.add)
             outcome.deletes += len(upd.delete)
             if ts is not None:
+                outcome.timestamps_ms.append(ts)
                 oldest = outcome.oldest_timestamp_ms
                 outcome.oldest_timestamp_ms = ts if oldest is None else min(oldest, ts)
             if self.progress is not None:
