@@ -15,7 +15,9 @@ Types are "counter", "gauge" and "histogram". Keys are the names as scraped:
 * a histogram `X` is scraped as `X_bucket`, `X_sum` and `X_count`; its key here
   is the bare `X`, the name `Histogram()` takes.
 
-Everything lives under the `fluxmat_` prefix. Nothing here imports
+Everything lives under the `fluxmat_` prefix, except the driver process's
+`process_*` metrics (`PROCESS`), which prometheus_client's process collector
+provides (so they are not created from this table). Nothing here imports
 prometheus_client, so the table can be read without it.
 """
 
@@ -73,6 +75,11 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         GAUGE, "Id of the last committed micro-batch.", ()),
     "fluxmat_last_consistency_point_timestamp_seconds": (
         GAUGE, "Unix time of the last committed micro-batch.", ()),
+    "fluxmat_dead_letters_by_reason_total": (
+        COUNTER, "Dead letters by the kind of their reason (stream.batch.DEAD_LETTER_KINDS).", ("reason",)),
+    "fluxmat_engine_work_total": (
+        COUNTER, "The fully dynamic engine's work: units of work, rule applications, no-op adds and deletes.",
+        ("kind",)),
     "fluxmat_health_state": (
         GAUGE, "0 healthy, 1 degraded, 2 failing (the reason is on /healthz and the page).", ()),
     "fluxmat_consistency_point_age_seconds": (
@@ -84,6 +91,16 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "fluxmat_verifications_total": (
         COUNTER, "--verify-every self-checks finished, by result.", ("result",)),
 }  # fmt: skip
+
+# The driver process, from prometheus_client's ProcessCollector (the names it exports).
+PROCESS = {
+    "process_cpu_seconds_total": (COUNTER, "Total user and system CPU time spent in seconds.", ()),
+    "process_resident_memory_bytes": (GAUGE, "Resident memory size in bytes.", ()),
+    "process_virtual_memory_bytes": (GAUGE, "Virtual memory size in bytes.", ()),
+    "process_start_time_seconds": (GAUGE, "Start time of the process since unix epoch in seconds.", ()),
+    "process_open_fds": (GAUGE, "Number of open file descriptors.", ()),
+    "process_max_fds": (GAUGE, "Maximum number of open file descriptors.", ()),
+}
 
 SUFFIXES = {COUNTER: ("",), GAUGE: ("",), HISTOGRAM: ("_bucket", "_sum", "_count")}
 

@@ -20,6 +20,7 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    ProcessCollector,
     disable_created_metrics,
     start_http_server,
 )
@@ -28,6 +29,7 @@ from connectors.redact import redact
 from engine import atom_to_fact
 from engine.wire import fact_from_json
 from ops.metric_names import METRICS
+from stream.batch import dead_letter_kind
 from stream.observe import JobObserver
 
 disable_created_metrics()  # no `_created` series: they only clutter dashboards
@@ -35,6 +37,7 @@ DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 12
 SHOWN_FACTS = 8  # facts of each delta kept for the dashboard
 
 
+ENGINE_WORK = ("units", "rule_applications", "noop_adds", "noop_deletes")  # BatchOutcome.stats keys
 HEALTH_STATES = ("healthy", "degraded", "failing")  # fluxmat_health_state is the index
 DEGRADED_WINDOW = 60  # seconds: dead letters or a growing lag within it make the job degraded
 
@@ -98,7 +101,9 @@ class JobMetrics(JobObserver):
     """Counters, gauges and recent history of one running job."""
 
     def __init__(self, program: str, algorithm: str, namespace: str, topic: str):
-        self.registry = CollectorRegistry()
+        self.registry = CollectorRegistry()  # the fluxmat_* table (ops.metric_names)
+        self.process = CollectorRegistry()  # process_* of the driver (ops.metric_names.PROCESS)
+        ProcessCollector(registry=self.process)
         self.c = _collectors(self.registry)
         self.c["fluxmat_info"].labels(program=program, algorithm=algorithm, namespace=namespace).set(1)
         self.c["fluxmat_verified_batch"].set(-1)
@@ -125,6 +130,7 @@ class JobMetrics(JobObserver):
         self.batches: deque[dict] = deque(maxlen=120)
         self.deltas: deque[dict] = deque(maxlen=20)
         self.errors: deque[dict] = deque(maxlen=20)
+        self.dead_letters: deque[dict] = deque(maxlen=20)  # the last ones, with reason and offset
 
     # ------------------------------------------------------------ feeding
     def _gauges(self, processor, store) -> None:
@@ -175,6 +181,13 @@ class JobMetrics(JobObserver):
             c["fluxmat_delta_facts_total"].labels(change="added").inc(outcome.added)
             c["fluxmat_delta_facts_total"].labels(change="removed").inc(outcome.removed)
             c["fluxmat_dead_letters_total"].inc(outcome.dead)
+            for reason, partition, offset, *_rest in (output or {}).get("dead", ()):
+                kind = dead_letter_kind(reason)
+                c["fluxmat_dead_letters_by_reason_total"].labels(reason=kind).inc()
+                self.dead_letters.append({"t": now, "batch": outcome.batch, "partition": partition,
+                                          "offset": offset, "kind": kind, "reason": reason[:500]})  # fmt: skip
+            for key in ENGINE_WORK:
+                c["fluxmat_engine_work_total"].labels(kind=key).inc(outcome.stats.get(key, 0))
             c["fluxmat_batch_duration_seconds"].observe(outcome.seconds)
             latency = None
             if outcome.oldest_timestamp_ms is not None:
@@ -284,6 +297,7 @@ class JobMetrics(JobObserver):
                 "batches": list(self.batches),
                 "deltas": list(self.deltas),
                 "errors": list(self.errors),
+                "dead_letters": list(self.dead_letters),
                 "health": dict(zip(("state", "reason"), self._health(), strict=True)),
             }
 
@@ -295,6 +309,17 @@ def _verification_text(result) -> str:
             f"evaluation ({result.missing} missing, {result.extra} too many: {', '.join(result.sample)})")
 
 
+class Exported:
+    """What `/metrics` serves: the job's `fluxmat_*` metrics and the driver's `process_*`."""
+
+    def __init__(self, *registries: CollectorRegistry):
+        self.registries = registries
+
+    def collect(self):
+        for registry in self.registries:
+            yield from registry.collect()
+
+
 def serve_metrics(metrics: JobMetrics, host: str, port: int):
     """Serve `/metrics` on host:port in a daemon thread; returns (server, thread)."""
-    return start_http_server(port, addr=host, registry=metrics.registry)
+    return start_http_server(port, addr=host, registry=Exported(metrics.registry, metrics.process))

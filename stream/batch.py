@@ -67,8 +67,22 @@ INITIAL_BATCH = INITIAL  # the initial materialisation's batch id
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB
 DEAD_RAW_CHARS = 65_536  # a dead letter's raw value is cut here: it must fit a Kafka message
 REASON_CHARS = 2_000  # and so is its reason (which may quote the message)
-__all__ = ["DEAD_RAW_CHARS", "DEFAULT_MAX_MESSAGE_BYTES", "INITIAL_BATCH", "BatchOutcome",
-           "BatchProcessor", "StateMismatch"]  # fmt: skip
+# Why a message became a dead letter, as a bounded set (a metric label): by its reason's start.
+DEAD_LETTER_KINDS = {
+    "message too large": "too_large", "value is not valid UTF-8": "not_utf8",
+    "invalid JSON": "invalid_json", "work limit exceeded": "work_limit",
+    "fact limit exceeded": "fact_limit", "cannot decode the message": "error",
+}  # fmt: skip
+OTHER_KIND = "invalid_update"  # not an update, unknown key, wrong arity, added and deleted, ...
+
+
+def dead_letter_kind(reason: str) -> str:
+    """The kind of a dead letter's reason (`DEAD_LETTER_KINDS`, else `OTHER_KIND`)."""
+    return next((kind for start, kind in DEAD_LETTER_KINDS.items() if reason.startswith(start)), OTHER_KIND)
+
+
+__all__ = ["DEAD_LETTER_KINDS", "DEAD_RAW_CHARS", "DEFAULT_MAX_MESSAGE_BYTES", "INITIAL_BATCH", "OTHER_KIND",
+           "BatchOutcome", "BatchProcessor", "StateMismatch", "dead_letter_kind"]  # fmt: skip
 
 
 def _crash_point(point: str, batch: int) -> None:

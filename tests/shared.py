@@ -34,3 +34,13 @@ def need(path: Path | None, what: Path = PROGRAMS) -> Path:
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
+
+
+class NullPublisher:
+    """A publisher that drops deltas and dead letters (for tests of the batch processor)."""
+
+    def publish_delta(self, *args):
+        pass
+
+    def publish_dead_letter(self, *args, **kw):
+        pass

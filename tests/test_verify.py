@@ -9,20 +9,13 @@ from engine import FluxmatError, Reasoner
 from ops.metrics import JobMetrics
 from stream.batch import BatchProcessor
 from stream.verify import Verifier
+from tests.shared import NullPublisher
 
 PROGRAM = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z)."
 
 
-class Publisher:
-    def publish_delta(self, *args):
-        pass
-
-    def publish_dead_letter(self, *args, **kw):
-        pass
-
-
 def _job():
-    p = BatchProcessor(Reasoner.from_text(PROGRAM, "fd-counting"), MemoryStateStore(), Publisher())
+    p = BatchProcessor(Reasoner.from_text(PROGRAM, "fd-counting"), MemoryStateStore(), NullPublisher())
     p.start([("edge", "a", "b")])
     msg = json.dumps({"add": [["edge", "b", "c"], ["edge", "c", "d"]]})
     p.process(0, [(0, 0, None, msg, None, True, len(msg))])
