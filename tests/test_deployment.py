@@ -554,6 +554,22 @@ ALERT_CASES = [
     ("FluxmatPendingOperationsNotDraining", {"fluxmat_pending_operations": "7 7 7 0 7 7 7 7 7 0 7 7"}, "11m", []),
     ("FluxmatRedisMemoryHigh", {"fluxmat_state_memory_bytes": "5e9x20"}, "20m", [{"severity": "warning"}]),
     ("FluxmatRedisMemoryHigh", {"fluxmat_state_memory_bytes": "1e9x20"}, "20m", []),
+    # a real stall pages within 2 minutes of the last commit (age > 90 s, for 30 s); idleness never
+    ("FluxmatStalled", {"fluxmat_consistency_point_age_seconds": "0+60x4", "fluxmat_idle": "0x4"}, "3m",
+     [{"severity": "critical"}]),
+    ("FluxmatStalled", {"fluxmat_consistency_point_age_seconds": "0+60x30", "fluxmat_idle": "1x30"}, "30m", []),
+    ("FluxmatFailing", {"fluxmat_health_state": "0 2 2 2"}, "3m", [{"severity": "critical"}]),
+    ("FluxmatFailing", {"fluxmat_health_state": "1x10"}, "10m", []),
+    ("FluxmatSelfCheckDifferent", {'fluxmat_verifications_total{result="different"}': "0 0 1 1"}, "3m",
+     [{"severity": "critical"}]),
+    ("FluxmatSelfCheckDifferent", {'fluxmat_verifications_total{result="exact"}': "0+1x10"}, "10m", []),
+    ("FluxmatDeadLetterRatio", {"fluxmat_dead_letters_total": "0+10x30", "fluxmat_updates_consumed_total": "0+50x30"},
+     "30m", [{"severity": "warning"}]),
+    ("FluxmatDeadLetterRatio", {"fluxmat_dead_letters_total": "0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1",
+                                "fluxmat_updates_consumed_total": "0+50x23"}, "23m", []),  # one bad message
+    ("FluxmatCrashLoop", {'process_start_time_seconds{job="fluxmat"}': "100 100 400 400 700 700 1000"}, "6m",
+     [{"job": "fluxmat", "severity": "warning"}]),
+    ("FluxmatCrashLoop", {'process_start_time_seconds{job="fluxmat"}': "100x30"}, "30m", []),
 ]  # fmt: skip
 
 
