@@ -113,6 +113,7 @@ class KafkaPublisher:
         self.max_bytes = int(max_message_bytes)
         self.source_topic = source_topic
         self.delta_format = delta_format
+        self.on_retry = None  # told why before each resend (the job's metrics)
         check_broker(bootstrap, timeout=connect_timeout)
         try:
             self._producer = KafkaProducer(
@@ -217,6 +218,8 @@ class KafkaPublisher:
                 return
             if time.monotonic() + delay > deadline:
                 raise last
+            if self.on_retry is not None:
+                self.on_retry(f"{type(last).__name__}: {last}")
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
             pending = failed

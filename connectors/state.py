@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from connectors.redact import redact
@@ -143,6 +144,7 @@ class RedisStateStore:
         self.shown = redact(url)
         self.prefix = f"fluxmat:{namespace}:"
         self.retry_seconds = retry_seconds
+        self.on_retry: Callable[[str], None] | None = None  # told why before each retry (the job's metrics)
         timeout = min(CONNECT_TIMEOUT, socket_timeout)
         try:
             probe = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
@@ -174,6 +176,8 @@ class RedisStateStore:
                     raise
                 log.warning("Redis at %s unavailable (%s); retrying in %.1f s", self.shown,
                             redact(str(exc)), delay)  # fmt: skip
+                if self.on_retry is not None:
+                    self.on_retry(redact(f"{type(exc).__name__}: {exc}"))
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
 

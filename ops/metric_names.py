@@ -80,6 +80,8 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "fluxmat_engine_work_total": (
         COUNTER, "The fully dynamic engine's work: units of work, rule applications, no-op adds and deletes.",
         ("kind",)),
+    "fluxmat_retries_total": (
+        COUNTER, "Failed calls to Redis or the broker that were retried.", ("target",)),
     "fluxmat_health_state": (
         GAUGE, "0 healthy, 1 degraded, 2 failing (the reason is on /healthz and the page).", ()),
     "fluxmat_consistency_point_age_seconds": (

@@ -130,7 +130,8 @@ class JobMetrics(JobObserver):
         self.batches: deque[dict] = deque(maxlen=120)
         self.deltas: deque[dict] = deque(maxlen=20)
         self.errors: deque[dict] = deque(maxlen=20)
-        self.dead_letters: deque[dict] = deque(maxlen=20)  # the last ones, with reason and offset
+        self.dead_letters: deque[dict] = deque(maxlen=20)
+        self.retries: deque[tuple[float, str, str]] = deque(maxlen=100)  # (time, target, why)  # the last ones, with reason and offset
 
     # ------------------------------------------------------------ feeding
     def _gauges(self, processor, store) -> None:
@@ -218,6 +219,12 @@ class JobMetrics(JobObserver):
             if output is not None and (output["added"] or output["removed"]):
                 self.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner)))
 
+    def on_retry(self, target: str, why: str) -> None:
+        """A call to Redis or the broker failed and is retried: counted, and degraded for a while."""
+        with self._lock:
+            self.c["fluxmat_retries_total"].labels(target=target).inc()
+            self.retries.append((time.time(), target, why[:200]))
+
     def on_error(self, exc: BaseException) -> None:
         """A batch failed: counted and shown before the job gives up (the health turns failing)."""
         with self._lock:
@@ -274,6 +281,12 @@ class JobMetrics(JobObserver):
             return "failing", self.failing
         if self.verify_failing:
             return "failing", self.verify_failing
+        since = time.time() - DEGRADED_WINDOW
+        retried = [(target, why) for t, target, why in self.retries if t >= since]
+        if retried:
+            target, why = retried[-1]
+            name = "Redis" if target == "redis" else "the broker"
+            return "degraded", f"retrying {name} ({len(retried)} retries in the last {DEGRADED_WINDOW} s): {why}"
         recent = [b for b in self.batches if b["t"] >= time.time() - DEGRADED_WINDOW]
         dead = sum(b["dead"] for b in recent)
         if dead:

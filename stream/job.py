@@ -156,6 +156,8 @@ class Job:
         store, publisher = self._connect()
         rebase = self._check_checkpoint(store)
         metrics = self.metrics = self.operations.observer(cfg)
+        store.on_retry = lambda why: metrics.on_retry("redis", why)
+        publisher.on_retry = lambda why: metrics.on_retry("broker", why)
         processor = BatchProcessor(
             reasoner, store, publisher, progress=metrics.on_pending,
             max_message_bytes=cfg.max_message_bytes or sys.maxsize, delta_format=cfg.delta_format,

@@ -27,6 +27,9 @@ class JobObserver:
     def on_batch(self, outcome, processor, store) -> None:
         """A micro-batch was committed and published (stream.batch.BatchOutcome)."""
 
+    def on_retry(self, target: str, why: str) -> None:
+        """A call to `target` ("redis" or "broker") failed and is being retried."""
+
     def on_error(self, exc: BaseException) -> None:
         """A micro-batch failed; the job is about to give up."""
 

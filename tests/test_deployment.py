@@ -570,6 +570,9 @@ ALERT_CASES = [
     ("FluxmatCrashLoop", {'process_start_time_seconds{job="fluxmat"}': "100 100 400 400 700 700 1000"}, "6m",
      [{"job": "fluxmat", "severity": "warning"}]),
     ("FluxmatCrashLoop", {'process_start_time_seconds{job="fluxmat"}': "100x30"}, "30m", []),
+    ("FluxmatRetrying", {'fluxmat_retries_total{target="redis"}': "0+3x10"}, "10m",
+     [{"target": "redis", "severity": "warning"}]),
+    ("FluxmatRetrying", {'fluxmat_retries_total{target="redis"}': "0 4 4 4 4 4 4 4 4 4 4 4"}, "11m", []),
 ]  # fmt: skip
 
 
