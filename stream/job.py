@@ -171,7 +171,7 @@ class Job:
                          f"{cfg.starting_offsets}; batches numbered from {processor.base}")  # fmt: skip
             metrics.on_start(processor, store)
         verifier = self.verifier = Verifier(cfg.verify_every, self._verified)
-        consumed: dict[str, int] = {}
+        consumed: dict[str, int] = checkpoint_offsets(cfg.checkpoint)  # lag right after a restart
         sampler = threading.Thread(target=self._sample, args=(metrics, consumed), daemon=True)
         try:
             self._serve(metrics, reasoner)
@@ -348,6 +348,28 @@ def checkpoint_last_batch(checkpoint: str) -> int | None:
     path = Path(checkpoint.removeprefix("file://").removeprefix("file:")) / "offsets"
     ids = [int(p.name) for p in path.glob("*") if p.name.isdigit()] if path.is_dir() else []
     return max(ids) if ids else None
+
+
+def checkpoint_offsets(checkpoint: str) -> dict[str, int]:
+    """The end offsets of the last batch Spark committed in a local checkpoint ({} when none).
+
+    The consumer lag is measured against them from the first sample after a
+    restart (Spark's own progress is empty until the first new batch ends).
+    """
+    root = Path(checkpoint.removeprefix("file://").removeprefix("file:"))
+
+    def ids(sub: str) -> set[int]:
+        path = root / sub
+        return {int(p.name) for p in path.glob("*") if p.name.isdigit()} if path.is_dir() else set()
+
+    done = ids("offsets") & ids("commits")
+    if not done:
+        return {}
+    try:
+        last = (root / "offsets" / str(max(done))).read_text(encoding="utf-8").strip().splitlines()[-1]
+        return {str(p): int(n) for p, n in json.loads(last).items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}  # an unreadable file: Spark's progress takes over after the first batch
 
 
 def run_until_signalled(cfg: JobConfig, operations: Operations | None = None) -> None:
