@@ -80,6 +80,9 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "fluxmat_engine_work_total": (
         COUNTER, "The fully dynamic engine's work: units of work, rule applications, no-op adds and deletes.",
         ("kind",)),
+    "fluxmat_spark_phase_seconds": (
+        HISTOGRAM, "Spark's time per micro-batch by phase (lastProgress.durationMs: triggerExecution, "
+        "addBatch, latestOffset, queryPlanning, walCommit, commitOffsets, getBatch).", ("phase",)),
     "fluxmat_retries_total": (
         COUNTER, "Failed calls to Redis or the broker that were retried.", ("target",)),
     "fluxmat_health_state": (

@@ -38,6 +38,8 @@ SHOWN_FACTS = 8  # facts of each delta kept for the dashboard
 
 
 ENGINE_WORK = ("units", "rule_applications", "noop_adds", "noop_deletes")  # BatchOutcome.stats keys
+SPARK_PHASES = ("triggerExecution", "addBatch", "latestOffset", "queryPlanning", "walCommit",
+                "commitOffsets", "getBatch")  # lastProgress.durationMs keys kept (a bounded label)
 HEALTH_STATES = ("healthy", "degraded", "failing")  # fluxmat_health_state is the index
 DEGRADED_WINDOW = 60  # seconds: dead letters or a growing lag within it make the job degraded
 
@@ -218,6 +220,13 @@ class JobMetrics(JobObserver):
             })  # fmt: skip
             if output is not None and (output["added"] or output["removed"]):
                 self.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner)))
+
+    def on_spark_batch(self, phases: dict[str, float]) -> None:
+        """Spark's phases of a micro-batch beside ours (batch duration): a bounded set of labels."""
+        with self._lock:
+            for phase, seconds in phases.items():
+                if phase in SPARK_PHASES:
+                    self.c["fluxmat_spark_phase_seconds"].labels(phase=phase).observe(seconds)
 
     def on_retry(self, target: str, why: str) -> None:
         """A call to Redis or the broker failed and is retried: counted, and degraded for a while."""

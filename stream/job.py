@@ -124,6 +124,7 @@ class Job:
         self.metrics_address: tuple[str, int] | None = None
         self.dashboard_address: tuple[str, int] | None = None
         self._servers: list = []
+        self._last_progress: object = None  # the batch id of the last Spark progress reported
 
     def stop(self) -> None:
         self._stop.set()
@@ -323,9 +324,23 @@ class Job:
                         metrics.set_lag({p: max(h - consumed.get(p, 0), 0) for p, h in high.items()})
                     except Exception as exc:  # the lag is advisory; the job goes on
                         self.log(f"cannot read the consumer lag: {exc}")
+                self._spark_progress(metrics)
                 metrics.sample()
         finally:
             reader.stop()
+
+    def _spark_progress(self, metrics) -> None:
+        """Hand Spark's timings of each new micro-batch (`lastProgress.durationMs`) to the observer."""
+        query = getattr(self, "query", None)
+        try:
+            progress = query.lastProgress if query is not None else None
+        except Exception:  # the query is stopping
+            return
+        if not progress or progress.get("batchId") == self._last_progress:
+            return
+        self._last_progress = progress.get("batchId")
+        durations = progress.get("durationMs") or {}
+        metrics.on_spark_batch({k: v / 1000.0 for k, v in durations.items() if isinstance(v, int | float)})
 
     def _progress_offsets(self, consumed: dict[str, int]) -> None:
         """Merge the end offsets of Spark's last progress (known before any row after a restart)."""

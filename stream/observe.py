@@ -30,6 +30,9 @@ class JobObserver:
     def on_retry(self, target: str, why: str) -> None:
         """A call to `target` ("redis" or "broker") failed and is being retried."""
 
+    def on_spark_batch(self, phases: dict[str, float]) -> None:
+        """Spark's own timings of a micro-batch, in seconds by phase (`lastProgress.durationMs`)."""
+
     def on_error(self, exc: BaseException) -> None:
         """A micro-batch failed; the job is about to give up."""
 

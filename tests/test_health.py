@@ -111,3 +111,12 @@ def test_a_growing_lag_degrades_and_a_stable_one_does_not():
         m.sample()
     state, reason = m.health()
     assert state == "degraded" and reason.startswith("the consumer lag grew from 3 to 15 messages")
+
+
+def test_spark_phases_are_kept_beside_ours_with_a_bounded_label():
+    m = JobMetrics("p.dl", "fd-counting", "default", "updates")
+    m.on_spark_batch({"triggerExecution": 0.8, "addBatch": 0.5, "somethingNew": 1.0})
+    text = generate_latest(m.registry).decode()
+    assert 'fluxmat_spark_phase_seconds_sum{phase="addBatch"} 0.5' in text
+    assert 'fluxmat_spark_phase_seconds_count{phase="triggerExecution"} 1.0' in text
+    assert "somethingNew" not in text

@@ -163,6 +163,12 @@ def test_the_job_verifies_itself_against_a_from_scratch_evaluation(live):
     assert verified["result"] == "exact" and verified["missing"] == verified["extra"] == 0
 
 
+def test_spark_phases_are_reported_beside_ours(live):
+    m = live.metrics()
+    assert m["fluxmat_spark_phase_seconds_count{phase=triggerExecution}"] >= 1
+    assert m["fluxmat_spark_phase_seconds_sum{phase=addBatch}"] > 0
+
+
 def test_the_dashboard_saw_a_backlog_drain(live):
     assert live.max_lag_seen > 0, "the lag never showed the 42 queued messages"
     pending_peaks = [b["peak_pending"] for st in live.statuses for b in st["batches"]]
