@@ -192,6 +192,8 @@ class JobMetrics(JobObserver):
             for key in ENGINE_WORK:
                 c["fluxmat_engine_work_total"].labels(kind=key).inc(outcome.stats.get(key, 0))
             c["fluxmat_batch_duration_seconds"].observe(outcome.seconds)
+            for phase, seconds in outcome.phases.items():
+                c["fluxmat_batch_phase_seconds"].labels(phase=phase).observe(seconds)
             latency = None
             if outcome.oldest_timestamp_ms is not None:
                 latency = max(now - outcome.oldest_timestamp_ms / 1000.0, 0.0)

@@ -114,7 +114,21 @@ class BatchOutcome:
     oldest_timestamp_ms: int | None = None
     timestamps_ms: list[int] = field(default_factory=list)  # of each applied update's message
     stats: dict[str, int] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds: decode, engine, export, commit, publish
     output: dict | None = field(default=None, repr=False)  # what was published
+
+
+class _Clock:
+    """Seconds per phase of a batch (BatchOutcome.phases; fluxmat_batch_phase_seconds)."""
+
+    def __init__(self):
+        self.phases: dict[str, float] = {}
+        self.last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.phases[phase] = self.phases.get(phase, 0.0) + now - self.last
+        self.last = now
 
 
 class _Breach(Exception):
@@ -205,8 +219,10 @@ class BatchProcessor:
             return BatchOutcome(batch, replayed=True, seconds=time.perf_counter() - start)
         reasoner = self.reasoner
         before = reasoner.work_counts()
+        clock = _Clock()
         rows = sorted(rows, key=lambda r: (r[0], r[1]))
         decoded = [self._decode(row) for row in rows]
+        clock.lap("decode")
         quarantined: dict[int, str] = {}  # row index -> the limit it ran out of
         alone = False  # each update to quiescence before the next (exact blame)
         while True:
@@ -220,17 +236,23 @@ class BatchProcessor:
                 alone = True
                 reasoner.restore(self.store.load())  # back to the last committed state
         point = reasoner.poll()
+        clock.lap("engine")
         output = {
             "through": reasoner.last_id,
             "added": [self._wire(f) for f in point.added],
             "removed": [self._wire(f) for f in point.removed],
             "dead": dead,
         }
+        changes = reasoner.export_changes()
+        clock.lap("export")
         _crash_point("before-commit", batch)
-        self.store.commit(batch, reasoner.export_changes(), output)
+        self.store.commit(batch, changes, output)
+        clock.lap("commit")
         _crash_point("after-commit", batch)
         self._publish(batch, output)
+        clock.lap("publish")
         _crash_point("after-publish", batch)
+        outcome.phases = clock.phases
         outcome.stats = Reasoner.counts_since(reasoner.work_counts(), before)
         outcome.dead, outcome.quarantined = len(dead), len(quarantined)
         outcome.added, outcome.removed = len(point.added), len(point.removed)

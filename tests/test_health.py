@@ -120,3 +120,23 @@ def test_spark_phases_are_kept_beside_ours_with_a_bounded_label():
     assert 'fluxmat_spark_phase_seconds_sum{phase="addBatch"} 0.5' in text
     assert 'fluxmat_spark_phase_seconds_count{phase="triggerExecution"} 1.0' in text
     assert "somethingNew" not in text
+
+
+def test_a_batch_reports_where_its_time_went():
+    """Issue 16: BatchOutcome.phases (decode, engine, export, commit, publish) -> fluxmat_batch_phase_seconds."""
+    import json
+
+    from connectors.state import MemoryStateStore
+    from stream.batch import BatchProcessor
+    from tests.shared import NullPublisher
+
+    p = BatchProcessor(Reasoner.from_text("p(X) :- q(X).", "fd-counting"), MemoryStateStore(), NullPublisher())
+    p.start([])
+    msg = json.dumps({"add": [["q", 1], ["q", 2]]})
+    outcome = p.process(0, [(0, 0, None, msg, None, True, len(msg))])
+    assert list(outcome.phases) == ["decode", "engine", "export", "commit", "publish"]
+    assert all(v >= 0 for v in outcome.phases.values()) and sum(outcome.phases.values()) <= outcome.seconds
+    m = JobMetrics("p.dl", "fd-counting", "default", "updates")
+    m.on_batch(outcome, p, MemoryStateStore())
+    text = generate_latest(m.registry).decode()
+    assert 'fluxmat_batch_phase_seconds_count{phase="engine"} 1.0' in text

@@ -68,18 +68,27 @@ class StateSnapshot:
     log: list[str]
 
 
-def _log_entry(fd: FullyDynamic, lk, head: Key) -> tuple[str, str | None]:
+class _Texts(dict):
+    """Fact texts of one export, each encoded once (log entries share their body facts)."""
+
+    def __init__(self, fd: FullyDynamic):
+        super().__init__()
+        self.fd = fd
+
+    def __missing__(self, key: Key) -> str:
+        text = self[key] = fact_text(self.fd, key)
+        return text
+
+
+def _log_entry(fd: FullyDynamic, lk, head: Key, texts: _Texts) -> tuple[str, str | None]:
     """The log key as text, and the instance as text (None when not logged)."""
     inst = fd.instance(lk, head)  # type: ignore[attr-defined]
     rid = inst[0]
-    key = json.dumps([rid, [fact_text(fd, g) for g in inst[2]]], ensure_ascii=False)
+    pos = [texts[g] for g in inst[2]]
+    key = json.dumps([rid, pos], ensure_ascii=False)
     if lk not in fd.log:  # type: ignore[attr-defined]
         return key, None
-    value = json.dumps(
-        [rid, fact_text(fd, inst[1]), [fact_text(fd, g) for g in inst[2]],
-         [fact_text(fd, g) for g in inst[3]]],
-        ensure_ascii=False,
-    )  # fmt: skip
+    value = json.dumps([rid, texts[inst[1]], pos, [texts[g] for g in inst[3]]], ensure_ascii=False)
     return key, value
 
 
@@ -100,22 +109,23 @@ def export_changes(fd: FullyDynamic) -> StateChanges:
     """What changed since the previous export, as absolute values; clears the journal."""
     j: Journal = fd.journal
     out = StateChanges(meta(fd), full=j.full)
+    texts = _Texts(fd)
     if j.full:
         for pred, fs in fd.E.items():
             for f in fs:
-                out.explicit[fact_text(fd, (pred, f))] = True
+                out.explicit[texts[(pred, f)]] = True
         for key, born in fd.born.items():
-            out.facts[fact_text(fd, key)] = born
+            out.facts[texts[key]] = born
         for lk, head in fd.log_entries() if hasattr(fd, "log") else ():
-            k, v = _log_entry(fd, lk, head)
+            k, v = _log_entry(fd, lk, head, texts)
             out.log[k] = v
     else:
         for key in j.explicit:
-            out.explicit[fact_text(fd, key)] = key[1] in fd.E.get(key[0], ())
+            out.explicit[texts[key]] = key[1] in fd.E.get(key[0], ())
         for key in j.facts:
-            out.facts[fact_text(fd, key)] = fd.born.get(key)
+            out.facts[texts[key]] = fd.born.get(key)
         for lk, head in j.log.items():
-            k, v = _log_entry(fd, lk, head)
+            k, v = _log_entry(fd, lk, head, texts)
             out.log[k] = v
     j.clear()
     return out
