@@ -328,12 +328,8 @@ def _locate(data: bytes, fmt: str, message: str) -> tuple[int, int]:
 OUTPUT_FORMATS = ("facts", "ntriples", "nquads", "turtle")
 
 
-def write_rdf(facts: Iterable[tuple], fmt: str, prefixes: dict[str, str] | None = None) -> tuple[bytes, list[tuple]]:
-    """Serialise the facts that are triples; return the text and the facts that are not.
-
-    N-Triples and N-Quads (the default graph) are canonical N-Triples lines,
-    sorted; Turtle uses `prefixes` and is sorted by subject.
-    """
+def _triples(facts: Iterable[tuple]) -> tuple[list[ox.Triple], list[tuple]]:
+    """The facts that are triples, as triples, and the others, in order."""
     conv = Triples()
     triples: list[ox.Triple] = []
     others: list[tuple] = []
@@ -343,6 +339,16 @@ def write_rdf(facts: Iterable[tuple], fmt: str, prefixes: dict[str, str] | None 
             others.append(fact)
         else:
             triples.append(t)
+    return triples, others
+
+
+def write_rdf(facts: Iterable[tuple], fmt: str, prefixes: dict[str, str] | None = None) -> tuple[bytes, list[tuple]]:
+    """Serialise the facts that are triples; return the text and the facts that are not.
+
+    N-Triples and N-Quads (the default graph) are canonical N-Triples lines,
+    sorted; Turtle uses `prefixes` and is sorted by subject.
+    """
+    triples, others = _triples(facts)
     if fmt in ("ntriples", "nquads"):
         lines = sorted(str(t) + " .\n" for t in triples)
         return "".join(lines).encode("utf-8"), others
@@ -352,13 +358,5 @@ def write_rdf(facts: Iterable[tuple], fmt: str, prefixes: dict[str, str] | None 
 
 def ntriples_lines(facts: Iterable[tuple]) -> tuple[list[str], list[tuple]]:
     """N-Triples lines (without newline) of the facts that are triples, and the others, in order."""
-    conv = Triples()
-    lines: list[str] = []
-    others: list[tuple] = []
-    for fact in facts:
-        t = conv.triple(fact)
-        if t is None:
-            others.append(fact)
-        else:
-            lines.append(str(t) + " .")
-    return lines, others
+    triples, others = _triples(facts)
+    return [str(t) + " ." for t in triples], others

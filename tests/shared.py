@@ -44,3 +44,19 @@ class NullPublisher:
 
     def publish_dead_letter(self, *args, **kw):
         pass
+
+
+def scratch_copy(tmp_path: Path, packages, edited: str, extra: str) -> Path:
+    """A copy of the repository's `packages` under `tmp_path/repo`, with `extra` appended to `edited`.
+
+    For tests of the structure checks: the check must find what the edit adds.
+    """
+    import shutil
+
+    root = Path(__file__).resolve().parent.parent
+    copy = tmp_path / "repo"
+    for pkg in packages:
+        shutil.copytree(root / pkg, copy / pkg)
+    target = copy / edited
+    target.write_text(target.read_text(encoding="utf-8") + extra, encoding="utf-8")
+    return copy

@@ -2,7 +2,6 @@
 
 import ast
 import random
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from engine import (
 )
 from engine.errors import AlgorithmError
 from engine.fd import FullyDynamic
+from tests.shared import scratch_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTSIDE = ("connectors", "stream", "ops")
@@ -50,13 +50,8 @@ def door_violations(root: Path) -> list[str]:
 
 def test_nothing_outside_the_engine_reaches_past_the_reasoner(tmp_path):
     assert door_violations(ROOT) == []
-    copy = tmp_path / "repo"
-    for pkg in OUTSIDE:
-        shutil.copytree(ROOT / pkg, copy / pkg)
-    batch = copy / "stream" / "batch.py"
-    batch.write_text(batch.read_text(encoding="utf-8")
-                     + "\n\nfrom engine.fd.core import FullyDynamic  # noqa\n"
-                     + "def _peek(reasoner):\n    return reasoner.maintainer.I\n", encoding="utf-8")  # fmt: skip
+    copy = scratch_copy(tmp_path, OUTSIDE, "stream/batch.py", "\n\nfrom engine.fd.core import FullyDynamic  # noqa\n"
+                        "def _peek(reasoner):\n    return reasoner.maintainer.I\n")  # fmt: skip
     found = door_violations(copy)
     assert any("engine.fd.core" in v for v in found) and any(".maintainer" in v for v in found)
 

@@ -204,14 +204,9 @@ def layer_violations(root: Path) -> list[str]:
 
 def test_dependencies_point_one_way(tmp_path):
     """Issue 15: the job takes its observers from ops (stream.observe) instead of importing ops."""
-    import shutil
+    from tests.shared import scratch_copy
 
     assert layer_violations(ROOT) == []
-    copy = tmp_path / "repo"
-    for layer in LAYERS:
-        shutil.copytree(ROOT / layer, copy / layer)
-    job = copy / "stream" / "job.py"
-    job.write_text(job.read_text(encoding="utf-8")
-                   + "\n\ndef _late():\n    from ops.metrics import JobMetrics\n\n    return JobMetrics\n",
-                   encoding="utf-8")  # fmt: skip
+    copy = scratch_copy(tmp_path, LAYERS, "stream/job.py",
+                        "\n\ndef _late():\n    from ops.metrics import JobMetrics\n\n    return JobMetrics\n")
     assert layer_violations(copy) == ["stream/job.py imports ops.metrics"]
