@@ -57,7 +57,8 @@ class StateView:
     def query(self, pattern: str, limit: int | None = None, exact: bool = True) -> dict:
         """`{"pattern", "count", "facts", "truncated", "through"}`: matching facts, sorted, as text.
 
-        `through` names the last update the answer reflects (read under the lock).
+        `through` names the last update the answer reflects (read under the lock;
+        absent when the state was not streamed).
 
         `exact` (the CLI) counts every match and shows the `limit` first in
         order. Otherwise (the dashboard) matching stops after `limit` + 1
@@ -74,8 +75,8 @@ class StateView:
         texts = sorted(map(self._show, found))
         shown = texts if limit is None else texts[:limit]
         count = len(texts) if exact or len(texts) <= len(shown) else len(shown)
-        return {"pattern": pattern, "count": count, "facts": shown,
-                "truncated": len(shown) < len(texts), "through": through}  # fmt: skip
+        return _as_of({"pattern": pattern, "count": count, "facts": shown,
+                        "truncated": len(shown) < len(texts)}, through)  # fmt: skip
 
     def _through(self):
         """The id of the last update the materialisation reflects (None: none, or not streamed)."""
@@ -118,13 +119,20 @@ class StateView:
             through = self._through()
         shown = self._show(fact)
         if proof is None:
-            return {"fact": shown, "found": False, "lines": [f"{shown} is not in the materialisation"],
-                    "through": through}  # fmt: skip
+            return _as_of({"fact": shown, "found": False, "lines": [f"{shown} is not in the materialisation"]},
+                          through)  # fmt: skip
         nodes = proof_size(proof)[id(proof)]
         lines = render(proof, self._show, max_depth, max_nodes)
-        return {"fact": shown, "found": True, "lines": lines,
-                "proof": to_json(proof, self._show, max_depth, max_nodes), "nodes": nodes,
-                "truncated": is_capped(proof, max_depth, max_nodes), "through": through}  # fmt: skip
+        return _as_of({"fact": shown, "found": True, "lines": lines,
+                       "proof": to_json(proof, self._show, max_depth, max_nodes), "nodes": nodes,
+                       "truncated": is_capped(proof, max_depth, max_nodes)}, through)  # fmt: skip
+
+
+def _as_of(answer: dict, through) -> dict:
+    """The answer with `through`, the last update it reflects (only a streamed state has one)."""
+    if through is not None:
+        answer["through"] = through
+    return answer
 
 
 def json_text(value, default=str) -> str:

@@ -51,4 +51,4 @@ def test_without_a_reasoner_the_published_form_is_kept():
 def test_answers_from_files_reflect_no_update():
     r = Reasoner.from_text(PROGRAM, "remat")
     r.load([("link", "a", "b")])
-    assert StateView(r).query("reach(?X, ?Y)")["through"] is None
+    assert "through" not in StateView(r).query("reach(?X, ?Y)")
