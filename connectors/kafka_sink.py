@@ -5,6 +5,10 @@ Delta messages (deltas topic, partition 0, key `str(batch)`)::
     {"batch": 7, "through": <opaque, e.g. source offsets>, "part": 0, "parts": 2,
      "added": [["edge", "a", "b"], ...], "removed": [...]}
 
+With `--partition-by` a delta belongs to one key of the stream: it carries
+`"key"` first and is sent with the key as its Kafka message key (partition by
+the producer's hash of the key), so each key's deltas are one ordered log.
+
 * With `delta_format="ntriples"` the processor hands over a fact that is a
   triple as its N-Triples line (a string) and any other fact as a JSON array;
   each message then carries `"format": "ntriples"`, `"added"` / `"removed"` as
@@ -145,11 +149,15 @@ class KafkaPublisher:
         parts.append((cur_a, cur_r))
         return parts
 
-    def publish_delta(self, batch: int, through, added: list[list], removed: list[list]) -> int:
+    def publish_delta(self, batch: int, through, added: list[list], removed: list[list],
+                      key: str | None = None) -> int:  # fmt: skip
         """Publish one micro-batch's delta; return the number of messages sent.
 
         Blocks until the broker acknowledged every part. `through` must be
-        JSON-serialisable (e.g. the source offsets the batch ends at).
+        JSON-serialisable (e.g. the source offsets the batch ends at). With a
+        `key` (a partition of the stream, `--partition-by`), the messages carry
+        `"key"` and are sent with it as their Kafka message key, to the partition
+        the producer's partitioner picks for it: one key's deltas stay in order.
 
         Raises:
             kafka.errors.KafkaError: a part could not be delivered within ~30 s
@@ -158,8 +166,8 @@ class KafkaPublisher:
         parts = self._split(added, removed)
         while True:
             n = len(parts)
-            messages = [{"batch": batch, "through": through, "part": i, "parts": n,
-                         "added": a, "removed": r}
+            head = {"batch": batch} if key is None else {"key": key, "batch": batch}
+            messages = [{**head, "through": through, "part": i, "parts": n, "added": a, "removed": r}
                         for i, (a, r) in enumerate(parts)]  # fmt: skip
             if self.delta_format == "ntriples":
                 messages = [_ntriples(msg) for msg in messages]
@@ -170,7 +178,10 @@ class KafkaPublisher:
                 break
             parts = [half for i, part in enumerate(parts)
                      for half in (_halves(*part) if i in big else (part,))]  # fmt: skip
-        self._send_all(self.deltas_topic, str(batch).encode("utf-8"), values, partition=0)
+        if key is None:
+            self._send_all(self.deltas_topic, str(batch).encode("utf-8"), values, partition=0)
+        else:
+            self._send_all(self.deltas_topic, key.encode("utf-8"), values, partition=None)
         return n
 
     def publish_dead_letter(self, reason: str, partition: int, offset: int,

@@ -246,6 +246,29 @@ def parse_rdf_text(text: str, fmt: str, where: str) -> list[tuple]:
         raise ParseError(f"{where}: {exc.message}") from None
 
 
+def graph_of(item: object) -> str | None:
+    """The one named graph of an N-Quads update message (`--partition-by graph`), else None.
+
+    None when the update is not N-Quads, is malformed, has quads in the default
+    graph or in more than one graph: it then has no key (a dead letter).
+    """
+    if not isinstance(item, dict) or item.get("format") != "nquads":
+        return None
+    graphs = set()
+    for key in ("add", "del"):
+        text = item.get(key, "")
+        if not isinstance(text, str):
+            return None
+        try:
+            graphs.update(q.graph_name for q in ox.parse(text.encode("utf-8"), ox.RdfFormat.N_QUADS))
+        except SyntaxError:
+            return None
+    if len(graphs) != 1:
+        return None
+    (graph,) = graphs
+    return graph.value if isinstance(graph, ox.NamedNode) else None
+
+
 def rdf_update(item: dict, where: str) -> tuple[tuple, tuple]:
     """(add, delete) facts of an update message carrying RDF text.
 

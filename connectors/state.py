@@ -137,29 +137,16 @@ class RedisStateStore:
     """
 
     def __init__(self, url: str, namespace: str = "default", retry_seconds: float = 30.0,
-                 socket_timeout: float = 120.0):  # fmt: skip
-        import redis
-
+                 socket_timeout: float = 120.0, *, key: str | None = None, cluster: bool = False,
+                 client=None):  # fmt: skip
         self.url = url
         self.shown = redact(url)
-        self.prefix = f"fluxmat:{namespace}:"
+        self.prefix = key_prefix(namespace, key, cluster)
+        self.keyed = key is not None
         self.retry_seconds = retry_seconds
         self.on_retry: Callable[[str], None] | None = None  # told why before each retry (the job's metrics)
-        timeout = min(CONNECT_TIMEOUT, socket_timeout)
-        try:
-            probe = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
-            self.client = redis.Redis.from_url(
-                url, decode_responses=True, socket_timeout=socket_timeout,
-                socket_connect_timeout=timeout,
-            )  # fmt: skip
-        except ValueError as exc:  # redis-py's URL parser
-            raise StoreURLError(f"invalid Redis URL {self.shown}: {redact(str(exc))}") from None
-        try:  # the first command, TLS handshake included, within `timeout`
-            probe.ping()
-        except redis.RedisError as exc:
-            raise ConnectionError(f"cannot reach Redis at {self.shown}: {redact(str(exc))}") from None
-        finally:
-            probe.close()
+        self.client = client if client is not None else redis_client(url, cluster, socket_timeout)
+        self.cluster = cluster
 
     def _k(self, name: str) -> str:
         return self.prefix + name
@@ -218,6 +205,8 @@ class RedisStateStore:
             meta = {k: json.dumps(v) for k, v in changes.meta.items()}
             meta["batch"] = str(batch)
             pipe.hset(self._k("meta"), mapping=meta)
+            if self.keyed:  # a key's batches are sparse: only its last output can be replayed
+                pipe.delete(self._k("out"))
             pipe.hset(self._k("out"), str(batch), json.dumps(output))
             pipe.hdel(self._k("out"), str(batch - KEEP_OUTPUTS))
             pipe.execute()
@@ -238,8 +227,19 @@ class RedisStateStore:
         return self._retry(count)
 
     def memory_bytes(self) -> int | None:
-        """Memory used by the Redis server (all namespaces): INFO's `used_memory`."""
-        return int(self._retry(lambda: self.client.info("memory"))["used_memory"])
+        """Memory used by the Redis server (all namespaces): INFO's `used_memory` (summed over a cluster)."""
+        return sum(self.node_memory().values())
+
+    def node_memory(self) -> dict[str, int]:
+        """`used_memory` per Redis node (`host:port`; one entry unless a cluster)."""
+        if not self.cluster:
+            info = self._retry(lambda: self.client.info("memory"))
+            conn = self.client.connection_pool.connection_kwargs
+            return {f"{conn.get('host', 'localhost')}:{conn.get('port', 6379)}": int(info["used_memory"])}
+        from redis.cluster import RedisCluster
+
+        infos = self._retry(lambda: self.client.info("memory", target_nodes=RedisCluster.PRIMARIES))
+        return {node: int(info["used_memory"]) for node, info in infos.items()}
 
     def rebase(self) -> int:
         """Number the batches of a new checkpoint after the stored ones; returns the offset."""
@@ -260,6 +260,50 @@ class RedisStateStore:
         self.client.close()
 
 
+def key_prefix(namespace: str, key: str | None = None, cluster: bool = False) -> str:
+    """Where a state lives: `fluxmat:<namespace>:`, a key's `fluxmat:{<namespace>:<key>}:`.
+
+    The braces are a Redis Cluster hash tag: every name of one state hashes to
+    one slot, so a batch commit is one MULTI/EXEC on one node. A whole-stream
+    state in a cluster is tagged by its namespace for the same reason.
+    """
+    if key is not None:
+        return f"fluxmat:{{{namespace}:{key}}}:"
+    return f"fluxmat:{{{namespace}}}:" if cluster else f"fluxmat:{namespace}:"
+
+
+def redis_client(url: str, cluster: bool = False, socket_timeout: float = 120.0):
+    """A connected redis-py client for `url` (a `RedisCluster` seeded by it when `cluster`).
+
+    Raises:
+        StoreURLError: the URL is malformed.
+        ConnectionError: the server (or the cluster) does not answer a PING within
+            `CONNECT_TIMEOUT` seconds, TLS handshake included; the message names
+            the URL with its password as `***`.
+    """
+    import redis
+    from redis.cluster import RedisCluster
+    from redis.exceptions import RedisClusterException
+
+    shown = redact(url)
+    timeout = min(CONNECT_TIMEOUT, socket_timeout)
+    kind = RedisCluster if cluster else redis.Redis
+    try:
+        probe = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    except ValueError as exc:  # redis-py's URL parser
+        raise StoreURLError(f"invalid Redis URL {shown}: {redact(str(exc))}") from None
+    try:  # the first command, TLS handshake included, within `timeout`
+        probe.ping()
+        if cluster and not probe.info("cluster").get("cluster_enabled"):
+            raise ConnectionError(f"Redis at {shown} is not a cluster node (--redis-cluster was given)")
+        return kind.from_url(url, decode_responses=True, socket_timeout=socket_timeout,
+                             socket_connect_timeout=timeout)  # fmt: skip
+    except (redis.RedisError, RedisClusterException) as exc:
+        raise ConnectionError(f"cannot reach Redis at {shown}: {redact(str(exc))}") from None
+    finally:
+        probe.close()
+
+
 def _decode_meta(meta: dict[str, str]) -> dict[str, object]:
     out: dict[str, object] = {}
     for k, v in meta.items():
@@ -273,12 +317,19 @@ def _decode_meta(meta: dict[str, str]) -> dict[str, object]:
     return out
 
 
-def open_store(url: str | None, namespace: str = "default") -> StateStore:
-    """`redis://...` gives a RedisStateStore; None or `memory://` an in-process store."""
+def open_store(url: str | None, namespace: str = "default", key: str | None = None,
+               cluster: bool = False) -> StateStore:  # fmt: skip
+    """`redis://...` gives a RedisStateStore; None or `memory://` an in-process store.
+
+    `key` names one key's state (`--partition-by`); `cluster` makes the URL a
+    seed node of a Redis Cluster.
+    """
     if not url or url.startswith("memory:"):
+        if cluster:
+            raise StoreURLError("--redis-cluster needs a redis:// URL (a seed node of the cluster)")
         return MemoryStateStore()
     if url.startswith(("redis://", "rediss://", "unix://")):
-        return RedisStateStore(url, namespace)
+        return RedisStateStore(url, namespace, key=key, cluster=cluster)
     raise StoreURLError(
         f"unsupported state store URL {redact(url)!r} (expected redis://HOST:PORT/DB, "
         "rediss://... or memory://)"

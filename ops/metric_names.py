@@ -98,6 +98,22 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         GAUGE, "Last batch a --verify-every self-check found exact (-1: none yet).", ()),
     "fluxmat_verifications_total": (
         COUNTER, "--verify-every self-checks finished, by result.", ("result",)),
+    # --partition-by: one materialisation per key, reasoned in executor tasks (stream.keyed)
+    "fluxmat_keys_active": (
+        GAUGE, "Keys with updates in the last micro-batch (--partition-by).", ()),
+    "fluxmat_keys_seen": (
+        GAUGE, "Distinct keys seen since the job started (--partition-by).", ()),
+    "fluxmat_engines_cached": (
+        GAUGE, "Key engines cached in the executors' Python workers (each worker's last report).", ()),
+    "fluxmat_engine_cache_total": (
+        COUNTER, "Key batches by engine cache result: hit, miss (rebuilt from Redis), new (a first key).",
+        ("result",)),
+    "fluxmat_engine_rebuild_seconds": (
+        HISTOGRAM, "Time to rebuild a key's engine from Redis on a cache miss.", ()),
+    "fluxmat_key_batch_seconds": (
+        HISTOGRAM, "Wall time of one key's part of a micro-batch in an executor task.", ()),
+    "fluxmat_state_node_memory_bytes": (
+        GAUGE, "used_memory of each Redis node holding state (each primary of a cluster).", ("node",)),
 }  # fmt: skip
 
 # The driver process, from prometheus_client's ProcessCollector (the names it exports).

@@ -35,6 +35,7 @@ from stream.observe import JobObserver
 disable_created_metrics()  # no `_created` series: they only clutter dashboards
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 SHOWN_FACTS = 8  # facts of each delta kept for the dashboard
+KEYS_SHOWN = 10  # the largest and the busiest keys the dashboard lists
 
 
 ENGINE_WORK = ("units", "rule_applications", "noop_adds", "noop_deletes")  # BatchOutcome.stats keys
@@ -113,7 +114,8 @@ class JobMetrics(JobObserver):
         self.verify_failing: str | None = None  # a self-check found a different materialisation
         for name, label, values in (("fluxmat_fact_operations_total", "op", ("add", "delete")),
                                     ("fluxmat_batches_total", "outcome", ("applied", "replayed")),
-                                    ("fluxmat_delta_facts_total", "change", ("added", "removed"))):  # fmt: skip
+                                    ("fluxmat_delta_facts_total", "change", ("added", "removed")),
+                                    ("fluxmat_engine_cache_total", "result", ("hit", "miss", "new"))):  # fmt: skip
             for v in values:  # every series exists from the start (rate() needs a first sample)
                 self.c[name].labels(**{label: v})
         self.info = {"program": program, "algorithm": algorithm, "namespace": namespace, "topic": topic}
@@ -133,13 +135,20 @@ class JobMetrics(JobObserver):
         self.deltas: deque[dict] = deque(maxlen=20)
         self.errors: deque[dict] = deque(maxlen=20)
         self.dead_letters: deque[dict] = deque(maxlen=20)
+        self.key_facts: dict[str, int] = {}  # --partition-by: facts of each key, as last reported
+        self.key_updates: dict[str, int] = {}  # and its updates applied
+        self.key_workers: dict[int, int] = {}  # engines cached, by executor worker pid
         self.retries: deque[tuple[float, str, str]] = deque(maxlen=100)  # (time, target, why)  # the last ones, with reason and offset
 
     # ------------------------------------------------------------ feeding
     def _gauges(self, processor, store) -> None:
-        sizes = processor.reasoner.sizes()
-        facts, explicit, log = sizes["facts"], sizes["explicit"], sizes["log"]
-        entries = store.size()
+        if processor is None:  # --partition-by: the keys' sizes come with on_keys
+            facts, explicit, log = (self.now[k] for k in ("facts", "explicit", "log"))
+            entries = self.now["state_entries"]
+        else:
+            sizes = processor.reasoner.sizes()
+            facts, explicit, log = sizes["facts"], sizes["explicit"], sizes["log"]
+            entries = store.size()
         memory = store.memory_bytes()
         c = self.c
         c["fluxmat_materialisation_facts"].set(facts)
@@ -220,8 +229,35 @@ class JobMetrics(JobObserver):
                 "updates": outcome.updates, "added": outcome.added, "removed": outcome.removed,
                 "dead": outcome.dead, "peak_pending": outcome.peak_pending,
             })  # fmt: skip
-            if output is not None and (output["added"] or output["removed"]):
+            if processor is not None and output is not None and (output["added"] or output["removed"]):
                 self.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner)))
+
+    def on_keys(self, keys: list[dict], store) -> None:
+        """With `--partition-by`: the keys of a batch (stream.keyed summaries) and the Redis nodes."""
+        c = self.c
+        nodes = store.node_memory() if hasattr(store, "node_memory") else {}
+        with self._lock:
+            workers = self.key_workers
+            for k in keys:
+                self.key_facts[k["key"]] = k["facts"]
+                self.key_updates[k["key"]] = self.key_updates.get(k["key"], 0) + (k["updates"] or 0)
+                workers[k["pid"]] = k["engines"]
+                c["fluxmat_engine_cache_total"].labels(result=k["cache"]).inc()
+                c["fluxmat_key_batch_seconds"].observe(k["seconds"])
+                if k["rebuild"] is not None and k["cache"] == "miss":
+                    c["fluxmat_engine_rebuild_seconds"].observe(k["rebuild"])
+            c["fluxmat_keys_active"].set(len(keys))
+            c["fluxmat_keys_seen"].set(len(self.key_facts))
+            c["fluxmat_engines_cached"].set(sum(workers.values()))
+            for node, used in nodes.items():
+                c["fluxmat_state_node_memory_bytes"].labels(node=node).set(used)
+            self.now["facts"] = sum(self.key_facts.values())
+            self.now["keys"] = {
+                "seen": len(self.key_facts), "active": len(keys), "engines": sum(workers.values()),
+                "largest": sorted(self.key_facts.items(), key=lambda kv: -kv[1])[:KEYS_SHOWN],
+                "busiest": sorted(self.key_updates.items(), key=lambda kv: -kv[1])[:KEYS_SHOWN],
+                "nodes": nodes,
+            }  # fmt: skip
 
     def on_spark_batch(self, phases: dict[str, float]) -> None:
         """Spark's phases of a micro-batch beside ours (batch duration): a bounded set of labels."""

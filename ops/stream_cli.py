@@ -20,6 +20,7 @@ from pathlib import Path
 from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK
 from ops.limit_flags import limit
 from stream.batch import DEFAULT_MAX_MESSAGE_BYTES
+from stream.keyed import DEFAULT_CACHE_FACTS
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 DEMOS = {  # `fluxmat demo` and `fluxmat demo --rdf`: files in ops/examples
@@ -62,6 +63,13 @@ RUN_FLAGS = [
     ("--max-facts", "MAX_FACTS", str(DEFAULT_MAX_FACTS),
      "facts the materialisation may hold; an update growing it further is quarantined "
      "(0: no limit)"),
+    ("--partition-by", "PARTITION_BY", "none",
+     "none: one materialisation; message-key: one per Kafka message key, graph: one per named graph "
+     "of N-Quads updates, each over the shared --facts, reasoned in Spark executor tasks"),
+    ("--key-partitions", "KEY_PARTITIONS", None,
+     "with --partition-by: tasks a micro-batch is split into by key (default: Spark's parallelism)"),
+    ("--engine-cache-facts", "ENGINE_CACHE_FACTS", str(DEFAULT_CACHE_FACTS),
+     "with --partition-by: facts of the key engines each executor worker keeps between batches"),
 ]
 LIMITS = {"--max-message-bytes", "--max-update-work", "--max-facts"}  # 0: no limit
 REQUIRED = {"--bootstrap-servers", "--updates-topic", "--deltas-topic", "--redis", "--checkpoint"}
@@ -84,6 +92,8 @@ def add_parsers(sub) -> None:
         needed = flag in REQUIRED and value is None
         r.add_argument(flag, default=value, required=needed, type=limit if flag in LIMITS else None,
                        help=f"{text} (env FLUXMAT_{env}" + (f"; default: {default})" if default else ")"))
+    r.add_argument("--redis-cluster", action="store_true", default=os.environ.get("FLUXMAT_REDIS_CLUSTER"),
+                   help="--redis is a seed node of a Redis Cluster (env FLUXMAT_REDIS_CLUSTER=yes)")
     d = sub.add_parser("demo", help="run the whole pipeline on a bundled example, nothing to install")
     d.add_argument("--budget", type=int, default=2, help="units of work between updates (default 2)")
     d.add_argument("--delay", type=float, default=0.3, help="seconds between produced updates")
@@ -128,7 +138,24 @@ def job_config(ns: argparse.Namespace):
         facts_format=ns.facts_format, delta_format=ns.delta_format,
         max_message_bytes=ns.max_message_bytes or None,
         verify_every=_int(ns.verify_every, "--verify-every") or 0,
+        partition_by=ns.partition_by, redis_cluster=_yes(ns.redis_cluster, "FLUXMAT_REDIS_CLUSTER"),
+        key_partitions=_int(ns.key_partitions, "--key-partitions"),
+        engine_cache_facts=_int(ns.engine_cache_facts, "--engine-cache-facts") or DEFAULT_CACHE_FACTS,
     )  # fmt: skip
+
+
+def _yes(value, flag: str) -> bool:
+    """A switch given as a flag value or an environment variable: yes/true/1, no/false/0."""
+    if value in (None, "", False, True):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in ("yes", "true", "1", "on"):
+        return True
+    if text in ("no", "false", "0", "off"):
+        return False
+    from engine import FluxmatError
+
+    raise FluxmatError(f"{flag} expects yes or no, got {value!r}")
 
 
 _TOPIC = re.compile(r"[A-Za-z0-9._\-]{1,249}\Z")
@@ -160,6 +187,14 @@ def check_run_flags(cfg) -> None:
              f"got {cfg.trigger_interval!r}")  # fmt: skip
     if cfg.verify_every < 0:
         fail(f"--verify-every must be at least 0 (0: off), got {cfg.verify_every}")
+    from stream.keyed import PARTITION_BY
+
+    if cfg.partition_by not in PARTITION_BY:
+        fail(f"--partition-by must be one of {', '.join(PARTITION_BY)}, got {cfg.partition_by!r}")
+    if cfg.key_partitions is not None and cfg.key_partitions < 1:
+        fail(f"--key-partitions must be at least 1, got {cfg.key_partitions}")
+    if cfg.engine_cache_facts < 1:
+        fail(f"--engine-cache-facts must be at least 1, got {cfg.engine_cache_facts}")
     if cfg.max_updates_per_batch is not None and cfg.max_updates_per_batch < 1:
         fail(f"--max-updates-per-batch must be at least 1, got {cfg.max_updates_per_batch}")
     if cfg.redis and not cfg.redis.startswith(("redis://", "rediss://", "unix://", "memory:")):

@@ -162,12 +162,14 @@ class BatchProcessor:
         max_message_bytes: larger messages are dead letters, not parsed.
         delta_format: `json` (facts as JSON arrays) or `ntriples` (a fact that is a
             triple as its N-Triples line, connectors.rdf; any other as a JSON array).
+        key: the key of the stream this processor keeps (`--partition-by`,
+            stream.keyed): its deltas carry it; None for the whole stream.
     """
 
     def __init__(self, reasoner: Reasoner, store, publisher, budget: int | None = None, progress=None,
                  limits: Limits | None = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 delta_format: str = "json"):  # fmt: skip
+                 delta_format: str = "json", key: str | None = None):  # fmt: skip
         if not reasoner.fully_dynamic:
             raise FluxmatError(
                 f"the streaming job needs a fully dynamic algorithm (fd-dred or fd-counting), "
@@ -183,6 +185,8 @@ class BatchProcessor:
         self.base = 0  # added to Spark's batch ids (see connectors.state: rebase)
         self.printer = FactPrinter(reasoner.program.prefixes)
         self.triples = Triples() if delta_format == "ntriples" else None
+        self.key = key
+        self.fresh: list[tuple] | None = None  # begin()'s initial facts, until the first commit
 
     # ------------------------------------------------------------ start
     def start(self, initial_facts: list[tuple]) -> str:
@@ -205,6 +209,32 @@ class BatchProcessor:
         self.store.commit(INITIAL_BATCH, self.reasoner.export_changes(), output)
         self._publish(INITIAL_BATCH, output)
         return f"initial materialisation: {len(added)} facts"
+
+    def begin(self, initial_facts: list[tuple]) -> bool:
+        """Restore the engine from the store, or load the initial facts without committing them.
+
+        A key's state (stream.keyed) begins so: its first batch commits the
+        initial facts with its own changes, in one transaction, and its first
+        delta carries the whole materialisation (the initial facts' consequences
+        too), so a crash can never separate the two. True when restored.
+        """
+        snap = self.store.load()
+        if snap is not None:
+            self.reasoner.restore(snap)
+            self.base = int(snap.meta.get("base", 0) or 0)
+            self.fresh = None
+            return True
+        self.reasoner.load(initial_facts)
+        self.fresh = list(initial_facts)
+        return False
+
+    def _rollback(self) -> None:
+        """Back to the last committed state (or, before the first commit, to the initial facts)."""
+        snap = self.store.load()
+        if snap is None and self.fresh is not None:
+            self.reasoner.load(self.fresh)
+        else:
+            self.reasoner.restore(snap)
 
     # ------------------------------------------------------------ batches
     def process(self, batch_id: int, rows: list) -> BatchOutcome:
@@ -234,19 +264,21 @@ class BatchProcessor:
                 if alone:  # with overlap, the blame was a suspicion only
                     quarantined[breach.index] = breach.reason
                 alone = True
-                reasoner.restore(self.store.load())  # back to the last committed state
+                self._rollback()
         point = reasoner.poll()
         clock.lap("engine")
+        added, removed = (point.added, point.removed) if self.fresh is None else (reasoner.facts(), ())
         output = {
             "through": reasoner.last_id,
-            "added": [self._wire(f) for f in point.added],
-            "removed": [self._wire(f) for f in point.removed],
+            "added": [self._wire(f) for f in added],
+            "removed": [self._wire(f) for f in removed],
             "dead": dead,
         }
         changes = reasoner.export_changes()
         clock.lap("export")
         _crash_point("before-commit", batch)
         self.store.commit(batch, changes, output)
+        self.fresh = None
         clock.lap("commit")
         _crash_point("after-commit", batch)
         self._publish(batch, output)
@@ -255,7 +287,7 @@ class BatchProcessor:
         outcome.phases = clock.phases
         outcome.stats = Reasoner.counts_since(reasoner.work_counts(), before)
         outcome.dead, outcome.quarantined = len(dead), len(quarantined)
-        outcome.added, outcome.removed = len(point.added), len(point.removed)
+        outcome.added, outcome.removed = len(output["added"]), len(output["removed"])
         outcome.through = output["through"]
         outcome.output = output
         outcome.seconds = time.perf_counter() - start
@@ -356,7 +388,8 @@ class BatchProcessor:
         return fact_json(fact, self.printer)
 
     def _publish(self, batch: int, output: dict) -> None:
-        self.publisher.publish_delta(batch, output["through"], output["added"], output["removed"])
+        keyed = {} if self.key is None else {"key": self.key}
+        self.publisher.publish_delta(batch, output["through"], output["added"], output["removed"], **keyed)
         for reason, partition, offset, raw, *cut in output.get("dead", ()):
             self.publisher.publish_dead_letter(reason, partition, offset, raw, truncated=bool(cut and cut[0]))
 

@@ -38,6 +38,7 @@ from connectors.state import open_store
 from engine import EngineOptions, FluxmatError, Reasoner
 from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
 from stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
+from stream.keyed import DEFAULT_CACHE_FACTS, PARTITION_BY, KeyedDriver
 from stream.observe import Operations
 from stream.verify import Verifier
 
@@ -76,6 +77,14 @@ class JobConfig:
     delta_format: str = "json"  # json | ntriples (connectors.kafka_sink)
     max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES  # larger: dead letter (None: no limit)
     verify_every: int = 0  # recompute from scratch every N batches and compare (stream.verify; 0: off)
+    partition_by: str = "none"  # none | message-key | graph: one materialisation per key (stream.keyed)
+    redis_cluster: bool = False  # --redis is a seed node of a Redis Cluster
+    key_partitions: int | None = None  # tasks per keyed batch (None: Spark's default parallelism)
+    engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines a worker keeps between batches
+
+    @property
+    def keyed(self) -> bool:
+        return self.partition_by != "none"
 
 
 def spark_session(master: str, app: str = "fluxmat"):
@@ -95,6 +104,29 @@ def spark_session(master: str, app: str = "fluxmat"):
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def load_reasoner(cfg: JobConfig, log: Callable[[str], None]) -> Reasoner:
+    """The job's reasoner: its program (with `--ontology` rules), no facts yet."""
+    if cfg.ontology or not cfg.program:
+        program, warnings = load_program(cfg.program or None, cfg.ontology)
+        if warnings:
+            log(f"warning: {summary(warnings)}")
+        return Reasoner(program, options=cfg.engine)
+    return Reasoner.from_file(cfg.program, options=cfg.engine)
+
+
+def shared_facts(cfg: JobConfig, reasoner: Reasoner) -> list[tuple]:
+    """The `--facts` files' facts (with `--partition-by`: shared by every key)."""
+    return [f for path in cfg.facts for f in read_facts(path, reasoner.prefixes, cfg.facts_format)]
+
+
+def with_task_retries(master: str, attempts: int = 4) -> str:
+    """`local[N]` as `local[N,attempts]`: local Spark retries a failed task only when told so."""
+    t = master.strip()
+    if t.startswith("local[") and t.endswith("]") and "," not in t:
+        return f"{t[:-1]},{attempts}]"
+    return master
 
 
 def _interval(text: str) -> str:
@@ -132,11 +164,12 @@ class Job:
     def _connect(self):
         cfg = self.cfg
         check_broker(cfg.bootstrap_servers)
-        topics = {cfg.updates_topic: cfg.updates_partitions, cfg.deltas_topic: 1}
+        deltas = cfg.updates_partitions if cfg.keyed else 1  # keyed deltas go by key
+        topics = {cfg.updates_topic: cfg.updates_partitions, cfg.deltas_topic: deltas}
         if cfg.dead_letter_topic:
             topics[cfg.dead_letter_topic] = 1
         ensure_topics(cfg.bootstrap_servers, topics)
-        store = open_store(cfg.redis, cfg.namespace)
+        store = open_store(cfg.redis, cfg.namespace, cluster=cfg.redis_cluster)
         publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
@@ -146,37 +179,38 @@ class Job:
     def run(self) -> None:
         cfg = self.cfg
         self.operations.check(cfg)  # before anything is written
-        if cfg.ontology or not cfg.program:
-            program, warnings = load_program(cfg.program or None, cfg.ontology)
-            if warnings:
-                self.log(f"warning: {summary(warnings)}")
-            reasoner = Reasoner(program, options=cfg.engine)
-        else:
-            reasoner = Reasoner.from_file(cfg.program, options=cfg.engine)
-        facts = [f for path in cfg.facts for f in read_facts(path, reasoner.prefixes, cfg.facts_format)]
+        _check_keyed(cfg)
+        reasoner = load_reasoner(cfg, self.log)
+        facts = shared_facts(cfg, reasoner)
         store, publisher = self._connect()
         rebase = self._check_checkpoint(store)
         metrics = self.metrics = self.operations.observer(cfg)
         store.on_retry = lambda why: metrics.on_retry("redis", why)
         publisher.on_retry = lambda why: metrics.on_retry("broker", why)
-        processor = BatchProcessor(
-            reasoner, store, publisher, progress=metrics.on_pending,
-            max_message_bytes=cfg.max_message_bytes or sys.maxsize, delta_format=cfg.delta_format,
-        )  # fmt: skip
-        self.processor = processor
-        with self.lock:
-            self.log(processor.start(facts))  # refuses a state built for another program
-            if rebase:
-                processor.base = store.rebase()
-                self.log(f"continuing the stored state with a new checkpoint from offsets "
-                         f"{cfg.starting_offsets}; batches numbered from {processor.base}")  # fmt: skip
-            metrics.on_start(processor, store)
+        processor = self.processor = None
+        if cfg.keyed:
+            driver = KeyedDriver(cfg, store, publisher, cfg.key_partitions)
+            driver.base = store.rebase() if rebase else store.batch_base()
+            self.log(f"one materialisation per key ({cfg.partition_by}), reasoned in executor tasks; "
+                     f"batches numbered from {driver.base}")  # fmt: skip
+        else:
+            processor = self.processor = BatchProcessor(
+                reasoner, store, publisher, progress=metrics.on_pending,
+                max_message_bytes=cfg.max_message_bytes or sys.maxsize, delta_format=cfg.delta_format,
+            )  # fmt: skip
+            with self.lock:
+                self.log(processor.start(facts))  # refuses a state built for another program
+                if rebase:
+                    processor.base = store.rebase()
+                    self.log(f"continuing the stored state with a new checkpoint from offsets "
+                             f"{cfg.starting_offsets}; batches numbered from {processor.base}")  # fmt: skip
+                metrics.on_start(processor, store)
         verifier = self.verifier = Verifier(cfg.verify_every, self._verified)
         consumed: dict[str, int] = checkpoint_offsets(cfg.checkpoint)  # lag right after a restart
         sampler = threading.Thread(target=self._sample, args=(metrics, consumed), daemon=True)
         try:
-            self._serve(metrics, reasoner)
-            spark = spark_session(cfg.master)
+            self._serve(metrics, None if cfg.keyed else reasoner)
+            spark = spark_session(with_task_retries(cfg.master) if cfg.keyed else cfg.master)
         except BaseException:
             self._close_servers()
             raise
@@ -196,6 +230,20 @@ class Job:
             reader = reader.option("maxValueBytes", str(cfg.max_message_bytes))
 
         def each_batch(df, batch_id: int) -> None:
+            if cfg.keyed:
+                rows = []
+                try:
+                    keyed = driver.process(df, batch_id)
+                except BaseException as exc:
+                    metrics.on_error(exc)
+                    raise
+                outcome = keyed.outcome
+                metrics.on_keys(keyed.keys, store)
+                self.outcomes.append(outcome)
+                metrics.on_batch(outcome, None, store)
+                if self.on_batch:
+                    self.on_batch(outcome)
+                return
             rows = [tuple(r) for r in df.collect()]
             try:
                 with self.lock:
@@ -356,6 +404,19 @@ class Job:
             end = json.loads(end)
         for p, offset in (end or {}).items():
             consumed[str(p)] = max(consumed.get(str(p), 0), int(offset))
+
+
+def _check_keyed(cfg: JobConfig) -> None:
+    """Refuse a keyed configuration that cannot work (before anything is contacted)."""
+    if cfg.partition_by not in PARTITION_BY:
+        raise FluxmatError(f"unknown --partition-by {cfg.partition_by!r} (expected {', '.join(PARTITION_BY)})")
+    if not cfg.keyed:
+        return
+    if not cfg.redis or not cfg.redis.startswith(("redis://", "rediss://", "unix://")):
+        raise FluxmatError(f"--partition-by {cfg.partition_by} keeps each key's state in Redis, which "
+                           "executors share: give --redis redis://HOST:PORT/DB")  # fmt: skip
+    if cfg.verify_every:
+        raise FluxmatError("--verify-every is not available with --partition-by (no engine on the driver)")
 
 
 def checkpoint_last_batch(checkpoint: str) -> int | None:

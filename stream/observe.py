@@ -25,7 +25,13 @@ class JobObserver:
         """The engine's pending operations after a submitted update."""
 
     def on_batch(self, outcome, processor, store) -> None:
-        """A micro-batch was committed and published (stream.batch.BatchOutcome)."""
+        """A micro-batch was committed and published (stream.batch.BatchOutcome).
+
+        `processor` is None with `--partition-by` (the keys' engines live in executors).
+        """
+
+    def on_keys(self, keys: list[dict], store) -> None:
+        """With `--partition-by`: one summary per key of the batch (stream.keyed.SUMMARY)."""
 
     def on_retry(self, target: str, why: str) -> None:
         """A call to `target` ("redis" or "broker") failed and is being retried."""

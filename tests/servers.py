@@ -29,6 +29,7 @@ class RedisServer:
         self.port = port or free_port()
         self.password = password
         self.proc: subprocess.Popen | None = None
+        self.extra: list[str] = []  # more redis-server arguments (RedisCluster's)
 
     @property
     def url(self) -> str:
@@ -40,7 +41,7 @@ class RedisServer:
         self.proc = subprocess.Popen(
             [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
              "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--protected-mode", "yes",
-             *(["--requirepass", self.password] if self.password else [])],
+             *(["--requirepass", self.password] if self.password else []), *self.extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
         )  # fmt: skip
         import redis
@@ -64,3 +65,76 @@ class RedisServer:
             self.proc.terminate()
         self.proc.wait(timeout=10)
         self.proc = None
+
+
+def _cluster_port() -> int:
+    """A free port whose cluster bus port (port + 10000) is free and valid too."""
+    import random
+
+    for _ in range(200):
+        port = random.randint(20000, 45000)
+        try:
+            for p in (port, port + 10000):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free port pair for a Redis Cluster node")
+
+
+class RedisCluster:
+    """A real Redis Cluster: three `redis-server --cluster-enabled yes` on loopback, no replicas.
+
+    Each node keeps an AOF in its own directory, so one can be stopped and
+    restarted (`restart(i)`) with its data and its slots.
+    """
+
+    def __init__(self, directory: Path, nodes: int = 3):
+        self.nodes = [RedisServer(Path(directory) / f"node{i}", port=_cluster_port()) for i in range(nodes)]
+
+    @property
+    def url(self) -> str:
+        """A seed node's URL (what `fluxmat run --redis ... --redis-cluster` takes)."""
+        return self.nodes[0].url
+
+    def start(self) -> RedisCluster:
+        for node in self.nodes:
+            node.extra = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                          "--cluster-node-timeout", "2000"]  # fmt: skip
+            node.start()
+        cli = shutil.which("redis-cli")
+        if cli is None:
+            raise RuntimeError("redis-cli is not installed (apt-get install redis-server)")
+        addresses = [f"127.0.0.1:{n.port}" for n in self.nodes]
+        subprocess.run([cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+                       check=True, capture_output=True, timeout=60)  # fmt: skip
+        self.wait_ok()
+        return self
+
+    def wait_ok(self, timeout: float = 30.0) -> None:
+        """Until every node reports `cluster_state:ok`."""
+        import redis
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if all(redis.Redis(port=n.port, socket_timeout=1).info("cluster") is not None
+                       and redis.Redis(port=n.port, socket_timeout=1).cluster("info")["cluster_state"] == "ok"
+                       for n in self.nodes):  # fmt: skip
+                    return
+            except redis.RedisError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Redis Cluster did not reach cluster_state:ok")
+            time.sleep(0.1)
+
+    def restart(self, i: int, kill: bool = True) -> None:
+        """Stop node `i` (SIGKILL by default) and start it again from its AOF."""
+        self.nodes[i].stop(kill=kill)
+        self.nodes[i].start()
+        self.wait_ok()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()

@@ -1,0 +1,307 @@
+"""The keyed reasoning operator (`--partition-by message-key|graph`): one materialisation per key.
+
+Each key of the stream (the Kafka message key of an update, or the named graph
+of an N-Quads update) has its own materialisation mat(P, F ∪ E_key) of the
+program P over the shared `--facts` F and the key's own explicit facts. Keys
+never join, so they are reasoned about independently, in Spark executor tasks:
+
+    driver (foreachBatch)                      executor tasks (Python workers)
+    df.repartition(n, key).mapInArrow(run) ->  group rows by key; per key: the cached
+       .collect()  (one summary row a key)       engine (or rebuilt from Redis), one
+    commit the batch's key-less dead letters     BatchProcessor.process: commit to Redis
+    and its id (the namespace state)             under the key's hash tag, publish
+                                                 the key's delta with its message key
+
+Each worker process keeps a bounded cache of engines (`_Engines`, least
+recently used first out, bounded by facts). A cached engine is used only when
+it is at the key's last committed batch in Redis (`last_batch`, one HGET);
+otherwise it is rebuilt from Redis (a miss), so any task may land anywhere,
+and a task that failed half-way drops its engine. Replays are per key: a
+replayed batch (Spark retries a task, or the whole batch after a crash) finds
+the key's stored batch id and re-publishes the key's stored output identically
+(stream.batch). A key's first batch commits the shared facts' materialisation
+with the batch's changes, and its first delta carries all of it.
+
+Updates without a key are dead letters: the executors hand them to the driver,
+which commits them with the batch id in the namespace's own state (so a replay
+re-publishes them identically) and publishes them.
+
+Fault injection for tests: `FLUXMAT_FAIL_TASK=<batch>:<marker file>` makes the
+first task of that batch to finish a key fail once (the marker records it), as
+an executor crash would; Spark retries the task.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from connectors.files import decode_json
+from engine import StateChanges
+from stream.batch import BatchOutcome, BatchProcessor
+
+PARTITION_BY = ("none", "message-key", "graph")
+NO_KEY = {
+    "message-key": "update without a key: with --partition-by message-key every update needs a Kafka message key",
+    "graph": "update without a named graph: with --partition-by graph every update is N-Quads in one named graph",
+}  # fmt: skip
+DEFAULT_CACHE_FACTS = 2_000_000  # facts of the engines one worker process keeps between batches
+
+SUMMARY = ("kind string, key string, replayed boolean, updates long, adds long, deletes long, dead long, "
+           "quarantined long, added long, removed long, seconds double, rebuild double, cache string, "
+           "facts long, engines long, pid long, partition int, offset long, raw string, size long, "
+           "detail string")  # fmt: skip
+
+
+# ------------------------------------------------------------------ executor side
+@dataclass
+class _Entry:
+    processor: BatchProcessor
+    batch: int | None  # the key's last committed batch this engine is at
+    facts: int = 0
+
+
+class _Engines:
+    """A worker's engines by key, least recently used first out, at most `max_facts` facts in all."""
+
+    def __init__(self, max_facts: int):
+        self.max_facts = max_facts
+        self.entries: OrderedDict[str, _Entry] = OrderedDict()
+        self.facts = 0
+
+    def get(self, key: str) -> _Entry | None:
+        entry = self.entries.get(key)
+        if entry is not None:
+            self.entries.move_to_end(key)
+        return entry
+
+    def put(self, key: str, entry: _Entry) -> None:
+        self.drop(key)
+        entry.facts = entry.processor.reasoner.sizes()["facts"]
+        self.entries[key] = entry
+        self.facts += entry.facts
+        while self.facts > self.max_facts and len(self.entries) > 1:
+            _, old = self.entries.popitem(last=False)
+            self.facts -= old.facts
+
+    def drop(self, key: str) -> None:
+        old = self.entries.pop(key, None)
+        if old is not None:
+            self.facts -= old.facts
+
+
+class _Worker:
+    """What one executor Python process keeps for a job: program, shared facts, clients, engines."""
+
+    def __init__(self, cfg):
+        from connectors.kafka_sink import KafkaPublisher
+        from connectors.state import redis_client
+        from stream.job import load_reasoner, shared_facts
+
+        self.cfg = cfg
+        reasoner = load_reasoner(cfg, log=lambda msg: None)
+        self.program = reasoner.program
+        self.facts = shared_facts(cfg, reasoner)
+        self.client = redis_client(cfg.redis, cfg.redis_cluster)
+        self.publisher = KafkaPublisher(
+            cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
+            source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
+        )  # fmt: skip
+        self.engines = _Engines(cfg.engine_cache_facts)
+
+    def process(self, key: str, batch: int, rows: list) -> dict:
+        """Apply one key's rows of `batch`; its summary row."""
+        from connectors.state import RedisStateStore
+        from engine import Reasoner
+
+        cfg, start = self.cfg, time.perf_counter()
+        entry = self.engines.get(key)
+        store = (entry.processor.store if entry is not None
+                 else RedisStateStore(cfg.redis, cfg.namespace, key=key, cluster=cfg.redis_cluster,
+                                      client=self.client))  # fmt: skip
+        last = store.last_batch()
+        cache, rebuild = "hit", None
+        if entry is None or entry.batch != last:
+            cache = "miss" if last is not None else "new"
+            processor = BatchProcessor(
+                Reasoner(self.program, options=cfg.engine), store, self.publisher,
+                max_message_bytes=cfg.max_message_bytes or sys.maxsize,
+                delta_format=cfg.delta_format, key=key,
+            )  # fmt: skip
+            processor.begin(self.facts)
+            entry = _Entry(processor, last)
+            rebuild = time.perf_counter() - start
+        try:
+            outcome = entry.processor.process(batch, rows)
+        except BaseException:
+            self.engines.drop(key)  # possibly half-way through the batch
+            raise
+        if not outcome.replayed:
+            entry.batch = batch
+        self.engines.put(key, entry)
+        detail = {"phases": outcome.phases, "stats": outcome.stats, "timestamps": outcome.timestamps_ms,
+                  "dead": [d[:3] for d in (outcome.output or {}).get("dead", ())],
+                  "oldest": outcome.oldest_timestamp_ms}  # fmt: skip
+        return {"kind": "key", "key": key, "replayed": outcome.replayed, "updates": outcome.updates,
+                "adds": outcome.adds, "deletes": outcome.deletes, "dead": outcome.dead,
+                "quarantined": outcome.quarantined, "added": outcome.added, "removed": outcome.removed,
+                "seconds": time.perf_counter() - start, "rebuild": rebuild, "cache": cache,
+                "facts": entry.facts, "engines": len(self.engines.entries), "pid": os.getpid(),
+                "detail": json.dumps(detail)}  # fmt: skip
+
+
+_WORKERS: dict[str, _Worker] = {}  # by the job's configuration: survives between tasks
+
+
+def _worker(cfg) -> _Worker:
+    ident = repr(cfg)
+    worker = _WORKERS.get(ident)
+    if worker is None:
+        _WORKERS.clear()
+        worker = _WORKERS[ident] = _Worker(cfg)
+    return worker
+
+
+def key_of(row, mode: str) -> str | None:
+    """The key of an update row (partition, offset, key, value, ...), None when it has none."""
+    if mode == "message-key":
+        return row[2] if row[2] else None
+    from connectors.rdf import graph_of
+
+    try:
+        return graph_of(decode_json(row[3])) if row[3] is not None else None
+    except Exception:  # an invalid message has no graph: it is a dead letter without a key
+        return None
+
+
+def with_keys(mode: str, batches):
+    """mapInArrow's function adding each row's key as a last column `k` (for the repartition)."""
+    import pyarrow as pa
+
+    for rb in batches:
+        columns = [rb.column(i).to_pylist() for i in range(rb.num_columns)]
+        keys = [key_of(row, mode) for row in zip(*columns, strict=True)] if rb.num_rows else []
+        yield rb.append_column("k", pa.array(keys, pa.string()))
+
+
+def run_partition(cfg, batch: int, batches):
+    """mapInArrow's function: the rows of one task, grouped by key (last column), one key at a time."""
+    import pyarrow as pa
+
+    groups: dict[str | None, list] = {}
+    for rb in batches:
+        columns = [rb.column(i).to_pylist() for i in range(rb.num_columns)]
+        for row in zip(*columns, strict=True):
+            groups.setdefault(row[-1], []).append(row[:-1])
+    out: list[dict] = []
+    if any(k is not None for k in groups):
+        worker = _worker(cfg)
+        for key in sorted(k for k in groups if k is not None):
+            out.append(worker.process(key, batch, groups[key]))
+            _fail_once(batch)
+    for row in groups.get(None, ()):
+        out.append({"kind": "nokey", "partition": row[0], "offset": row[1], "raw": row[3],
+                    "size": row[6] if len(row) > 6 else None, "pid": os.getpid()})  # fmt: skip
+    if out:
+        yield pa.RecordBatch.from_pylist(out, schema=_schema())
+
+
+def _schema():
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "boolean": pa.bool_(), "long": pa.int64(), "double": pa.float64(),
+             "int": pa.int32()}  # fmt: skip
+    return pa.schema([(name, types[kind]) for name, kind in (c.split() for c in SUMMARY.split(", "))])
+
+
+def _fail_once(batch: int) -> None:
+    spec = os.environ.get("FLUXMAT_FAIL_TASK")
+    if not spec:
+        return
+    at, _, marker = spec.partition(":")
+    if int(at) == batch and marker and not os.path.exists(marker):
+        with open(marker, "w") as f:
+            f.write(str(os.getpid()))
+        raise RuntimeError(f"injected task failure in batch {batch} (FLUXMAT_FAIL_TASK)")
+
+
+# ------------------------------------------------------------------ driver side
+@dataclass
+class KeyedBatch:
+    """What the driver learns of one keyed micro-batch."""
+
+    outcome: BatchOutcome
+    keys: list[dict] = field(default_factory=list)  # one summary a key (see SUMMARY)
+
+
+class KeyedDriver:
+    """Plans each micro-batch onto the executors and commits what belongs to no key.
+
+    `store` is the namespace's own state (batch ids, key-less dead letters),
+    `publisher` the driver's (for those dead letters); a batch is split into
+    `partitions` tasks by key (None: Spark's default parallelism).
+    """
+
+    def __init__(self, cfg, store, publisher, partitions: int | None = None):
+        self.cfg = cfg
+        self.store = store
+        self.publisher = publisher
+        self.partitions = partitions
+        self.base = 0
+
+    def process(self, df, batch_id: int) -> KeyedBatch:
+        from pyspark.sql import functions as F
+
+        start = time.perf_counter()
+        cfg, batch, mode = self.cfg, batch_id + self.base, self.cfg.partition_by
+        if mode == "message-key":
+            keyed = df.withColumn("k", F.expr("nullif(key, '')"))
+        else:  # the graph is inside the message: read by a first, stateless pass
+            keyed = df.mapInArrow(lambda it: with_keys(mode, it), df.schema.add("k", "string"))
+        tasks = self.partitions or df.sparkSession.sparkContext.defaultParallelism
+        rows = (keyed.repartition(tasks, "k")
+                .mapInArrow(lambda it: run_partition(cfg, batch, it), SUMMARY)
+                .collect())  # fmt: skip
+        keys = [r.asDict() for r in rows if r["kind"] == "key"]
+        nokey = sorted((r for r in rows if r["kind"] == "nokey"), key=lambda r: (r["partition"], r["offset"]))
+        last = self.store.last_batch()
+        if last is not None and batch <= last:
+            stored = self.store.output(batch) or {}
+            self._publish_dead(stored.get("dead", ()))
+            dead = stored.get("dead", [])
+        else:
+            dead = [BatchProcessor._dead_letter(NO_KEY[mode], r["partition"], r["offset"], r["raw"], r["size"])
+                    for r in nokey]  # fmt: skip
+            output = {"through": None, "added": [], "removed": [], "dead": dead}
+            self.store.commit(batch, StateChanges(meta={}), output)
+            self._publish_dead(dead)
+        return KeyedBatch(self._outcome(batch, keys, dead, time.perf_counter() - start), keys)
+
+    def _publish_dead(self, dead) -> None:
+        for reason, partition, offset, raw, *cut in dead:
+            self.publisher.publish_dead_letter(reason, partition, offset, raw, truncated=bool(cut and cut[0]))
+
+    @staticmethod
+    def _outcome(batch: int, keys: list[dict], dead: list, seconds: float) -> BatchOutcome:
+        """The batch as one outcome for the observer (sums over keys; phases are CPU seconds summed)."""
+        out = BatchOutcome(batch, replayed=bool(keys) and all(k["replayed"] for k in keys), seconds=seconds)
+        letters = [list(d[:3]) for d in dead]
+        for k in keys:
+            for name in ("updates", "adds", "deletes", "dead", "quarantined", "added", "removed"):
+                setattr(out, name, getattr(out, name) + (k[name] or 0))
+            detail = json.loads(k["detail"] or "{}")
+            for phase, s in detail.get("phases", {}).items():
+                out.phases[phase] = out.phases.get(phase, 0.0) + s
+            for name, n in detail.get("stats", {}).items():
+                out.stats[name] = out.stats.get(name, 0) + n
+            out.timestamps_ms.extend(detail.get("timestamps", ()))
+            letters.extend(detail.get("dead", ()))
+        out.dead += len(dead)
+        if out.timestamps_ms:
+            out.oldest_timestamp_ms = min(out.timestamps_ms)
+        out.output = {"through": None, "added": [], "removed": [], "dead": [[*d, None, False] for d in letters]}
+        return out
