@@ -17,9 +17,10 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
-from kafka import KafkaProducer  # noqa: E402
+from kafka import KafkaProducer, TopicPartition  # noqa: E402
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows  # noqa: E402
 
+from connectors import kafka_source  # noqa: E402
 from connectors.broker import (  # noqa: E402
     EmbeddedBroker,
     _free_port,
@@ -259,6 +260,51 @@ def test_reader_times_out_instead_of_looping(broker):
     with pytest.raises(KafkaSourceError, match="no progress .* offset 1 .* high watermark 1"):
         list(reader.read(KafkaInputPartition(topic, 0, 0, 5)))
     assert time.monotonic() - t0 < 10
+
+
+def test_reader_keeps_its_consumer_across_micro_batches(broker):
+    bs = broker.bootstrap
+    topic = fresh_topic(bs)
+    produce(bs, topic, [(0, None, f"v{i}") for i in range(10)])
+    reader = KafkaStreamReader({"bootstrap": bs, "topic": topic})
+    key = (bs, topic, 0)
+
+    def read(lo, hi):
+        return [(r[1], r[3]) for r in reader.read(KafkaInputPartition(topic, 0, lo, hi))]
+
+    try:
+        assert read(0, 4) == [(i, f"v{i}") for i in range(4)]
+        first = kafka_source._READERS[key]
+        assert first.position(TopicPartition(topic, 0)) == 4  # never read past the range
+        assert read(4, 10) == [(i, f"v{i}") for i in range(4, 10)]  # goes on where it stood
+        assert kafka_source._READERS[key] is first
+        assert read(2, 6) == [(i, f"v{i}") for i in range(2, 6)]  # a replay seeks back
+        assert kafka_source._READERS[key] is first
+        rows = reader.read(KafkaInputPartition(topic, 0, 6, 10))
+        next(rows)
+        rows.close()  # an abandoned read closes its consumer: the next one starts afresh
+        assert key not in kafka_source._READERS
+        assert read(7, 9) == [(7, "v7"), (8, "v8")]
+        assert kafka_source._READERS[key] is not first
+    finally:
+        kafka_source.close_readers()
+    assert not kafka_source._READERS
+
+
+def test_planning_fetches_little_whatever_the_backlog(broker):
+    """tansu answers ListOffsets wrongly: end offsets come from fetch responses, kept tiny."""
+    bs = broker.bootstrap
+    topic = fresh_topic(bs)
+    produce(bs, topic, [(0, None, "x" * 1000) for _ in range(2000)])  # a 2 MB backlog
+    reader = KafkaStreamReader({"bootstrap": bs, "topic": topic})
+    try:
+        for start in (0, 0, 1000, 2000):
+            assert reader.latestOffset({"0": start}, ReadAllAvailable()) == {"0": 2000}
+        # each probe fetches one record batch at most (kafka-python's default: 1 MiB per partition)
+        config = reader._metadata().config
+        assert config["max_partition_fetch_bytes"] <= 1024 and config["fetch_max_bytes"] <= 4096
+    finally:
+        reader.stop()
 
 
 def test_reader_needs_options_and_topic(broker):
