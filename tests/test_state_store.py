@@ -161,3 +161,14 @@ def test_urls_never_show_their_password(tmp_path, caplog):
         server.stop()
     retries = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
     assert retries and all(":***@127.0.0.1" in m and "secret" not in m for m in retries), retries
+
+
+def test_the_store_speaks_to_redis_through_hiredis(redis_server):
+    """Issue 16: hiredis (a dependency) packs the commit's commands and parses the replies."""
+    store = RedisStateStore(redis_server.url, "hiredis")
+    try:
+        conn = store.client.connection_pool.get_connection()
+        assert type(conn._parser).__name__ == "_HiredisParser"
+        store.client.connection_pool.release(conn)
+    finally:
+        store.close()
