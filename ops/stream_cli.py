@@ -70,6 +70,9 @@ RUN_FLAGS = [
      "with --partition-by: tasks a micro-batch is split into by key (default: Spark's parallelism)"),
     ("--engine-cache-facts", "ENGINE_CACHE_FACTS", str(DEFAULT_CACHE_FACTS),
      "with --partition-by: facts of the key engines each executor worker keeps between batches"),
+    ("--delta-compression", "DELTA_COMPRESSION", "lz4",
+     "how delta and dead-letter messages are compressed: lz4, gzip or none (consumers decompress; "
+     "kafka-python consumers need the lz4 package for lz4)"),
     ("--redis-fsync", "REDIS_FSYNC", "everysec",
      "Redis's AOF fsync policy, set at start (CONFIG SET appendfsync): everysec (one fsync a second; "
      "an OS crash can lose the last second, which the next start detects and refuses), always (one "
@@ -118,10 +121,14 @@ def _int(value, flag: str) -> int | None:
 
 
 def job_config(ns: argparse.Namespace):
+    from connectors.kafka_sink import COMPRESSIONS
     from connectors.state import FSYNC_POLICIES
     from engine import EngineOptions, FluxmatError, Limits
     from stream.job import STREAM_ENGINE, JobConfig
 
+    if ns.delta_compression not in COMPRESSIONS:
+        raise FluxmatError(f"--delta-compression must be one of {', '.join(COMPRESSIONS)}, "
+                           f"got {ns.delta_compression!r}")  # fmt: skip
     if ns.redis_fsync not in FSYNC_POLICIES:  # a RUN_FLAGS value: argparse does not check it
         raise FluxmatError(f"--redis-fsync must be one of {', '.join(FSYNC_POLICIES)}, got {ns.redis_fsync!r}")
     budget = _int(ns.budget, "--budget") or 0
@@ -146,7 +153,7 @@ def job_config(ns: argparse.Namespace):
         max_message_bytes=ns.max_message_bytes or None,
         verify_every=_int(ns.verify_every, "--verify-every") or 0,
         partition_by=ns.partition_by, redis_cluster=_yes(ns.redis_cluster, "FLUXMAT_REDIS_CLUSTER"),
-        redis_fsync=ns.redis_fsync,
+        redis_fsync=ns.redis_fsync, delta_compression=ns.delta_compression,
         key_partitions=_int(ns.key_partitions, "--key-partitions"),
         engine_cache_facts=_int(ns.engine_cache_facts, "--engine-cache-facts") or DEFAULT_CACHE_FACTS,
     )  # fmt: skip

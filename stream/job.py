@@ -79,6 +79,7 @@ class JobConfig:
     verify_every: int = 0  # recompute from scratch every N batches and compare (stream.verify; 0: off)
     partition_by: str = "none"  # none | message-key | graph: one materialisation per key (stream.keyed)
     redis_cluster: bool = False  # --redis is a seed node of a Redis Cluster
+    delta_compression: str = "lz4"  # lz4 | gzip | none: delta and dead-letter messages (connectors.kafka_sink)
     redis_fsync: str = "everysec"  # everysec | always | keep: Redis's AOF fsync policy (connectors.state)
     key_partitions: int | None = None  # tasks per keyed batch (None: Spark's default parallelism)
     engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines a worker keeps between batches
@@ -174,6 +175,7 @@ class Job:
         publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
+            compression=cfg.delta_compression,
         )  # fmt: skip
         return store, publisher
 

@@ -203,6 +203,23 @@ def test_large_facts_are_split_to_fit_a_kafka_message(broker):
     assert [f for m in msgs[:3] for f in m["removed"]] == big[3:]
 
 
+@pytest.mark.parametrize("compression", ["lz4", "gzip", "none"])
+def test_deltas_are_compressed_on_the_wire(broker, compression):
+    """Issue 16: the broker (tansu) takes and serves compressed batches; consumers get the same JSON."""
+    bs = broker.bootstrap
+    deltas = fresh_topic(bs)
+    facts = [["http://swat.cse.lehigh.edu/onto/univ-bench.owl#takesCourse",
+              f"<http://www.Department0.University0.edu/GraduateStudent{i}>", f"Course {i} é"]
+             for i in range(3000)]  # fmt: skip
+    kw = {} if compression == "lz4" else {"compression": compression}  # lz4: the default
+    with KafkaPublisher(bs, deltas, **kw) as pub:
+        assert pub.publish_delta(0, "u9", facts, []) == 1
+        rate = pub._producer.metrics()["producer-metrics"]["compression-rate-avg"]  # sent / encoded bytes
+    assert rate < 0.25 if compression != "none" else rate == 1.0
+    assert read_deltas(bs, deltas) == [{"batch": 0, "through": "u9", "part": 0, "parts": 1,
+                                        "added": facts, "removed": []}]  # fmt: skip
+
+
 # -- source, without Spark ----------------------------------------------------
 
 
