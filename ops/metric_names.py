@@ -81,8 +81,8 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         COUNTER, "The fully dynamic engine's work: units of work, rule applications, no-op adds and deletes.",
         ("kind",)),
     "fluxmat_batch_phase_seconds": (
-        HISTOGRAM, "Time per micro-batch in each of our phases: decode, engine, export (state changes), "
-        "commit (Redis), publish (Kafka).", ("phase",)),
+        HISTOGRAM, "Time per micro-batch in each of our phases: collect (the source read and the rows to "
+        "the driver), decode, engine, export (state changes), commit (Redis), publish (Kafka).", ("phase",)),
     "fluxmat_spark_phase_seconds": (
         HISTOGRAM, "Spark's time per micro-batch by phase (lastProgress.durationMs: triggerExecution, "
         "addBatch, latestOffset, queryPlanning, walCommit, commitOffsets, getBatch).", ("phase",)),

@@ -158,7 +158,7 @@ class Job:
         self.metrics_address: tuple[str, int] | None = None
         self.dashboard_address: tuple[str, int] | None = None
         self._servers: list = []
-        self._last_progress: object = None  # the batch id of the last Spark progress reported
+        self._last_progress: int | None = None  # the batch id of the last Spark progress reported
 
     def stop(self) -> None:
         self._stop.set()
@@ -250,10 +250,13 @@ class Job:
                 if self.on_batch:
                     self.on_batch(outcome)
                 return
+            started = time.perf_counter()
             rows = [tuple(r) for r in df.collect()]
+            collected = time.perf_counter() - started  # the source read on the executor, and the rows to here
             try:
                 with self.lock:
                     outcome = processor.process(batch_id, rows)
+                    outcome.phases = {"collect": collected, **outcome.phases}
                     if not outcome.replayed:
                         verifier.after_batch(outcome.batch, reasoner)
             except BaseException as exc:
@@ -402,17 +405,22 @@ class Job:
             reader.stop()
 
     def _spark_progress(self, metrics) -> None:
-        """Hand Spark's timings of each new micro-batch (`lastProgress.durationMs`) to the observer."""
+        """Hand Spark's timings of each new micro-batch (`durationMs` of its progress) to the observer.
+
+        Every batch finished since the last call (`recentProgress`), not only the last one.
+        """
         query = getattr(self, "query", None)
         try:
-            progress = query.lastProgress if query is not None else None
+            recent = query.recentProgress if query is not None else []
         except Exception:  # the query is stopping
             return
-        if not progress or progress.get("batchId") == self._last_progress:
-            return
-        self._last_progress = progress.get("batchId")
-        durations = progress.get("durationMs") or {}
-        metrics.on_spark_batch({k: v / 1000.0 for k, v in durations.items() if isinstance(v, int | float)})
+        for progress in recent or ():
+            batch = progress.get("batchId")
+            if not isinstance(batch, int) or (self._last_progress is not None and batch <= self._last_progress):
+                continue
+            self._last_progress = batch
+            durations = progress.get("durationMs") or {}
+            metrics.on_spark_batch({k: v / 1000.0 for k, v in durations.items() if isinstance(v, int | float)})
 
     def _progress_offsets(self, consumed: dict[str, int]) -> None:
         """Merge the end offsets of Spark's last progress (known before any row after a restart)."""
