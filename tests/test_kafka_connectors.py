@@ -279,6 +279,13 @@ def test_reader_times_out_instead_of_looping(broker):
     assert time.monotonic() - t0 < 10
 
 
+def test_kafka_python_checks_crcs_in_c():
+    """Issue 16: with the crc32c package (a dependency), kafka-python's CRC32C is not its pure-Python one."""
+    from kafka.record import _crc32c, util
+
+    assert util.calc_crc32c.__defaults__[0] is not _crc32c.crc
+
+
 def test_reader_keeps_its_consumer_across_micro_batches(broker):
     bs = broker.bootstrap
     topic = fresh_topic(bs)
