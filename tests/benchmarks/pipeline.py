@@ -308,7 +308,7 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
             producer.flush()
             reached = reader.wait_for(ids[-1], WAIT_CAP, alive)
             measure(row, ids, produced, reader, reached)
-            row.phases = phases.settled(before)  # recorded after the deltas are published
+            row.phases = phases.settled(before, row.batches or 0)
             rows.append(row)
             say(f"{row.scenario}: done, {row.check or 'ok'}")
             if not reached:

@@ -176,14 +176,16 @@ class Phases:
                     out["spark.batches"] = s.value
         return out
 
-    def settled(self, before: dict[str, float], timeout: float = 10.0) -> dict[str, float]:
-        """Phases since `before`, once Spark's progress of every batch has been recorded (within `timeout`)."""
+    def settled(self, before: dict[str, float], batches: int, timeout: float = 10.0) -> dict[str, float]:
+        """Phases since `before`, once our metrics of `batches` batches and Spark's progress of
+        each have been recorded (within `timeout`): both come a little after a batch's delta."""
         deadline = time.monotonic() + timeout
         while True:
             got = self.since(self.read(), before)
-            if got.get("spark.batches", 0) >= got.get("batches", 0) or time.monotonic() > deadline:
+            ours = got.get("batches", 0)
+            if (ours >= batches and got.get("spark.batches", 0) >= ours) or time.monotonic() > deadline:
                 return got
-            time.sleep(0.5)
+            time.sleep(0.2)
 
     @staticmethod
     def since(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
