@@ -1,0 +1,214 @@
+"""The keyed operator end to end (`--partition-by`): executors, a real Redis Cluster, real broker, Spark.
+
+50 keys (tenants) share the program and the `--facts`; each key gets random
+overlapping adds and deletes, keyed by the Kafka message key over a
+4-partition updates topic (so each key's updates are in one partition, in
+order). Per key, the folded deltas must equal `remat` over the shared facts
+plus that key's explicit facts; every re-sent delta must be identical; the
+state must be spread over all three cluster nodes. The fault test kills the
+job with SIGKILL mid-stream, restarts a cluster node from its AOF, and makes
+an executor task fail once (Spark retries it), then checks the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from kafka import KafkaProducer
+
+from connectors.broker import ensure_topics
+from connectors.kafka_sink import read_deltas
+from tests.servers import RedisCluster
+from tests.test_pipeline import INITIAL, POOL, PROGRAM, SPARK_TIMEOUT, Proc, job_env, remat
+
+KEYS = [f"tenant{i:02d}" for i in range(50)]
+NAMESPACE = "keyed"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = RedisCluster(tmp_path_factory.mktemp("redis-cluster")).start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def args(broker, cluster, d: Path, n: int, *extra: str) -> list[str]:
+    import sys
+
+    program, facts = d / "path.dl", d / "facts.dl"
+    program.write_text(PROGRAM, encoding="utf-8")
+    facts.write_text("".join(f"edge({x}, {y}).\n" for _, x, y in INITIAL), encoding="utf-8")
+    return [sys.executable, "-m", "ops.cli", "run", str(program), "--facts", str(facts),
+            "--bootstrap-servers", broker.bootstrap, "--updates-topic", f"kupdates{n}",
+            "--deltas-topic", f"kdeltas{n}", "--dead-letter-topic", f"kdead{n}",
+            "--redis", cluster.url, "--redis-cluster", "--namespace", f"{NAMESPACE}{n}",
+            "--partition-by", "message-key", "--checkpoint", str(d / "checkpoint"),
+            "--trigger-interval", "300ms", *extra]  # fmt: skip
+
+
+def updates_for(rnd: random.Random, key: str, n: int) -> list[dict]:
+    """Overlapping adds and deletes over nodes a..f, every one with an id `<key>-<i>`."""
+    out = []
+    for i in range(n):
+        add = rnd.sample(POOL, rnd.randint(0, 2))
+        dele = [f for f in rnd.sample(POOL, rnd.randint(0, 2)) if f not in add] or ([] if add else [POOL[0]])
+        out.append({"add": [list(f) for f in add], "del": [list(f) for f in dele], "id": f"{key}-{i}"})
+    return out
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[str | None, dict]]) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", max_in_flight_requests_per_connection=1)
+    try:
+        for key, update in records:
+            producer.send(topic, key=None if key is None else key.encode(), value=json.dumps(update).encode())
+        producer.flush()
+    finally:
+        producer.close()
+
+
+def interleave(rnd: random.Random, plan: dict[str, list[dict]]) -> list[tuple[str, dict]]:
+    """Every key's updates in its own order, the keys interleaved at random."""
+    queues = {k: list(v) for k, v in plan.items()}
+    out = []
+    while queues:
+        key = rnd.choice(sorted(queues))
+        out.append((key, queues[key].pop(0)))
+        if not queues[key]:
+            del queues[key]
+    return out
+
+
+def explicit_after(updates: list[dict]) -> set[tuple]:
+    explicit = {tuple(f) for f in INITIAL}
+    for u in updates:
+        explicit -= {tuple(f) for f in u["del"]}
+        explicit |= {tuple(f) for f in u["add"]}
+    return explicit
+
+
+def fold(msgs: list[dict]) -> dict[str, set[tuple]]:
+    """A consumer per key: apply each key's deltas in log order, each (batch, part) once.
+
+    Checks on the way: a re-sent (key, batch, part) is identical to its first
+    copy; a key's batches only grow; every delta is exact (adds absent facts,
+    removes present ones); each batch has all its parts.
+    """
+    first: dict[tuple, dict] = {}
+    state: dict[str, set[tuple]] = {}
+    newest: dict[str, int] = {}
+    for m in msgs:
+        assert "key" in m, f"a keyed delta without its key: {m}"
+        ident = (m["key"], m["batch"], m["part"])
+        if ident in first:
+            assert m == first[ident], f"re-sent delta {ident} differs:\n{first[ident]}\n{m}"
+            continue
+        key = m["key"]
+        assert m["batch"] >= newest.get(key, m["batch"]), f"{key}: batch {m['batch']} after {newest[key]}"
+        newest[key] = m["batch"]
+        first[ident] = m
+        current = state.setdefault(key, set())
+        added, removed = {tuple(f) for f in m["added"]}, {tuple(f) for f in m["removed"]}
+        assert not added & current, f"{ident} adds present facts {added & current}"
+        assert removed <= current, f"{ident} removes absent facts {removed - current}"
+        state[key] = (current - removed) | added
+    for key, batch, part in first:
+        assert part < first[(key, batch, part)]["parts"]
+    return state
+
+
+def wait_done(bootstrap: str, topic: str, job: Proc, last: dict[str, str]) -> list[dict]:
+    """Poll the deltas until every key has a delta through its last update's id."""
+    deadline = time.monotonic() + SPARK_TIMEOUT * 2
+    while True:
+        msgs = read_deltas(bootstrap, topic, timeout=30)
+        reached = {(m["key"], m["through"]) for m in msgs}
+        missing = [k for k, ident in last.items() if (k, ident) not in reached]
+        if not missing:
+            return msgs
+        if job.returncode is not None:
+            pytest.fail(f"the job exited with {job.returncode}; keys not done: {missing[:5]}{job.tail()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"keys not done: {len(missing)}, e.g. {missing[:5]}{job.tail()}")
+        time.sleep(1.0)
+
+
+def node_sizes(cluster: RedisCluster) -> list[int]:
+    import redis
+
+    return [redis.Redis(port=n.port).dbsize() for n in cluster.nodes]
+
+
+def resent(msgs: list[dict]) -> int:
+    """Delta messages that repeat an earlier (key, batch, part)."""
+    return len(msgs) - len({(m["key"], m["batch"], m["part"]) for m in msgs})
+
+
+def check(msgs: list[dict], plan: dict[str, list[dict]]) -> None:
+    folded = fold(msgs)
+    assert set(folded) == set(plan)
+    for key, updates in plan.items():
+        assert folded[key] == remat(explicit_after(updates)), f"key {key}"
+
+
+def test_fifty_keys_on_a_redis_cluster(broker, cluster, tmp_path):
+    n = 1
+    ensure_topics(broker.bootstrap, {f"kupdates{n}": 4, f"kdeltas{n}": 4, f"kdead{n}": 1})
+    rnd = random.Random(17)
+    plan = {k: updates_for(rnd, k, rnd.randint(3, 8)) for k in KEYS}
+    records = interleave(rnd, plan)
+    records.insert(40, (None, {"add": [["edge", "a", "b"]], "id": "no-key"}))
+    produce(broker.bootstrap, f"kupdates{n}", records)
+    job = Proc(args(broker, cluster, tmp_path, n, "--master", "local[2]"), tmp_path, "keyed", job_env())
+    try:
+        msgs = wait_done(broker.bootstrap, f"kdeltas{n}", job, {k: u[-1]["id"] for k, u in plan.items()})
+        assert job.terminate() == 0, job.tail()
+    finally:
+        job.cleanup()
+    check(msgs, plan)
+    assert all(size > 0 for size in node_sizes(cluster)), node_sizes(cluster)
+    dead = read_deltas(broker.bootstrap, f"kdead{n}", timeout=30)
+    assert [json.loads(d["raw"])["id"] for d in dead] == ["no-key"]
+    assert "without a key" in dead[0]["reason"]
+
+
+def test_kill_restart_node_and_task_failure(broker, cluster, tmp_path):
+    """SIGKILL mid-stream, a cluster node restarted from its AOF, a failed task retried: exact."""
+    n = 2
+    ensure_topics(broker.bootstrap, {f"kupdates{n}": 4, f"kdeltas{n}": 4, f"kdead{n}": 1})
+    rnd = random.Random(23)
+    keys = KEYS[:20]
+    plan = {k: updates_for(rnd, k, 10) for k in keys}
+    records = interleave(rnd, plan)
+    half = len(records) // 2
+    produce(broker.bootstrap, f"kupdates{n}", records[:half])
+    marker = tmp_path / "failed-once"
+    env = job_env({"FLUXMAT_FAIL_TASK": f"0:{marker}"})
+    first = Proc(args(broker, cluster, tmp_path, n, "--max-updates-per-batch", "40"), tmp_path, "first", env)
+    try:
+        deadline = time.monotonic() + SPARK_TIMEOUT
+        while not any(m["batch"] >= 1 for m in read_deltas(broker.bootstrap, f"kdeltas{n}", timeout=30)):
+            assert first.returncode is None and time.monotonic() < deadline, first.tail()
+            time.sleep(0.3)
+        os.killpg(first.proc.pid, signal.SIGKILL)  # mid-stream: no clean stop
+        first.proc.wait(timeout=30)
+    finally:
+        first.cleanup()
+    assert marker.exists(), "the injected task failure did not happen"
+    cluster.restart(1)  # SIGKILL a node, start it again from its AOF
+    produce(broker.bootstrap, f"kupdates{n}", records[half:])
+    second = Proc(args(broker, cluster, tmp_path, n), tmp_path, "second", job_env())
+    try:
+        msgs = wait_done(broker.bootstrap, f"kdeltas{n}", second, {k: u[-1]["id"] for k, u in plan.items()})
+        assert second.terminate() == 0, second.tail()
+    finally:
+        second.cleanup()
+    check(msgs, plan)
+    assert resent(msgs) > 0, "the retried task and the replayed batch re-published nothing"
