@@ -166,7 +166,8 @@ def test_fifty_keys_on_a_redis_cluster(broker, cluster, tmp_path):
     records = interleave(rnd, plan)
     records.insert(40, (None, {"add": [["edge", "a", "b"]], "id": "no-key"}))
     produce(broker.bootstrap, f"kupdates{n}", records)
-    job = Proc(args(broker, cluster, tmp_path, n, "--master", "local[2]"), tmp_path, "keyed", job_env())
+    job = Proc(args(broker, cluster, tmp_path, n, "--master", "local[2]", "--max-updates-per-batch", "50"),
+               tmp_path, "keyed", job_env())
     try:
         msgs = wait_done(broker.bootstrap, f"kdeltas{n}", job, {k: u[-1]["id"] for k, u in plan.items()})
         assert job.terminate() == 0, job.tail()
