@@ -213,3 +213,48 @@ def test_kill_restart_node_and_task_failure(broker, cluster, tmp_path):
         second.cleanup()
     check(msgs, plan)
     assert resent(msgs) > 0, "the retried task and the replayed batch re-published nothing"
+
+
+def scrape(port: int) -> str:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+def metric(text: str, series: str) -> float:
+    lines = [ln for ln in text.splitlines() if ln.startswith(series + " ")]
+    assert lines, f"{series} not scraped"
+    return float(lines[0].split()[-1])
+
+
+def test_standalone_cluster_caches_engines_in_workers(broker, cluster, tmp_path):
+    """A master and two one-core workers (local processes): exact per key, engines reused in workers."""
+    from tests.servers import SparkStandalone, free_port
+
+    n = 3
+    ensure_topics(broker.bootstrap, {f"kupdates{n}": 4, f"kdeltas{n}": 4, f"kdead{n}": 1})
+    rnd = random.Random(31)
+    plan = {k: updates_for(rnd, k, 12) for k in KEYS[:12]}
+    records = interleave(rnd, plan)
+    spark = SparkStandalone(tmp_path / "spark").start()
+    port = free_port()
+    try:
+        job = Proc(args(broker, cluster, tmp_path, n, "--master", spark.url, "--metrics-port", str(port)),
+                   tmp_path, "standalone", job_env())  # fmt: skip
+        try:
+            for i in range(0, len(records), 24):  # several batches: engines are reused between them
+                chunk = records[i : i + 24]
+                produce(broker.bootstrap, f"kupdates{n}", chunk)
+                wait_done(broker.bootstrap, f"kdeltas{n}", job, {k: u["id"] for k, u in chunk})
+            msgs = wait_done(broker.bootstrap, f"kdeltas{n}", job, {k: u[-1]["id"] for k, u in plan.items()})
+            text = scrape(port)
+            assert job.terminate() == 0, job.tail()
+        finally:
+            job.cleanup()
+    finally:
+        spark.stop()
+    check(msgs, plan)
+    assert metric(text, 'fluxmat_engine_cache_total{result="new"}') == len(plan)
+    assert metric(text, 'fluxmat_engine_cache_total{result="hit"}') > 0, "no engine was reused in a worker"
+    assert metric(text, "fluxmat_keys_seen") == len(plan)
