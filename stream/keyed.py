@@ -179,7 +179,7 @@ def key_of(row, mode: str) -> str | None:
 
 
 def with_keys(mode: str, batches):
-    """mapInArrow's function adding each row's key as a last column `k` (for the repartition)."""
+    """The first `mapInArrow` pass (graph keys): adds each row's key as a last column `k` (for the repartition)."""
     import pyarrow as pa
 
     for rb in batches:
@@ -189,7 +189,7 @@ def with_keys(mode: str, batches):
 
 
 def run_partition(cfg, batch: int, batches):
-    """mapInArrow's function: the rows of one task, grouped by key (last column), one key at a time."""
+    """The function `mapInArrow` runs per task: the rows of one task, grouped by key (last column), one key at a time."""
     import pyarrow as pa
 
     groups: dict[str | None, list] = {}
