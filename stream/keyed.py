@@ -200,9 +200,10 @@ def run_partition(cfg, batch: int, batches):
     out: list[dict] = []
     if any(k is not None for k in groups):
         worker = _worker(cfg)
-        for key in sorted(k for k in groups if k is not None):
-            out.append(worker.process(key, batch, groups[key]))
-            _fail_once(batch)
+        with worker.publisher.deferred():  # each key commits, then sends; all sends awaited at the end
+            for key in sorted(k for k in groups if k is not None):
+                out.append(worker.process(key, batch, groups[key]))
+                _fail_once(batch)
     for row in groups.get(None, ()):
         out.append({"kind": "nokey", "partition": row[0], "offset": row[1], "raw": row[3],
                     "size": row[6] if len(row) > 6 else None, "pid": os.getpid()})  # fmt: skip

@@ -171,6 +171,13 @@ def run_once(label: str, master: str, keys: int, backlog: int, broker, cluster, 
             per_miss = grew("fluxmat_engine_rebuild_seconds_sum") / misses
             row["rebuild_seconds_per_10k_facts"] = round(per_miss / max(facts, 1) * 10_000, 3)
         row["batches"] = int(grew('fluxmat_batches_total{outcome="applied"}'))
+        # where the executors' time went, summed over keys (CPU seconds of the tasks, not wall time)
+        row["key_phases_seconds"] = {
+            phase: round(grew(f'fluxmat_batch_phase_seconds_sum{{phase="{phase}"}}'), 2)
+            for phase in ("decode", "engine", "export", "commit", "publish")
+        }
+        row["key_batch_seconds_sum"] = round(grew("fluxmat_key_batch_seconds_sum"), 2)
+        row["spark_batch_seconds_sum"] = round(grew("fluxmat_batch_duration_seconds_sum"), 2)
         row["facts_per_key"] = round(facts)
         with reader.lock:
             bad = [n for n in names if _folded(reader.messages.get(n, [])) != _expected(program, makers[n].present)]
