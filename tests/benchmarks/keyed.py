@@ -96,6 +96,18 @@ def _metrics(port: int) -> dict[str, float]:
     return out
 
 
+def _settled(port: int, name: str, at_least: float, timeout: float = 60.0) -> dict[str, float]:
+    """The job's metrics once `name` reached `at_least` (the driver counts a batch after its
+    executors published, and Spark's phases come with the next second's sample)."""
+    deadline = time.monotonic() + timeout
+    values = _metrics(port)
+    while values.get(name, 0.0) < at_least and time.monotonic() < deadline:
+        time.sleep(0.2)
+        values = _metrics(port)
+    time.sleep(2.5)
+    return _metrics(port)
+
+
 def run_once(label: str, master: str, keys: int, backlog: int, broker, cluster, work: Path, log) -> dict:
     from kafka import KafkaProducer
 
@@ -141,10 +153,7 @@ def run_once(label: str, master: str, keys: int, backlog: int, broker, cluster, 
             row["check"] = f"keys not loaded in {START_CAP:g} s (see {work / (tag + '.log')})"
             return row
         row["load_seconds"] = round(time.monotonic() - t, 1)
-        before = _metrics(port)  # the driver counts a batch after its executors published
-        while before.get("fluxmat_keys_seen", 0) < keys and time.monotonic() - t < START_CAP:
-            time.sleep(0.2)
-            before = _metrics(port)
+        before = _settled(port, "fluxmat_updates_consumed_total", keys)
         last: dict[str, str] = {}
         t0 = time.monotonic()
         for i in range(backlog):
@@ -156,7 +165,7 @@ def run_once(label: str, master: str, keys: int, backlog: int, broker, cluster, 
         produced = time.monotonic() - t0
         reached = reader.wait(last, WAIT_CAP, alive)
         seconds = time.monotonic() - t0
-        after = _metrics(port)
+        after = _settled(port, "fluxmat_updates_consumed_total", keys + backlog)
         row.update(produce_seconds=round(produced, 2), seconds=round(seconds, 2),
                    fact_ops_per_second=round(2 * backlog / seconds) if reached else None)  # fmt: skip
 
@@ -177,7 +186,11 @@ def run_once(label: str, master: str, keys: int, backlog: int, broker, cluster, 
             for phase in ("decode", "engine", "export", "commit", "publish")
         }
         row["key_batch_seconds_sum"] = round(grew("fluxmat_key_batch_seconds_sum"), 2)
-        row["spark_batch_seconds_sum"] = round(grew("fluxmat_batch_duration_seconds_sum"), 2)
+        row["driver_batch_seconds_sum"] = round(grew("fluxmat_batch_duration_seconds_sum"), 2)
+        row["spark_phases_seconds"] = {
+            phase: round(grew(f'fluxmat_spark_phase_seconds_sum{{phase="{phase}"}}'), 2)
+            for phase in ("triggerExecution", "latestOffset", "addBatch", "walCommit", "commitOffsets")
+        }
         row["facts_per_key"] = round(facts)
         with reader.lock:
             bad = [n for n in names if _folded(reader.messages.get(n, [])) != _expected(program, makers[n].present)]
