@@ -285,6 +285,10 @@ class Job:
             self._close_servers()
             query.stop()
             spark.stop()
+            if cfg.keyed:  # the engine hosts on this machine (others exit when idle)
+                from stream.engine_host import stop_hosts
+
+                stop_hosts(cfg)
             publisher.close()
             store.close()
         if self.error is not None:
