@@ -280,7 +280,9 @@ class KeyedDriver:
         if mode == "message-key":
             keyed = df.withColumn("k", F.expr("nullif(key, '')"))
         else:  # the graph is inside the message: read by a first, stateless pass
-            keyed = df.mapInArrow(lambda it: with_keys(mode, it), df.schema.add("k", "string"))
+            from connectors.kafka_source import SCHEMA
+
+            keyed = df.mapInArrow(lambda it: with_keys(mode, it), SCHEMA + ", k string")
         tasks = self.partitions or df.sparkSession.sparkContext.defaultParallelism
         rows = (keyed.repartition(tasks, "k")
                 .mapInArrow(lambda it: run_partition(cfg, batch, it), SUMMARY)

@@ -282,3 +282,56 @@ def test_standalone_cluster_caches_engines_in_workers(broker, cluster, tmp_path)
     assert metric(text, 'fluxmat_engine_cache_total{result="new"}') == len(plan)
     assert metric(text, 'fluxmat_engine_cache_total{result="hit"}') > 0, "no engine was reused in a worker"
     assert metric(text, "fluxmat_keys_seen") == len(plan)
+
+
+def test_partition_by_named_graph(broker, cluster, tmp_path):
+    """N-Quads updates, one materialisation per named graph; an update in the default graph is a dead letter."""
+    n = 4
+    ensure_topics(broker.bootstrap, {f"kupdates{n}": 2, f"kdeltas{n}": 2, f"kdead{n}": 1})
+    ex = "http://ex.org/"
+    program = tmp_path / "rdf.dl"
+    program.write_text(f"@prefix ex: <{ex}> .\nex:path(X, Y) :- ex:edge(X, Y).\n"
+                       "ex:path(X, Z) :- ex:path(X, Y), ex:edge(Y, Z).\n", encoding="utf-8")  # fmt: skip
+    rnd = random.Random(5)
+    graphs = {f"{ex}g{i}": [] for i in range(3)}
+    records = []
+    for i in range(30):
+        graph = rnd.choice(sorted(graphs))
+        x, y = rnd.sample("abcd", 2)
+        op = "del" if graphs[graph] and rnd.random() < 0.3 else "add"
+        if op == "del":
+            x, y = rnd.choice(graphs[graph])
+        graphs[graph].append((x, y))
+        text = f"<{ex}{x}> <{ex}edge> <{ex}{y}> <{graph}> .\n"
+        # the message key routes a graph's updates to one partition (their order); the job keys by graph
+        records.append((graph[-2:], {"format": "nquads", op: text, "id": f"{graph}-{i}"}))
+    records.append((None, {"format": "nquads", "add": f"<{ex}a> <{ex}edge> <{ex}b> .\n", "id": "default"}))
+    produce(broker.bootstrap, f"kupdates{n}", records)
+    cmd = args(broker, cluster, tmp_path, n)
+    cmd[4] = str(program)
+    cmd[cmd.index("message-key")] = "graph"
+    cmd[cmd.index("--facts"): cmd.index("--facts") + 2] = []
+    last = {}
+    for _, u in records[:-1]:
+        last[u["id"].rsplit("-", 1)[0]] = u["id"]
+    job = Proc(cmd, tmp_path, "graphs", job_env())
+    try:
+        msgs = wait_done(broker.bootstrap, f"kdeltas{n}", job, last)
+        assert job.terminate() == 0, job.tail()
+    finally:
+        job.cleanup()
+    folded = fold(msgs)
+    for graph in last:
+        edges: set[tuple] = set()
+        for _, u in records[:-1]:
+            if u["id"].rsplit("-", 1)[0] == graph:
+                (op, text), = ((k, v) for k, v in u.items() if k in ("add", "del"))
+                s, _, o = text.split()[:3]
+                edge = (s.strip("<>").removeprefix(ex), o.strip("<>").removeprefix(ex))
+                edges = edges - {edge} if op == "del" else edges | {edge}
+        want = {f for f in remat({("edge", x, y) for x, y in edges}) if f[0] == "path"}
+        got = {(f[0].rsplit(":", 1)[-1].rsplit("/", 1)[-1].strip(">"), f[1].strip("<>").removeprefix(ex),
+                f[2].strip("<>").removeprefix(ex)) for f in folded[graph] if "path" in f[0]}  # fmt: skip
+        assert got == want, graph
+    dead = read_deltas(broker.bootstrap, f"kdead{n}", timeout=30)
+    assert [json.loads(d["raw"])["id"] for d in dead] == ["default"] and "named graph" in dead[0]["reason"]
