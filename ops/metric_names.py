@@ -110,6 +110,8 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ("result",)),
     "fluxmat_engine_rebuild_seconds": (
         HISTOGRAM, "Time to rebuild a key's engine from Redis on a cache miss.", ()),
+    "fluxmat_task_seconds": (
+        HISTOGRAM, "Wall time of one executor task of a keyed micro-batch (all its keys).", ()),
     "fluxmat_key_batch_seconds": (
         HISTOGRAM, "Wall time of one key's part of a micro-batch in an executor task.", ()),
     "fluxmat_state_node_memory_bytes": (

@@ -232,8 +232,8 @@ class JobMetrics(JobObserver):
             if processor is not None and output is not None and (output["added"] or output["removed"]):
                 self.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner)))
 
-    def on_keys(self, keys: list[dict], store) -> None:
-        """With `--partition-by`: the keys of a batch (stream.keyed summaries) and the Redis nodes."""
+    def on_keys(self, keys: list[dict], store, tasks: list[float] = ()) -> None:
+        """With `--partition-by`: the keys of a batch (stream.keyed summaries), its tasks, the Redis nodes."""
         c = self.c
         nodes = store.node_memory() if hasattr(store, "node_memory") else {}
         with self._lock:
@@ -246,6 +246,8 @@ class JobMetrics(JobObserver):
                 c["fluxmat_key_batch_seconds"].observe(k["seconds"])
                 if k["rebuild"] is not None and k["cache"] == "miss":
                     c["fluxmat_engine_rebuild_seconds"].observe(k["rebuild"])
+            for seconds in tasks:
+                c["fluxmat_task_seconds"].observe(seconds)
             c["fluxmat_keys_active"].set(len(keys))
             c["fluxmat_keys_seen"].set(len(self.key_facts))
             c["fluxmat_engines_cached"].set(sum(workers.values()))

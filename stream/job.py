@@ -240,7 +240,7 @@ class Job:
                     metrics.on_error(exc)
                     raise
                 outcome = keyed.outcome
-                metrics.on_keys(keyed.keys, store)
+                metrics.on_keys(keyed.keys, store, keyed.tasks)
                 self.outcomes.append(outcome)
                 metrics.on_batch(outcome, None, store)
                 if self.on_batch:

@@ -209,9 +209,13 @@ def run_partition(cfg, batch: int, batches):
         for row in zip(*columns, strict=True):
             groups.setdefault(row[-1], []).append(row[:-1])
     nokey = groups.pop(None, ())
-    out = engine_host.call(cfg, TaskContext.get().partitionId(), batch, groups) if groups else []
+    out = []
     if groups:
+        start = time.perf_counter()
+        out = engine_host.call(cfg, TaskContext.get().partitionId(), batch, groups)
         _fail_once(batch)
+        out.append({"kind": "task", "seconds": time.perf_counter() - start, "pid": os.getpid(),
+                    "updates": sum(len(rows) for rows in groups.values())})  # fmt: skip
     for row in nokey:
         out.append({"kind": "nokey", "partition": row[0], "offset": row[1], "raw": row[3],
                     "size": row[6] if len(row) > 6 else None, "pid": os.getpid()})  # fmt: skip
@@ -255,6 +259,7 @@ class KeyedBatch:
 
     outcome: BatchOutcome
     keys: list[dict] = field(default_factory=list)  # one summary a key (see SUMMARY)
+    tasks: list[float] = field(default_factory=list)  # seconds of each task that had keys
 
 
 class KeyedDriver:
@@ -288,6 +293,7 @@ class KeyedDriver:
                 .mapInArrow(lambda it: run_partition(cfg, batch, it), SUMMARY)
                 .collect())  # fmt: skip
         keys = [r.asDict() for r in rows if r["kind"] == "key"]
+        tasks = [r["seconds"] for r in rows if r["kind"] == "task"]
         nokey = sorted((r for r in rows if r["kind"] == "nokey"), key=lambda r: (r["partition"], r["offset"]))
         last = self.store.last_batch()
         if last is not None and batch <= last:
@@ -300,7 +306,7 @@ class KeyedDriver:
             output = {"through": None, "added": [], "removed": [], "dead": dead}
             self.store.commit(batch, StateChanges(meta={}), output)
             self._publish_dead(dead)
-        return KeyedBatch(self._outcome(batch, keys, dead, time.perf_counter() - start), keys)
+        return KeyedBatch(self._outcome(batch, keys, dead, time.perf_counter() - start), keys, tasks)
 
     def _publish_dead(self, dead) -> None:
         for reason, partition, offset, raw, *cut in dead:

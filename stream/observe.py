@@ -30,8 +30,8 @@ class JobObserver:
         `processor` is None with `--partition-by` (the keys' engines live in executors).
         """
 
-    def on_keys(self, keys: list[dict], store) -> None:
-        """With `--partition-by`: one summary per key of the batch (stream.keyed.SUMMARY)."""
+    def on_keys(self, keys: list[dict], store, tasks: list[float] = ()) -> None:
+        """With `--partition-by`: one summary per key of the batch (stream.keyed.SUMMARY), task seconds."""
 
     def on_retry(self, target: str, why: str) -> None:
         """A call to `target` ("redis" or "broker") failed and is being retried."""

@@ -282,6 +282,8 @@ def test_standalone_cluster_caches_engines_in_workers(broker, cluster, tmp_path)
     assert metric(text, 'fluxmat_engine_cache_total{result="new"}') == len(plan)
     assert metric(text, 'fluxmat_engine_cache_total{result="hit"}') > 0, "no engine was reused in a worker"
     assert metric(text, "fluxmat_keys_seen") == len(plan)
+    assert metric(text, "fluxmat_task_seconds_count") >= metric(text, 'fluxmat_batches_total{outcome="applied"}') > 0
+    assert metric(text, "fluxmat_engines_cached") == len(plan)  # every key's engine kept (two hosts)
 
 
 def test_partition_by_named_graph(broker, cluster, tmp_path):
