@@ -241,6 +241,7 @@ class StoredSource:
             "log": int(meta.get("log", 0)), "pending": metric("fluxmat_pending_operations"),
             "state_entries": self.store.size(), "state_bytes": self.store.memory_bytes(), "lag": lag,
             "last_batch": batch, "through": meta.get("through"), "last_commit": None,
+            "time_lag": scraped.get("fluxmat_time_lag_seconds"),
         }  # fmt: skip
         self.history.append(history_point(totals, now))
         deltas = []

@@ -92,6 +92,9 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         GAUGE, "0 healthy, 1 degraded, 2 failing (the reason is on /healthz and the page).", ()),
     "fluxmat_consistency_point_age_seconds": (
         GAUGE, "Seconds since the last committed micro-batch (grows when idle too: see fluxmat_idle).", ()),
+    "fluxmat_time_lag_seconds": (
+        GAUGE, "Age of the oldest update not yet reflected in a committed batch (its Kafka timestamp); "
+        "0 when nothing waits.", ()),
     "fluxmat_idle": (
         GAUGE, "1 when nothing waits (no lag, no pending work): an old consistency point is then fine.", ()),
     "fluxmat_verified_batch": (

@@ -82,6 +82,7 @@ def history_point(totals: dict, now: dict) -> dict:
         "t": round(time.time(), 3), "updates": totals["updates"],
         "fact_ops": totals["adds"] + totals["deletes"], "deltas": totals["deltas"],
         "facts": now["facts"], "pending": now["pending"], "lag": sum(now["lag"].values()),
+        "time_lag": now.get("time_lag"),
     }  # fmt: skip
 
 
@@ -110,6 +111,7 @@ class JobMetrics(JobObserver):
         self.c = _collectors(self.registry)
         self.c["fluxmat_info"].labels(program=program, algorithm=algorithm, namespace=namespace).set(1)
         self.c["fluxmat_verified_batch"].set(-1)
+        self.oldest_ms: int | None = None  # Kafka timestamp of the oldest waiting update (set_lag)
         self.failing: str | None = None  # why the job is failing (a batch failed)
         self.verify_failing: str | None = None  # a self-check found a different materialisation
         for name, label, values in (("fluxmat_fact_operations_total", "op", ("add", "delete")),
@@ -129,7 +131,7 @@ class JobMetrics(JobObserver):
         self.now: dict[str, object] = {"facts": 0, "explicit": 0, "log": 0, "pending": 0,
                                        "state_entries": 0, "state_bytes": None, "lag": {},
                                        "last_batch": None, "through": None, "last_commit": None,
-                                       "verified": None}  # fmt: skip
+                                       "verified": None, "time_lag": 0.0}  # fmt: skip
         self.history: deque[dict] = deque(maxlen=900)  # one sample per second: 15 minutes
         self.batches: deque[dict] = deque(maxlen=120)
         self.deltas: deque[dict] = deque(maxlen=20)
@@ -296,16 +298,26 @@ class JobMetrics(JobObserver):
                                     "extra": result.extra, "sample": list(result.sample),
                                     "seconds": round(result.seconds, 3), "error": result.error}  # fmt: skip
 
-    def set_lag(self, lag: dict[str, int]) -> None:
+    def set_lag(self, lag: dict[str, int], oldest_ms: int | None = None) -> None:
+        """The consumer lag per partition, and the Kafka timestamp of the oldest waiting update."""
         gauge = self.c["fluxmat_consumer_lag_messages"]
         with self._lock:
             for partition, n in lag.items():
                 gauge.labels(topic=self.topic, partition=str(partition)).set(n)
             self.now["lag"] = {str(p): int(n) for p, n in lag.items()}
+            self.oldest_ms = oldest_ms if sum(lag.values()) else None
+            self._time_lag()
+
+    def _time_lag(self) -> None:
+        """fluxmat_time_lag_seconds: the oldest waiting update's age (0: nothing waits)."""
+        seconds = 0.0 if self.oldest_ms is None else max(time.time() - self.oldest_ms / 1000.0, 0.0)
+        self.c["fluxmat_time_lag_seconds"].set(seconds)
+        self.now["time_lag"] = round(seconds, 3)
 
     def sample(self) -> None:
         """Append one point to the history and refresh health and freshness (once a second)."""
         with self._lock:
+            self._time_lag()
             self.history.append(history_point(self.totals, self.now))
             state, _reason = self._health()
             c, now = self.c, self.now
