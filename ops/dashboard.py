@@ -239,7 +239,8 @@ class StoredSource:
         now = {
             "facts": int(meta.get("facts", 0)), "explicit": int(meta.get("explicit", 0)),
             "log": int(meta.get("log", 0)), "pending": metric("fluxmat_pending_operations"),
-            "state_entries": self.store.size(), "state_bytes": self.store.memory_bytes(), "lag": lag,
+            "state_entries": self.store.size(), "state_bytes": self.store.namespace_bytes(),
+            "redis_bytes": self.store.memory_bytes(), "lag": lag,
             "last_batch": batch, "through": meta.get("through"), "last_commit": None,
             "time_lag": scraped.get("fluxmat_time_lag_seconds"),
         }  # fmt: skip

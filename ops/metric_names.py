@@ -69,8 +69,12 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         GAUGE, "Entries in the derivation log (applied rule instances).", ()),
     "fluxmat_state_entries": (
         GAUGE, "Hash entries in the Redis state (explicit facts, facts, log).", ()),
-    "fluxmat_state_memory_bytes": (
-        GAUGE, "Memory used by Redis (INFO used_memory).", ()),
+    "fluxmat_state_namespace_bytes": (
+        GAUGE, "Bytes of this namespace's state in Redis (MEMORY USAGE of its keys, hashes sampled).", ()),
+    "fluxmat_redis_used_memory_bytes": (
+        GAUGE, "Memory used by the Redis server holding the state, every namespace (INFO used_memory).", ()),
+    "fluxmat_redis_maxmemory_bytes": (
+        GAUGE, "Redis maxmemory (INFO maxmemory; 0: no limit).", ()),
     "fluxmat_last_consistency_point_batch": (
         GAUGE, "Id of the last committed micro-batch.", ()),
     "fluxmat_last_consistency_point_timestamp_seconds": (

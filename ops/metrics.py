@@ -129,7 +129,7 @@ class JobMetrics(JobObserver):
              "dead_letters", "failures", "cancelled", "recursion_stops", "rederivations"), 0,
         )  # fmt: skip
         self.now: dict[str, object] = {"facts": 0, "explicit": 0, "log": 0, "pending": 0,
-                                       "state_entries": 0, "state_bytes": None, "lag": {},
+                                       "state_entries": 0, "state_bytes": None, "redis_bytes": None, "lag": {},
                                        "last_batch": None, "through": None, "last_commit": None,
                                        "verified": None, "time_lag": 0.0}  # fmt: skip
         self.history: deque[dict] = deque(maxlen=900)  # one sample per second: 15 minutes
@@ -151,15 +151,22 @@ class JobMetrics(JobObserver):
             sizes = processor.reasoner.sizes()
             facts, explicit, log = sizes["facts"], sizes["explicit"], sizes["log"]
             entries = store.size()
-        memory = store.memory_bytes()
+        memory = {"fluxmat_redis_used_memory_bytes": store.memory_bytes(),
+                  "fluxmat_redis_maxmemory_bytes": store.maxmemory_bytes(),
+                  # --partition-by: the keys' states are elsewhere (fluxmat_state_node_memory_bytes)
+                  "fluxmat_state_namespace_bytes": store.namespace_bytes() if processor is not None else None}
         c = self.c
         c["fluxmat_materialisation_facts"].set(facts)
         c["fluxmat_explicit_facts"].set(explicit)
         c["fluxmat_derivation_log_entries"].set(log)
         c["fluxmat_state_entries"].set(entries)
-        if memory is not None:
-            c["fluxmat_state_memory_bytes"].set(memory)
-        self.now.update(facts=facts, explicit=explicit, log=log, state_entries=entries, state_bytes=memory)
+        for name, n in memory.items():
+            if n is not None:
+                c[name].set(n)
+        self.now.update(facts=facts, explicit=explicit, log=log, state_entries=entries,
+                        state_bytes=memory["fluxmat_state_namespace_bytes"],
+                        redis_bytes=memory["fluxmat_redis_used_memory_bytes"],
+                        redis_max_bytes=memory["fluxmat_redis_maxmemory_bytes"])  # fmt: skip
 
     def on_start(self, processor, store) -> None:
         """After the state is restored or the initial materialisation committed."""

@@ -53,8 +53,21 @@ ALERT_CASES = [
     ("FluxmatBatchFailures", {"fluxmat_batch_failures_total": "0 1 1"}, "2m", [{"severity": "critical"}]),
     ("FluxmatPendingOperationsNotDraining", {"fluxmat_pending_operations": "7x30"}, "30m", [{"severity": "warning"}]),
     ("FluxmatPendingOperationsNotDraining", {"fluxmat_pending_operations": "7 7 7 0 7 7 7 7 7 0 7 7"}, "11m", []),
-    ("FluxmatRedisMemoryHigh", {"fluxmat_state_memory_bytes": "5e9x20"}, "20m", [{"severity": "warning"}]),
-    ("FluxmatRedisMemoryHigh", {"fluxmat_state_memory_bytes": "1e9x20"}, "20m", []),
+    # Redis memory as a share of maxmemory (never without a maxmemory: no share to take)
+    ("FluxmatRedisMemoryHigh", {"fluxmat_redis_used_memory_bytes": "8e8x20", "fluxmat_redis_maxmemory_bytes": "9e8x20"},
+     "20m", [{"severity": "warning"}]),
+    ("FluxmatRedisMemoryHigh", {"fluxmat_redis_used_memory_bytes": "5e8x20", "fluxmat_redis_maxmemory_bytes": "9e8x20"},
+     "20m", []),
+    ("FluxmatRedisMemoryHigh", {"fluxmat_redis_used_memory_bytes": "8e9x20", "fluxmat_redis_maxmemory_bytes": "0x20"},
+     "20m", []),
+    # the namespace grows 1 MB a minute: in 6 h, 360 MB more -- past a 900 MB maxmemory, not past 2 GB;
+    # a full but flat state is FluxmatRedisMemoryHigh's, not this one's
+    ("FluxmatStateGrowth", {"fluxmat_state_namespace_bytes": "1e8+1e6x90", "fluxmat_redis_used_memory_bytes": "6e8+1e6x90",
+                            "fluxmat_redis_maxmemory_bytes": "9e8x90"}, "60m", [{"severity": "warning"}]),
+    ("FluxmatStateGrowth", {"fluxmat_state_namespace_bytes": "1e8+1e6x90", "fluxmat_redis_used_memory_bytes": "6e8+1e6x90",
+                            "fluxmat_redis_maxmemory_bytes": "2e9x90"}, "60m", []),
+    ("FluxmatStateGrowth", {"fluxmat_state_namespace_bytes": "1e8x90", "fluxmat_redis_used_memory_bytes": "8.5e8x90",
+                            "fluxmat_redis_maxmemory_bytes": "9e8x90"}, "60m", []),
     # a real stall pages within 2 minutes of the last commit (age > 90 s, for 30 s); idleness never
     ("FluxmatStalled", {"fluxmat_consistency_point_age_seconds": "0+60x4", "fluxmat_idle": "0x4"}, "3m",
      [{"severity": "critical"}]),

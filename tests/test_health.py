@@ -35,6 +35,8 @@ class _Store:
     def memory_bytes(self):
         return None
 
+    maxmemory_bytes = namespace_bytes = memory_bytes
+
     def last_batch(self):
         return 0
 

@@ -144,7 +144,7 @@ def test_metrics_report_the_stream_exactly(live):
     assert m["fluxmat_pending_operations"] == 0
     assert m["fluxmat_derivation_log_entries"] > 0
     assert m["fluxmat_state_entries"] > m["fluxmat_materialisation_facts"]
-    assert m["fluxmat_state_memory_bytes"] > 0
+    assert m["fluxmat_redis_used_memory_bytes"] > m["fluxmat_state_namespace_bytes"] > 0
     added = m["fluxmat_delta_facts_total{change=added}"]
     removed = m["fluxmat_delta_facts_total{change=removed}"]
     initial = len(remat(set(INITIAL)))
