@@ -229,7 +229,7 @@ class StoredSource:
             "updates": metric("fluxmat_updates_consumed_total"),
             "adds": metric("fluxmat_fact_operations_total", op="add"),
             "deletes": metric("fluxmat_fact_operations_total", op="delete"),
-            "deltas": metric("fluxmat_deltas_published_total"),
+            "deltas": metric("fluxmat_delta_messages_total"),
             "dead_letters": metric("fluxmat_dead_letters_total"),
             "failures": metric("fluxmat_batch_failures_total"),
             "recursion_stops": metric("fluxmat_recursion_stops_total"),

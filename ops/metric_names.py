@@ -40,11 +40,12 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         HISTOGRAM, "Wall time of one micro-batch, from its rows to its published output.", ()),
     "fluxmat_update_latency_seconds": (
         HISTOGRAM, "Producer timestamp of an update to the publication of its delta.", ()),
-    "fluxmat_deltas_published_total": (
-        COUNTER, "Delta messages published to the deltas topic.", ()),
+    "fluxmat_delta_messages_total": (
+        COUNTER, "Delta messages sent to the deltas topic: every part of every batch, the initial "
+        "materialisation (batch -1) and replays re-sent included.", ()),
     "fluxmat_delta_facts_total": (
-        COUNTER, "Facts that entered (added) or left (removed) the materialisation.",
-        ("change",)),
+        COUNTER, "Facts in the delta messages sent, added or removed (as fluxmat_delta_messages_total: "
+        "a replay re-sends its facts).", ("kind",)),
     "fluxmat_dead_letters_total": (
         COUNTER, "Bad update messages: invalid, oversized, or quarantined by a work limit "
         "(sent to the dead-letter topic, or logged without one).", ()),

@@ -116,7 +116,7 @@ class JobMetrics(JobObserver):
         self.verify_failing: str | None = None  # a self-check found a different materialisation
         for name, label, values in (("fluxmat_fact_operations_total", "op", ("add", "delete")),
                                     ("fluxmat_batches_total", "outcome", ("applied", "replayed")),
-                                    ("fluxmat_delta_facts_total", "change", ("added", "removed")),
+                                    ("fluxmat_delta_facts_total", "kind", ("added", "removed")),
                                     ("fluxmat_engine_cache_total", "result", ("hit", "miss", "new"))):  # fmt: skip
             for v in values:  # every series exists from the start (rate() needs a first sample)
                 self.c[name].labels(**{label: v})
@@ -168,9 +168,19 @@ class JobMetrics(JobObserver):
                         redis_bytes=memory["fluxmat_redis_used_memory_bytes"],
                         redis_max_bytes=memory["fluxmat_redis_maxmemory_bytes"])  # fmt: skip
 
+    def _published(self, outcome) -> None:
+        """Count what a batch sent to the deltas topic (BatchOutcome.published; replays re-send)."""
+        sent = outcome.published
+        self.c["fluxmat_delta_messages_total"].inc(sent["messages"])
+        for kind in ("added", "removed"):
+            self.c["fluxmat_delta_facts_total"].labels(kind=kind).inc(sent[kind])
+        self.totals["deltas"] += sent["messages"]
+
     def on_start(self, processor, store) -> None:
-        """After the state is restored or the initial materialisation committed."""
+        """After the state is restored or the initial materialisation committed (and published)."""
         with self._lock:
+            if processor.initial is not None:
+                self._published(processor.initial)
             self._gauges(processor, store)
             batch = store.last_batch()
             self.now.update(last_batch=batch, through=processor.reasoner.last_id, last_commit=time.time())
@@ -187,20 +197,16 @@ class JobMetrics(JobObserver):
         output = outcome.output
         now = time.time()
         with self._lock:
+            self._published(outcome)
             if outcome.replayed:
                 c["fluxmat_batches_total"].labels(outcome="replayed").inc()
-                c["fluxmat_deltas_published_total"].inc()
                 t["replayed"] += 1
-                t["deltas"] += 1
                 return
             c["fluxmat_batches_total"].labels(outcome="applied").inc()
             self.failing = None  # a batch went through again
             c["fluxmat_updates_consumed_total"].inc(outcome.updates)
             c["fluxmat_fact_operations_total"].labels(op="add").inc(outcome.adds)
             c["fluxmat_fact_operations_total"].labels(op="delete").inc(outcome.deletes)
-            c["fluxmat_deltas_published_total"].inc()
-            c["fluxmat_delta_facts_total"].labels(change="added").inc(outcome.added)
-            c["fluxmat_delta_facts_total"].labels(change="removed").inc(outcome.removed)
             c["fluxmat_dead_letters_total"].inc(outcome.dead)
             for reason, partition, offset, *_rest in (output or {}).get("dead", ()):
                 kind = dead_letter_kind(reason)
@@ -226,7 +232,7 @@ class JobMetrics(JobObserver):
             c["fluxmat_last_consistency_point_batch"].set(outcome.batch)
             c["fluxmat_last_consistency_point_timestamp_seconds"].set(now)
             for key, n in (("updates", outcome.updates), ("adds", outcome.adds),
-                           ("deletes", outcome.deletes), ("batches", 1), ("deltas", 1),
+                           ("deletes", outcome.deletes), ("batches", 1),
                            ("added", outcome.added), ("removed", outcome.removed),
                            ("dead_letters", outcome.dead)):  # fmt: skip
                 t[key] += n

@@ -115,6 +115,8 @@ class BatchOutcome:
     timestamps_ms: list[int] = field(default_factory=list)  # of each applied update's message
     stats: dict[str, int] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)  # seconds: decode, engine, export, commit, publish
+    # what was sent to the deltas topic for this batch (a replay re-sends): messages, added and removed facts
+    published: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("messages", "added", "removed"), 0))
     output: dict | None = field(default=None, repr=False)  # what was published
 
 
@@ -154,7 +156,8 @@ class BatchProcessor:
             quarantined (see the module docstring); the fact limit also applies
             to the initial load, and a restored state must be within it.
         store: a state store (connectors.state).
-        publisher: has `publish_delta(batch, through, added, removed)` and
+        publisher: has `publish_delta(batch, through, added, removed)`, which
+            returns the number of messages it sent (None counts as one), and
             `publish_dead_letter(reason, partition, offset, raw, truncated=False)`.
         budget, limits: when given, replace the reasoner's options of that name.
         progress: optional callable receiving the engine's pending operations
@@ -187,6 +190,7 @@ class BatchProcessor:
         self.triples = Triples() if delta_format == "ntriples" else None
         self.key = key
         self.fresh: list[tuple] | None = None  # begin()'s initial facts, until the first commit
+        self.initial: BatchOutcome | None = None  # start()'s initial materialisation (batch -1), when published
 
     # ------------------------------------------------------------ start
     def start(self, initial_facts: list[tuple]) -> str:
@@ -207,7 +211,8 @@ class BatchProcessor:
         added = [self._wire(f) for f in self.reasoner.facts()]
         output = {"through": None, "added": added, "removed": [], "dead": []}
         self.store.commit(INITIAL_BATCH, self.reasoner.export_changes(), output)
-        self._publish(INITIAL_BATCH, output)
+        self.initial = BatchOutcome(INITIAL_BATCH, added=len(added), output=output)
+        self.initial.published = self._publish(INITIAL_BATCH, output)
         return f"initial materialisation: {len(added)} facts"
 
     def begin(self, initial_facts: list[tuple]) -> bool:
@@ -244,9 +249,11 @@ class BatchProcessor:
         last = self.store.last_batch()
         if last is not None and batch <= last:
             stored = self.store.output(batch)
+            outcome = BatchOutcome(batch, replayed=True)
             if stored is not None:
-                self._publish(batch, stored)
-            return BatchOutcome(batch, replayed=True, seconds=time.perf_counter() - start)
+                outcome.published = self._publish(batch, stored)
+            outcome.seconds = time.perf_counter() - start
+            return outcome
         reasoner = self.reasoner
         before = reasoner.work_counts()
         clock = _Clock()
@@ -281,7 +288,7 @@ class BatchProcessor:
         self.fresh = None
         clock.lap("commit")
         _crash_point("after-commit", batch)
-        self._publish(batch, output)
+        outcome.published = self._publish(batch, output)
         clock.lap("publish")
         _crash_point("after-publish", batch)
         outcome.phases = clock.phases
@@ -387,11 +394,14 @@ class BatchProcessor:
                 return f"{triple} ."
         return fact_json(fact, self.printer)
 
-    def _publish(self, batch: int, output: dict) -> None:
+    def _publish(self, batch: int, output: dict) -> dict[str, int]:
+        """Publish a batch's delta and dead letters; what was sent (`BatchOutcome.published`)."""
         keyed = {} if self.key is None else {"key": self.key}
-        self.publisher.publish_delta(batch, output["through"], output["added"], output["removed"], **keyed)
+        sent = self.publisher.publish_delta(batch, output["through"], output["added"], output["removed"], **keyed)
         for reason, partition, offset, raw, *cut in output.get("dead", ()):
             self.publisher.publish_dead_letter(reason, partition, offset, raw, truncated=bool(cut and cut[0]))
+        return {"messages": sent if isinstance(sent, int) else 1,
+                "added": len(output["added"]), "removed": len(output["removed"])}  # fmt: skip
 
     def facts(self) -> set[tuple]:
         return self.reasoner.facts()

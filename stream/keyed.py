@@ -144,6 +144,7 @@ class _Worker:
             entry.batch = batch
         self.engines.put(key, entry)
         detail = {"phases": outcome.phases, "stats": outcome.stats, "timestamps": outcome.timestamps_ms,
+                  "published": outcome.published,
                   "dead": [d[:3] for d in (outcome.output or {}).get("dead", ())],
                   "oldest": outcome.oldest_timestamp_ms}  # fmt: skip
         return {"kind": "key", "key": key, "replayed": outcome.replayed, "updates": outcome.updates,
@@ -179,7 +180,7 @@ def key_of(row, mode: str) -> str | None:
 
 
 def with_keys(mode: str, batches):
-    """mapInArrow's function adding each row's key as a last column `k` (for the repartition)."""
+    """The mapInArrow function adding each row's key as a last column `k` (for the repartition)."""
     import pyarrow as pa
 
     for rb in batches:
@@ -189,7 +190,7 @@ def with_keys(mode: str, batches):
 
 
 def run_partition(cfg, batch: int, batches):
-    """mapInArrow's function: the rows of one task, grouped by key (last column), one key at a time."""
+    """The mapInArrow function: the rows of one task, grouped by key (last column), one key at a time."""
     import pyarrow as pa
 
     groups: dict[str | None, list] = {}
@@ -298,6 +299,8 @@ class KeyedDriver:
                 out.phases[phase] = out.phases.get(phase, 0.0) + s
             for name, n in detail.get("stats", {}).items():
                 out.stats[name] = out.stats.get(name, 0) + n
+            for name, n in detail.get("published", {}).items():
+                out.published[name] += n
             out.timestamps_ms.extend(detail.get("timestamps", ()))
             letters.extend(detail.get("dead", ()))
         out.dead += len(dead)
