@@ -85,6 +85,12 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "fluxmat_engine_work_total": (
         COUNTER, "The fully dynamic engine's work: units of work, rule applications, no-op adds and deletes.",
         ("kind",)),
+    "fluxmat_rule_applications_total": (
+        COUNTER, "Rule applications by rule (file:line; modules as 'module NAME'): each batch's top rules "
+        "get a series of their own (at most 50 over the job's life), the rest 'other'.", ("rule",)),
+    "fluxmat_rule_log_entries": (
+        GAUGE, "Derivation-log entries by rule (fd-counting; the rules of fluxmat_rule_applications_total, "
+        "the rest 'other'); its growth is the log's growth per rule.", ("rule",)),
     "fluxmat_batch_phase_seconds": (
         HISTOGRAM, "Time per micro-batch in each of our phases: decode, engine, export (state changes), "
         "commit (Redis), publish (Kafka).", ("phase",)),

@@ -41,6 +41,8 @@ KEYS_SHOWN = 10  # the largest and the busiest keys the dashboard lists
 ENGINE_WORK = ("units", "rule_applications", "noop_adds", "noop_deletes")  # BatchOutcome.stats keys
 SPARK_PHASES = ("triggerExecution", "addBatch", "latestOffset", "queryPlanning", "walCommit",
                 "commitOffsets", "getBatch")  # lastProgress.durationMs keys kept (a bounded label)
+RULES_SHOWN = 10  # the top rules of a batch the page lists (by rule applications)
+RULE_SERIES = 50  # rules with a series of their own in fluxmat_rule_* (the first top rules); the rest: "other"
 HEALTH_STATES = ("healthy", "degraded", "failing")  # fluxmat_health_state is the index
 DEGRADED_WINDOW = 60  # seconds: dead letters or a growing lag within it make the job degraded
 
@@ -140,6 +142,8 @@ class JobMetrics(JobObserver):
         self.key_facts: dict[str, int] = {}  # --partition-by: facts of each key, as last reported
         self.key_updates: dict[str, int] = {}  # and its updates applied
         self.key_workers: dict[int, int] = {}  # engines cached, by executor worker pid
+        self.rule_series: dict[str, int] = {}  # rules with their own fluxmat_rule_* series -> log entries
+        self.rule_texts: dict[str, str] = {}  # file:line -> the rules written there (from the reasoner)
         self.retries: deque[tuple[float, str, str]] = deque(maxlen=100)  # (time, target, why)  # the last ones, with reason and offset
 
     # ------------------------------------------------------------ feeding
@@ -215,6 +219,7 @@ class JobMetrics(JobObserver):
                                           "offset": offset, "kind": kind, "reason": reason[:500]})  # fmt: skip
             for key in ENGINE_WORK:
                 c["fluxmat_engine_work_total"].labels(kind=key).inc(outcome.stats.get(key, 0))
+            self._rule_work(outcome, processor)
             c["fluxmat_batch_duration_seconds"].observe(outcome.seconds)
             for phase, seconds in outcome.phases.items():
                 c["fluxmat_batch_phase_seconds"].labels(phase=phase).observe(seconds)
@@ -246,6 +251,34 @@ class JobMetrics(JobObserver):
             })  # fmt: skip
             if processor is not None and output is not None and (output["added"] or output["removed"]):
                 self.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner)))
+
+    def _rule_work(self, outcome, processor) -> None:
+        """Work per rule of a batch: the bounded fluxmat_rule_* series and the page's top rules."""
+        rules, c = outcome.rules, self.c
+        if processor is not None and not self.rule_texts:
+            self.rule_texts = processor.reasoner.rule_texts()
+        top = sorted(rules.items(), key=lambda kv: (-kv[1][0], -abs(kv[1][1]), kv[0]))[:RULES_SHOWN]
+        for label, _ in top:
+            if label not in self.rule_series and len(self.rule_series) < RULE_SERIES:
+                self.rule_series[label] = 0
+        other = 0
+        for label, (applied, _grown, entries) in rules.items():
+            if label in self.rule_series:
+                c["fluxmat_rule_applications_total"].labels(rule=label).inc(applied)
+                self.rule_series[label] = entries
+            else:
+                other += applied
+        c["fluxmat_rule_applications_total"].labels(rule="other").inc(other)
+        if processor is not None:  # with --partition-by, the log is per key: no total to split
+            log = c["fluxmat_rule_log_entries"]
+            for label, entries in self.rule_series.items():
+                log.labels(rule=label).set(entries)
+            log.labels(rule="other").set(processor.reasoner.sizes()["log"] - sum(self.rule_series.values()))
+        self.now["rules"] = {
+            "batch": outcome.batch, "changed": len(rules),
+            "top": [{"rule": label, "text": self.rule_texts.get(label, ""), "applications": a, "log": g}
+                    for label, (a, g, _) in top],
+        }  # fmt: skip
 
     def on_keys(self, keys: list[dict], store) -> None:
         """With `--partition-by`: the keys of a batch (stream.keyed summaries) and the Redis nodes."""

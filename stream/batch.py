@@ -114,6 +114,8 @@ class BatchOutcome:
     oldest_timestamp_ms: int | None = None
     timestamps_ms: list[int] = field(default_factory=list)  # of each applied update's message
     stats: dict[str, int] = field(default_factory=dict)
+    # work per rule (engine Reasoner.rules_since): file:line -> (applications, log growth, log entries now)
+    rules: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)  # seconds: decode, engine, export, commit, publish
     # what was sent to the deltas topic for this batch (a replay re-sends): messages, added and removed facts
     published: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("messages", "added", "removed"), 0))
@@ -255,7 +257,7 @@ class BatchProcessor:
             outcome.seconds = time.perf_counter() - start
             return outcome
         reasoner = self.reasoner
-        before = reasoner.work_counts()
+        before, rules_before = reasoner.work_counts(), reasoner.rule_work()
         clock = _Clock()
         rows = sorted(rows, key=lambda r: (r[0], r[1]))
         decoded = [self._decode(row) for row in rows]
@@ -293,6 +295,7 @@ class BatchProcessor:
         _crash_point("after-publish", batch)
         outcome.phases = clock.phases
         outcome.stats = Reasoner.counts_since(reasoner.work_counts(), before)
+        outcome.rules = Reasoner.rules_since(reasoner.rule_work(), rules_before)
         outcome.dead, outcome.quarantined = len(dead), len(quarantined)
         outcome.added, outcome.removed = len(output["added"]), len(output["removed"])
         outcome.through = output["through"]
