@@ -210,7 +210,7 @@ class StoredSource:
         values: dict[str, float] = {}
         for family in text_string_to_metric_families(text):
             for s in family.samples:
-                key = s.name + "".join(f"|{k}={v}" for k, v in sorted(s.labels.items()))
+                key = s.name + "".join(f"|{k}={v}" for k, v in sorted(s.labels.items()) if k != "namespace")
                 values[key] = s.value
         return values
 

@@ -428,16 +428,27 @@ def _verification_text(result) -> str:
 
 
 class Exported:
-    """What `/metrics` serves: the job's `fluxmat_*` metrics and the driver's `process_*`."""
+    """What `/metrics` serves: the job's `fluxmat_*` metrics and the driver's `process_*`.
 
-    def __init__(self, *registries: CollectorRegistry):
+    Every series carries the job's `namespace` label (`fluxmat_info` has it
+    already), so one Prometheus can tell the jobs it scrapes apart by the state
+    they keep: the Grafana dashboard's `$namespace` variable filters by it.
+    """
+
+    def __init__(self, *registries: CollectorRegistry, namespace: str | None = None):
         self.registries = registries
+        self.namespace = namespace
 
     def collect(self):
         for registry in self.registries:
-            yield from registry.collect()
+            for family in registry.collect():
+                if self.namespace is not None:
+                    family.samples = [s._replace(labels={"namespace": self.namespace, **s.labels})
+                                      for s in family.samples]  # fmt: skip
+                yield family
 
 
 def serve_metrics(metrics: JobMetrics, host: str, port: int):
     """Serve `/metrics` on host:port in a daemon thread; returns (server, thread)."""
-    return start_http_server(port, addr=host, registry=Exported(metrics.registry, metrics.process))
+    exported = Exported(metrics.registry, metrics.process, namespace=metrics.info["namespace"])
+    return start_http_server(port, addr=host, registry=exported)

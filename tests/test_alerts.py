@@ -79,6 +79,13 @@ ALERT_CASES = [
     ("FluxmatFallingBehind", {"fluxmat_time_lag_seconds": "0x60"}, "60m", []),
     ("FluxmatFailing", {"fluxmat_health_state": "0 2 2 2"}, "3m", [{"severity": "critical"}]),
     ("FluxmatFailing", {"fluxmat_health_state": "1x10"}, "10m", []),
+    # per job: a failing namespace is named, a healthy one beside it is not
+    ("FluxmatFailing", {'fluxmat_health_state{namespace="a"}': "2x5", 'fluxmat_health_state{namespace="b"}': "0x5"},
+     "5m", [{"namespace": "a", "severity": "critical"}]),
+    ("FluxmatStalled", {'fluxmat_consistency_point_age_seconds{namespace="a"}': "0+60x4",
+                        'fluxmat_idle{namespace="a"}': "0x4", 'fluxmat_idle{namespace="b"}': "1x4",
+                        'fluxmat_consistency_point_age_seconds{namespace="b"}': "0+60x4"}, "3m",
+     [{"namespace": "a", "severity": "critical"}]),
     ("FluxmatSelfCheckDifferent", {'fluxmat_verifications_total{result="different"}': "0 0 1 1"}, "3m",
      [{"severity": "critical"}]),
     ("FluxmatSelfCheckDifferent", {'fluxmat_verifications_total{result="exact"}': "0+1x10"}, "10m", []),

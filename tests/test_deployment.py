@@ -176,6 +176,23 @@ def metric_problems(exprs: dict[str, str]) -> list[str]:
             for where, expr in exprs.items() for m in METRIC_RE.findall(expr) if m not in known]  # fmt: skip
 
 
+NAMESPACE = 'namespace=~"$namespace"'  # how a panel's selector picks the dashboard's jobs
+SELECTOR_RE = re.compile(r"\b((?:fluxmat|process)_[a-z0-9_]+)(\{[^}]*\})?")
+
+
+def namespace_problems(dashboard: dict) -> list[str]:
+    """Panels that do not filter by the dashboard's `namespace` variable (every metric selector must)."""
+    names = [v["name"] for v in dashboard["templating"]["list"]]
+    problems = [] if "namespace" in names else ["the dashboard has no namespace variable"]
+    for where, expr in _panel_exprs(dashboard).items():
+        if "$namespace" not in expr:
+            problems.append(f"{where}: {expr} does not use $namespace")
+        for m in SELECTOR_RE.finditer(expr):
+            if NAMESPACE not in (m.group(2) or ""):
+                problems.append(f"{where}: {m.group(0)} is not filtered by {NAMESPACE}")
+    return problems
+
+
 def _slug(heading: str) -> str:
     """GitHub's anchor for a Markdown heading."""
     text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lower())
@@ -542,6 +559,24 @@ def test_dashboard_is_valid(dashboard, datasource):
             assert p["targets"] and all(t["expr"].strip() for t in p["targets"]), p["title"]
             for ds in [p["datasource"], *(t.get("datasource") for t in p["targets"])]:
                 assert ds is None or ds["uid"] == datasource["uid"], p["title"]
+
+
+def test_every_panel_filters_by_the_namespace_variable(dashboard):
+    variable = next(v for v in dashboard["templating"]["list"] if v["name"] == "namespace")
+    assert variable["query"]["query"] == "label_values(fluxmat_info, namespace)" and variable["includeAll"]
+    assert namespace_problems(dashboard) == []
+
+
+def test_namespace_check_detects_an_unfiltered_selector(dashboard):
+    broken = copy.deepcopy(dashboard)
+    target = _panels(broken)[3]["targets"][0]  # a stat panel's max(fluxmat_consistency_point_age_seconds...)
+    target["expr"] = target["expr"].replace(NAMESPACE, 'job="fluxmat"')
+    assert namespace_problems(broken) == [
+        f"panel 4 'Last consistency point age' A: {target['expr']} does not use $namespace",
+        "panel 4 'Last consistency point age' A: fluxmat_consistency_point_age_seconds{job=\"fluxmat\"} "
+        f"is not filtered by {NAMESPACE}"]
+    broken["templating"]["list"] = []
+    assert "the dashboard has no namespace variable" in namespace_problems(broken)
 
 
 def test_grafana_provisioning_files(datasource):
