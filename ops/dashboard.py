@@ -3,7 +3,8 @@
 Routes (GET):
   /             the page (ops/dashboard.html): charts and tables fed by /api/status
   /api/status   totals, current values, per-second history, recent batches,
-                deltas and errors (the shape of `ops.metrics.JobMetrics.status`)
+                deltas and errors (the shape of `ops.metrics.JobMetrics.status`), and
+                the program's `prefixes` (the page shows IRIs with them)
   /api/query    ?pattern=pred(a, ?X)&limit=N  -> facts matching the pattern
   /api/why      ?fact=pred(a, b)              -> a proof of the fact (engine.why)
   /api/sparql   ?query=SELECT ...&format=json|csv|ntriples|turtle&limit=N -> SPARQL 1.1
@@ -124,6 +125,10 @@ class LiveSource:
     def health(self) -> tuple[str, str]:
         return self.metrics.health()
 
+    def prefixes(self) -> dict[str, str]:
+        """The program's prefixes (the page shows IRIs with them); none with `--partition-by`."""
+        return dict(getattr(self._view.reasoner, "prefixes", None) or {})
+
     def view(self) -> StateView:
         return self._view
 
@@ -176,6 +181,11 @@ class StoredSource:
         except Unavailable as exc:
             return "failing", str(exc)
         return "healthy", "the stored state answers"
+
+    def prefixes(self) -> dict[str, str]:
+        """The program's prefixes, once the state has been loaded (the page shows IRIs with them)."""
+        view = self._view
+        return dict(view.reasoner.prefixes) if view is not None else {}
 
     def view(self) -> StateView:
         """The state as of the last committed batch (reloaded when the job moved on)."""
@@ -351,7 +361,7 @@ def _why(source, query: dict) -> dict:
     return source.view().why(query.get("fact", [""])[0], PROOF_DEPTH, PROOF_NODES, EXPLAIN_FACTS)
 
 
-ROUTES = {"/api/status": lambda source, _args: source.status(), "/api/query": _query, "/api/why": _why}
+ROUTES = {"/api/status": lambda source, _args: {**source.status(), "prefixes": source.prefixes()}, "/api/query": _query, "/api/why": _why}
 SPARQL = "/api/sparql"  # answered in the asked format, not JSON (Handler._sparql)
 
 

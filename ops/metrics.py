@@ -47,12 +47,15 @@ HEALTH_STATES = ("healthy", "degraded", "failing")  # fluxmat_health_state is th
 DEGRADED_WINDOW = 60  # seconds: dead letters or a growing lag within it make the job degraded
 
 
-def delta_entry(batch: int, output: dict, t: float | None, show=None) -> dict:
+def delta_entry(batch: int, output: dict, t: float | None, show=None, outcome=None) -> dict:
     """A published delta as the dashboard lists it (sizes, and the first facts).
 
     `added` / `removed` are the facts as published; with `show` (`fact_text`),
     `added_text` / `removed_text` are the same facts as program text that reads
-    back as the same fact -- what "why" takes (the page shows these).
+    back as the same fact -- what "why" takes (the page shows these). With the
+    batch's `outcome` (a live job), `added_by` / `removed_by` name the update
+    whose work changed each fact (stream.batch.BatchOutcome.causes; None: the
+    work of several updates), and `updates` how many the batch applied.
     """
     added, removed = output["added"][:SHOWN_FACTS], output["removed"][:SHOWN_FACTS]
     entry = {
@@ -60,6 +63,10 @@ def delta_entry(batch: int, output: dict, t: float | None, show=None) -> dict:
         "n_added": len(output["added"]), "n_removed": len(output["removed"]),
         "added": added, "removed": removed,
     }  # fmt: skip
+    if outcome is not None and outcome.causes:
+        entry["updates"] = outcome.updates
+        entry["added_by"] = outcome.causes["added"][:SHOWN_FACTS]
+        entry["removed_by"] = outcome.causes["removed"][:SHOWN_FACTS]
     if show is not None:
         entry["added_text"] = [show(f) for f in added]
         entry["removed_text"] = [show(f) for f in removed]
@@ -250,7 +257,7 @@ class JobMetrics(JobObserver):
                 "dead": outcome.dead, "peak_pending": outcome.peak_pending,
             })  # fmt: skip
             if processor is not None and output is not None and (output["added"] or output["removed"]):
-                self.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner)))
+                self.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner), outcome))
 
     def _rule_work(self, outcome, processor) -> None:
         """Work per rule of a batch: the bounded fluxmat_rule_* series and the page's top rules."""

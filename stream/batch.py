@@ -119,6 +119,9 @@ class BatchOutcome:
     phases: dict[str, float] = field(default_factory=dict)  # seconds: decode, engine, export, commit, publish
     # what was sent to the deltas topic for this batch (a replay re-sends): messages, added and removed facts
     published: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("messages", "added", "removed"), 0))
+    # which update changed each fact of the output (parallel to output["added"] / ["removed"]): its id, or
+    # partition:offset; None when the work of several updates changed it (or none: the initial facts)
+    causes: dict[str, list] = field(default_factory=dict)
     output: dict | None = field(default=None, repr=False)  # what was published
 
 
@@ -192,6 +195,7 @@ class BatchProcessor:
         self.triples = Triples() if delta_format == "ntriples" else None
         self.key = key
         self.fresh: list[tuple] | None = None  # begin()'s initial facts, until the first commit
+        self._fed: dict[int, object] = {}  # the last feed's engine seq -> row index (BatchOutcome.causes)
         self.initial: BatchOutcome | None = None  # start()'s initial materialisation (batch -1), when published
 
     # ------------------------------------------------------------ start
@@ -277,6 +281,8 @@ class BatchProcessor:
         point = reasoner.poll()
         clock.lap("engine")
         added, removed = (point.added, point.removed) if self.fresh is None else (reasoner.facts(), ())
+        if self.fresh is None:
+            outcome.causes = self._causes(point, rows, decoded)
         output = {
             "through": reasoner.last_id,
             "added": [self._wire(f) for f in added],
@@ -366,9 +372,22 @@ class BatchProcessor:
                 raise
             raise _Breach(exc.key, str(exc)) from None
         outcome.peak_pending = max(outcome.peak_pending, fed.peak_pending)
+        self._fed = fed.keys
         if self.progress is not None:
             self.progress(0)
         return dead
+
+    def _causes(self, point, rows: list, decoded: list) -> dict[str, list]:
+        """The update that changed each fact of a consistency point: its id or partition:offset (None: several)."""
+
+        def name(seq: int):
+            i = self._fed.get(seq)
+            if i is None:
+                return None
+            upd = decoded[i]
+            return upd.id if upd.id is not None else f"{rows[i][0]}:{rows[i][1]}"
+
+        return {"added": [name(s) for s in point.added_by], "removed": [name(s) for s in point.removed_by]}
 
     @staticmethod
     def _dead_letter(reason: str, partition: int, offset: int, raw: str | None,

@@ -294,7 +294,7 @@ def test_dashboard_in_a_real_browser(live, artifacts_dir):
         drawn = page.evaluate(  # the charts have data: some non-white pixels on each canvas
             "[...document.querySelectorAll('canvas')].map(c => c.getContext('2d')"
             ".getImageData(0, 0, c.width, c.height).data.some((v, i) => i % 4 === 3 && v > 0))")
-        assert drawn == [True] * 5
+        assert drawn == [True] * 6
         page.fill("#query-pattern", "path(n2, ?X)")
         page.click("#query-run")
         text = page.wait_for("document.getElementById('query-result').textContent.includes('facts') && "
