@@ -214,8 +214,11 @@ class Reasoner:
         return out
 
     @staticmethod
-    def rules_since(now: dict[str, tuple[int, int]], before: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int, int]]:
-        """`rule_work` between two readings: label -> (applications, log growth, log entries now), changed rules only."""
+    def rules_since(now: dict[str, tuple[int, int]], before: dict[str, tuple[int, int]]) -> dict[str, tuple]:
+        """`rule_work` between two readings: label -> (applications, log growth, log entries now).
+
+        Only the rules whose numbers changed.
+        """
         out = {}
         for label, (applied, logged) in now.items():
             a, n = before.get(label, (0, 0))

@@ -361,7 +361,8 @@ def _why(source, query: dict) -> dict:
     return source.view().why(query.get("fact", [""])[0], PROOF_DEPTH, PROOF_NODES, EXPLAIN_FACTS)
 
 
-ROUTES = {"/api/status": lambda source, _args: {**source.status(), "prefixes": source.prefixes()}, "/api/query": _query, "/api/why": _why}
+ROUTES = {"/api/status": lambda source, _args: {**source.status(), "prefixes": source.prefixes()},
+          "/api/query": _query, "/api/why": _why}  # fmt: skip
 SPARQL = "/api/sparql"  # answered in the asked format, not JSON (Handler._sparql)
 
 
