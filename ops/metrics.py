@@ -226,7 +226,6 @@ class JobMetrics(JobObserver):
                                           "offset": offset, "kind": kind, "reason": reason[:500]})  # fmt: skip
             for key in ENGINE_WORK:
                 c["fluxmat_engine_work_total"].labels(kind=key).inc(outcome.stats.get(key, 0))
-            self._rule_work(outcome, processor)
             c["fluxmat_batch_duration_seconds"].observe(outcome.seconds)
             for phase, seconds in outcome.phases.items():
                 c["fluxmat_batch_phase_seconds"].labels(phase=phase).observe(seconds)
@@ -249,6 +248,7 @@ class JobMetrics(JobObserver):
                            ("dead_letters", outcome.dead)):  # fmt: skip
                 t[key] += n
             self._gauges(processor, store)
+            self._rule_work(outcome, processor)
             self.now.update(last_batch=outcome.batch, through=outcome.through, last_commit=now)
             self.batches.append({
                 "batch": outcome.batch, "t": now, "seconds": round(outcome.seconds, 4),
@@ -280,7 +280,7 @@ class JobMetrics(JobObserver):
             log = c["fluxmat_rule_log_entries"]
             for label, entries in self.rule_series.items():
                 log.labels(rule=label).set(entries)
-            log.labels(rule="other").set(processor.reasoner.sizes()["log"] - sum(self.rule_series.values()))
+            log.labels(rule="other").set(self.now["log"] - sum(self.rule_series.values()))  # _gauges' size
         self.now["rules"] = {
             "batch": outcome.batch, "changed": len(rules),
             "top": [{"rule": label, "text": self.rule_texts.get(label, ""), "applications": a, "log": g}
