@@ -36,6 +36,16 @@ def need(path: Path | None, what: Path = PROGRAMS) -> Path:
     pytest.skip(message)
 
 
+def metric(metrics, name: str) -> float:
+    """The value of an unlabelled series of a job's metrics (`ops.metrics.JobMetrics`), as scraped."""
+    from prometheus_client import generate_latest
+
+    for line in generate_latest(metrics.registry).decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise KeyError(name)
+
+
 class NullPublisher:
     """A publisher that drops deltas and dead letters (for tests of the batch processor)."""
 

@@ -5,14 +5,13 @@ instance-wide `used_memory` holds both, and `maxmemory` is read from INFO.
 """
 
 import redis
-from prometheus_client import generate_latest
 
 from connectors.state import STATE_KEYS, RedisStateStore
 from engine import Reasoner
 from ops.metrics import JobMetrics
 from stream.batch import BatchProcessor
 from tests.servers import RedisServer
-from tests.shared import NullPublisher
+from tests.shared import NullPublisher, metric
 
 PROGRAM = "path(X, Y) :- edge(X, Y). path(X, Z) :- path(X, Y), edge(Y, Z)."
 
@@ -23,13 +22,6 @@ def _processor(url: str, namespace: str, n: int) -> BatchProcessor:
                                NullPublisher())  # fmt: skip
     processor.start([("edge", f"n{i}", f"n{i + 1}") for i in range(n)])
     return processor
-
-
-def _metric(m, name):
-    for line in generate_latest(m.registry).decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise KeyError(name)
 
 
 def test_each_namespace_counts_its_own_keys_and_redis_its_maxmemory(tmp_path):
@@ -47,9 +39,9 @@ def test_each_namespace_counts_its_own_keys_and_redis_its_maxmemory(tmp_path):
         assert small.store.maxmemory_bytes() == 256 * 1024 * 1024
         m = JobMetrics("p.dl", "fd-counting", "small", "updates")
         m.on_start(small, small.store)
-        assert _metric(m, "fluxmat_state_namespace_bytes") == small.store.namespace_bytes()
-        assert _metric(m, "fluxmat_redis_maxmemory_bytes") == 256 * 1024 * 1024
-        assert _metric(m, "fluxmat_redis_used_memory_bytes") > s + b
+        assert metric(m, "fluxmat_state_namespace_bytes") == small.store.namespace_bytes()
+        assert metric(m, "fluxmat_redis_maxmemory_bytes") == 256 * 1024 * 1024
+        assert metric(m, "fluxmat_redis_used_memory_bytes") > s + b
         assert m.status()["now"]["state_bytes"] == s
         big.store.clear()
         assert big.store.namespace_bytes() == 0 and small.store.namespace_bytes() == s

@@ -10,34 +10,27 @@ import time
 
 import pytest
 from kafka import KafkaProducer
-from prometheus_client import generate_latest
 
 from connectors.broker import ensure_topics
 from connectors.kafka_source import KafkaStreamReader
 from ops.metrics import JobMetrics
-
-
-def _metric(m, name):
-    for line in generate_latest(m.registry).decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise KeyError(name)
+from tests.shared import metric
 
 
 def test_the_time_lag_is_the_age_of_the_oldest_waiting_update_and_zero_when_nothing_waits():
     m = JobMetrics("p.dl", "fd-counting", "default", "updates")
     now_ms = int(time.time() * 1000)
     m.set_lag({"0": 3, "1": 0}, now_ms - 42_000)
-    assert 41.5 <= _metric(m, "fluxmat_time_lag_seconds") <= 44
+    assert 41.5 <= metric(m, "fluxmat_time_lag_seconds") <= 44
     m.oldest_ms -= 10_000  # the job stalls: the same update waits and grows older with every sample
     m.sample()
-    assert 51.5 <= _metric(m, "fluxmat_time_lag_seconds") <= 54
+    assert 51.5 <= metric(m, "fluxmat_time_lag_seconds") <= 54
     assert 51.5 <= m.status()["now"]["time_lag"] <= 54 and m.status()["history"][-1]["time_lag"] >= 51.5
     m.set_lag({"0": 0, "1": 0}, now_ms - 42_000)  # drained: a stale timestamp does not count
     m.sample()
-    assert _metric(m, "fluxmat_time_lag_seconds") == 0 and _metric(m, "fluxmat_idle") == 1
+    assert metric(m, "fluxmat_time_lag_seconds") == 0 and metric(m, "fluxmat_idle") == 1
     m.set_lag({"0": 2}, None)  # waiting, but its timestamp could not be read: not invented
-    assert _metric(m, "fluxmat_time_lag_seconds") == 0
+    assert metric(m, "fluxmat_time_lag_seconds") == 0
 
 
 def test_the_source_reads_the_timestamp_of_the_first_unread_record_of_each_partition(broker):
@@ -65,4 +58,4 @@ def test_the_source_reads_the_timestamp_of_the_first_unread_record_of_each_parti
     m = JobMetrics("p.dl", "fd-counting", "default", topic)
     high, heads = KafkaStreamReader({"bootstrap": bs, "topic": topic}).backlog({"0": 3, "1": 1})
     m.set_lag({p: h - {"0": 3, "1": 1}[p] for p, h in high.items()}, min(heads.values(), default=None))
-    assert _metric(m, "fluxmat_time_lag_seconds") == pytest.approx(time.time() - (base + 180_000) / 1000, abs=3)
+    assert metric(m, "fluxmat_time_lag_seconds") == pytest.approx(time.time() - (base + 180_000) / 1000, abs=3)
