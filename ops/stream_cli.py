@@ -68,6 +68,8 @@ RUN_FLAGS = [
      "of N-Quads updates, each over the shared --facts, reasoned in Spark executor tasks"),
     ("--key-partitions", "KEY_PARTITIONS", None,
      "with --partition-by: tasks a micro-batch is split into by key (default: Spark's parallelism)"),
+    ("--driver-host", "DRIVER_HOST", "127.0.0.1",
+     "address Spark executors reach the driver at (another host's executors: this host's name)"),
     ("--engine-cache-facts", "ENGINE_CACHE_FACTS", str(DEFAULT_CACHE_FACTS),
      "with --partition-by: facts of the key engines each executor worker keeps between batches"),
 ]
@@ -139,7 +141,7 @@ def job_config(ns: argparse.Namespace):
         max_message_bytes=ns.max_message_bytes or None,
         verify_every=_int(ns.verify_every, "--verify-every") or 0,
         partition_by=ns.partition_by, redis_cluster=_yes(ns.redis_cluster, "FLUXMAT_REDIS_CLUSTER"),
-        key_partitions=_int(ns.key_partitions, "--key-partitions"),
+        key_partitions=_int(ns.key_partitions, "--key-partitions"), driver_host=ns.driver_host,
         engine_cache_facts=_int(ns.engine_cache_facts, "--engine-cache-facts") or DEFAULT_CACHE_FACTS,
     )  # fmt: skip
 

@@ -81,14 +81,15 @@ class JobConfig:
     redis_cluster: bool = False  # --redis is a seed node of a Redis Cluster
     key_partitions: int | None = None  # tasks per keyed batch (None: Spark's default parallelism)
     engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines a worker keeps between batches
+    driver_host: str = "127.0.0.1"  # where executors reach the driver (spark.driver.host)
 
     @property
     def keyed(self) -> bool:
         return self.partition_by != "none"
 
 
-def spark_session(master: str, app: str = "fluxmat"):
-    """A SparkSession for the job (loopback only, quiet logs, no UI)."""
+def spark_session(master: str, app: str = "fluxmat", driver_host: str = "127.0.0.1"):
+    """A SparkSession for the job (the driver on `driver_host`: loopback by default; quiet logs, no UI)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -99,7 +100,7 @@ def spark_session(master: str, app: str = "fluxmat"):
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.host", driver_host)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -210,7 +211,8 @@ class Job:
         sampler = threading.Thread(target=self._sample, args=(metrics, consumed), daemon=True)
         try:
             self._serve(metrics, None if cfg.keyed else reasoner)
-            spark = spark_session(with_task_retries(cfg.master) if cfg.keyed else cfg.master)
+            spark = spark_session(with_task_retries(cfg.master) if cfg.keyed else cfg.master,
+                                  driver_host=cfg.driver_host)  # fmt: skip
         except BaseException:
             self._close_servers()
             raise
@@ -283,6 +285,10 @@ class Job:
             self._close_servers()
             query.stop()
             spark.stop()
+            if cfg.keyed:  # the engine hosts on this machine (others exit when idle)
+                from stream.engine_host import stop_hosts
+
+                stop_hosts(cfg)
             publisher.close()
             store.close()
         if self.error is not None:

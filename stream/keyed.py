@@ -26,9 +26,13 @@ Updates without a key are dead letters: the executors hand them to the driver,
 which commits them with the batch id in the namespace's own state (so a replay
 re-publishes them identically) and publishes them.
 
+The engines live in engine hosts (stream.engine_host), one process per task
+partition on each executor host, so a key meets its engine again whichever
+Python worker Spark gives its task; the task only relays rows and summaries.
+
 Fault injection for tests: `FLUXMAT_FAIL_TASK=<batch>:<marker file>` makes the
-first task of that batch to finish a key fail once (the marker records it), as
-an executor crash would; Spark retries the task.
+first task of that batch whose keys were processed fail once (the marker
+records it), as an executor crash would; Spark retries the task.
 """
 
 from __future__ import annotations
@@ -180,7 +184,7 @@ def key_of(row, mode: str) -> str | None:
 
 
 def with_keys(mode: str, batches):
-    """The mapInArrow function adding each row's key as a last column `k` (for the repartition)."""
+    """The first `mapInArrow` pass (graph keys): adds each row's key as a last column `k` (for the repartition)."""
     import pyarrow as pa
 
     for rb in batches:
@@ -190,25 +194,40 @@ def with_keys(mode: str, batches):
 
 
 def run_partition(cfg, batch: int, batches):
-    """The mapInArrow function: the rows of one task, grouped by key (last column), one key at a time."""
+    """The function `mapInArrow` runs per task: its rows by key (last column), to the engine host.
+
+    The keys' work is done by this task partition's engine host (stream.engine_host), where
+    their engines stay between batches; rows without a key go back to the driver.
+    """
     import pyarrow as pa
+    from pyspark import TaskContext
+
+    from stream import engine_host
 
     groups: dict[str | None, list] = {}
     for rb in batches:
         columns = [rb.column(i).to_pylist() for i in range(rb.num_columns)]
         for row in zip(*columns, strict=True):
             groups.setdefault(row[-1], []).append(row[:-1])
-    out: list[dict] = []
-    if any(k is not None for k in groups):
-        worker = _worker(cfg)
-        for key in sorted(k for k in groups if k is not None):
-            out.append(worker.process(key, batch, groups[key]))
-            _fail_once(batch)
-    for row in groups.get(None, ()):
+    nokey = groups.pop(None, ())
+    out = engine_host.call(cfg, TaskContext.get().partitionId(), batch, groups) if groups else []
+    if groups:
+        _fail_once(batch)
+    for row in nokey:
         out.append({"kind": "nokey", "partition": row[0], "offset": row[1], "raw": row[3],
                     "size": row[6] if len(row) > 6 else None, "pid": os.getpid()})  # fmt: skip
     if out:
         yield pa.RecordBatch.from_pylist(out, schema=_schema())
+
+
+def process_groups(cfg, batch: int, groups: dict[str, list]) -> list[dict]:
+    """In an engine host: each key's rows of `batch`, in key order; the keys' summaries.
+
+    Each key commits, then sends its delta; the sends are awaited at the end.
+    """
+    worker = _worker(cfg)
+    with worker.publisher.deferred():
+        return [worker.process(key, batch, groups[key]) for key in sorted(groups)]
 
 
 def _schema():

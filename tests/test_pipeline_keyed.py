@@ -16,15 +16,18 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from kafka import KafkaProducer
 
 from connectors.broker import ensure_topics
 from connectors.kafka_sink import read_deltas
-from tests.servers import RedisCluster
+from tests.servers import RedisCluster, free_port
 from tests.test_pipeline import INITIAL, POOL, PROGRAM, SPARK_TIMEOUT, Proc, job_env, remat
 
 KEYS = [f"tenant{i:02d}" for i in range(50)]
@@ -41,8 +44,6 @@ def cluster(tmp_path_factory):
 
 
 def args(broker, cluster, d: Path, n: int, *extra: str) -> list[str]:
-    import sys
-
     program, facts = d / "path.dl", d / "facts.dl"
     program.write_text(PROGRAM, encoding="utf-8")
     facts.write_text("".join(f"edge({x}, {y}).\n" for _, x, y in INITIAL), encoding="utf-8")
@@ -146,6 +147,18 @@ def node_sizes(cluster: RedisCluster) -> list[int]:
     return [redis.Redis(port=n.port).dbsize() for n in cluster.nodes]
 
 
+def paths(updates: list[dict]) -> set[str]:
+    """The `path` facts of a key's expected materialisation, as program text."""
+    return {f"path({f[1]}, {f[2]})" for f in remat(explicit_after(updates)) if f[0] == "path"}
+
+
+def api(port: int, path: str) -> dict:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
+        return json.loads(r.read())
+
+
 def resent(msgs: list[dict]) -> int:
     """Delta messages that repeat an earlier (key, batch, part)."""
     return len(msgs) - len({(m["key"], m["batch"], m["part"]) for m in msgs})
@@ -166,13 +179,25 @@ def test_fifty_keys_on_a_redis_cluster(broker, cluster, tmp_path):
     records = interleave(rnd, plan)
     records.insert(40, (None, {"add": [["edge", "a", "b"]], "id": "no-key"}))
     produce(broker.bootstrap, f"kupdates{n}", records)
-    job = Proc(args(broker, cluster, tmp_path, n, "--master", "local[2]"), tmp_path, "keyed", job_env())
+    port = free_port()
+    job = Proc(args(broker, cluster, tmp_path, n, "--master", "local[2]", "--max-updates-per-batch", "50",
+                    "--dashboard-port", str(port)), tmp_path, "keyed", job_env())  # fmt: skip
     try:
         msgs = wait_done(broker.bootstrap, f"kdeltas{n}", job, {k: u[-1]["id"] for k, u in plan.items()})
+        status = api(port, "/api/status")
+        answer = api(port, "/api/query?pattern=" + quote("path(?X, ?Y)") + "&key=tenant07")
         assert job.terminate() == 0, job.tail()
     finally:
         job.cleanup()
     check(msgs, plan)
+    assert status["now"]["keys"]["seen"] == len(plan)
+    assert {k for k, _ in status["now"]["keys"]["busiest"]} <= set(plan)
+    assert set(answer["facts"]) == paths(plan["tenant07"])
+    cli = subprocess.run([sys.executable, "-m", "ops.cli", "query", str(tmp_path / "path.dl"), "path(?X, ?Y)",
+                          "--redis", cluster.url, "--redis-cluster", "--namespace", f"{NAMESPACE}{n}",
+                          "--key", "tenant11"], capture_output=True, text=True, timeout=120, env=job_env())  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    assert set(cli.stdout.split(".\n")[:-1]) == paths(plan["tenant11"])
     assert all(size > 0 for size in node_sizes(cluster)), node_sizes(cluster)
     dead = read_deltas(broker.bootstrap, f"kdead{n}", timeout=30)
     assert [json.loads(d["raw"])["id"] for d in dead] == ["no-key"]
@@ -212,3 +237,48 @@ def test_kill_restart_node_and_task_failure(broker, cluster, tmp_path):
         second.cleanup()
     check(msgs, plan)
     assert resent(msgs) > 0, "the retried task and the replayed batch re-published nothing"
+
+
+def scrape(port: int) -> str:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+def metric(text: str, series: str) -> float:
+    lines = [ln for ln in text.splitlines() if ln.startswith(series + " ")]
+    assert lines, f"{series} not scraped"
+    return float(lines[0].split()[-1])
+
+
+def test_standalone_cluster_caches_engines_in_workers(broker, cluster, tmp_path):
+    """A master and two one-core workers (local processes): exact per key, engines reused in workers."""
+    from tests.servers import SparkStandalone
+
+    n = 3
+    ensure_topics(broker.bootstrap, {f"kupdates{n}": 4, f"kdeltas{n}": 4, f"kdead{n}": 1})
+    rnd = random.Random(31)
+    plan = {k: updates_for(rnd, k, 12) for k in KEYS[:12]}
+    records = interleave(rnd, plan)
+    spark = SparkStandalone(tmp_path / "spark").start()
+    port = free_port()
+    try:
+        job = Proc(args(broker, cluster, tmp_path, n, "--master", spark.url, "--metrics-port", str(port)),
+                   tmp_path, "standalone", job_env())  # fmt: skip
+        try:
+            for i in range(0, len(records), 24):  # several batches: engines are reused between them
+                chunk = records[i : i + 24]
+                produce(broker.bootstrap, f"kupdates{n}", chunk)
+                wait_done(broker.bootstrap, f"kdeltas{n}", job, {k: u["id"] for k, u in chunk})
+            msgs = wait_done(broker.bootstrap, f"kdeltas{n}", job, {k: u[-1]["id"] for k, u in plan.items()})
+            text = scrape(port)
+            assert job.terminate() == 0, job.tail()
+        finally:
+            job.cleanup()
+    finally:
+        spark.stop()
+    check(msgs, plan)
+    assert metric(text, 'fluxmat_engine_cache_total{result="new"}') == len(plan)
+    assert metric(text, 'fluxmat_engine_cache_total{result="hit"}') > 0, "no engine was reused in a worker"
+    assert metric(text, "fluxmat_keys_seen") == len(plan)

@@ -158,11 +158,19 @@ def restore(fd: FullyDynamic, snap: StateSnapshot) -> None:
     fd.I.clear()
     fd.E.clear()
     fd.born.clear()
+    keys: dict[str, Key] = {}  # each stored text decoded once (log entries repeat their facts)
+
+    def key_of(text: str) -> Key:
+        key = keys.get(text)
+        if key is None:
+            key = keys[text] = fact_key(fd, text)
+        return key
+
     for text in snap.explicit:
-        pred, f = fact_key(fd, text)
+        pred, f = key_of(text)
         fd.E.setdefault(pred, set()).add(f)
     for text, born in snap.facts.items():
-        key = fact_key(fd, text)
+        key = key_of(text)
         fd.rel(key[0]).add(key[1])
         fd.born[key] = int(born)
     fd.clock = int(snap.meta.get("clock", 0) or 0)
@@ -173,12 +181,7 @@ def restore(fd: FullyDynamic, snap: StateSnapshot) -> None:
         fd.clear_log()
         for text in snap.log:
             rid, head, pos, neg = json.loads(text)
-            inst = (
-                rid,
-                fact_key(fd, head),
-                tuple(fact_key(fd, g) for g in pos),
-                tuple(fact_key(fd, g) for g in neg),
-            )
+            inst = (rid, key_of(head), tuple(map(key_of, pos)), tuple(map(key_of, neg)))
             fd.log_applied(inst)
     fd.rebuild_closures()
     fd.prepare()

@@ -314,7 +314,7 @@ def _expected(program_path: Path, explicit: list[tuple]) -> set[tuple]:
     ref = Reasoner.from_file(program_path, "remat")
     prefixes = dict(ref.prefixes)
     ref.load([atom_to_fact(fact_from_json(list(f), prefixes)) for f in explicit])
-    wire = SimpleNamespace(printer=FactPrinter(ref.program.prefixes))
+    wire = SimpleNamespace(printer=FactPrinter(ref.program.prefixes), triples=None)
     return {tuple(BatchProcessor._wire(wire, f)) for f in ref.facts()}
 
 
