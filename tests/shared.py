@@ -9,6 +9,7 @@ that silently skipped them would claim coverage it does not have.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,18 @@ def metric(metrics, name: str) -> float:
         if line.startswith(name + " "):
             return float(line.split()[1])
     raise KeyError(name)
+
+
+def series(text: str) -> dict[str, float]:
+    """A scrape of `/metrics` as `{series: value}`, each series written without the job's `namespace`
+    label (every series carries it: `fluxmat_x{namespace="ns",result="hit"}` -> `fluxmat_x{result="hit"}`)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#") and " " in line:
+            name, value = line.rsplit(" ", 1)
+            name = re.sub(r'namespace="[^"]*",?', "", name).replace(",}", "}").replace("{}", "")
+            out[name] = float(value)
+    return out
 
 
 class NullPublisher:
