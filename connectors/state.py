@@ -37,6 +37,8 @@ CONNECT_TIMEOUT = 10.0  # seconds: connecting (TLS handshake included) and the f
 KEEP_OUTPUTS = 16
 INITIAL = -1  # the batch id of the initial materialisation
 CHUNK = 5000
+STATE_KEYS = ("meta", "E", "I", "log", "out")  # a namespace's Redis keys, after its prefix
+MEMORY_SAMPLES = 64  # hash fields MEMORY USAGE samples per key (namespace_bytes)
 
 
 class StoreURLError(FluxmatError, ValueError):
@@ -55,6 +57,10 @@ class StateStore(Protocol):
     def size(self) -> int: ...
 
     def memory_bytes(self) -> int | None: ...
+
+    def maxmemory_bytes(self) -> int | None: ...
+
+    def namespace_bytes(self) -> int | None: ...
 
     def rebase(self) -> int: ...
 
@@ -108,6 +114,12 @@ class MemoryStateStore:
 
     def memory_bytes(self) -> int | None:
         return None  # not measured for the in-process store
+
+    def maxmemory_bytes(self) -> int | None:
+        return None
+
+    def namespace_bytes(self) -> int | None:
+        return None
 
     def rebase(self) -> int:
         """Number the batches of a new checkpoint after the stored ones; returns the offset."""
@@ -230,16 +242,40 @@ class RedisStateStore:
         """Memory used by the Redis server (all namespaces): INFO's `used_memory` (summed over a cluster)."""
         return sum(self.node_memory().values())
 
+    def maxmemory_bytes(self) -> int | None:
+        """INFO's `maxmemory` (summed over a cluster's primaries); 0 when a node has no limit."""
+        limits = [int(info.get("maxmemory", 0)) for info in self._memory_info().values()]
+        return 0 if not limits or 0 in limits else sum(limits)
+
+    def namespace_bytes(self) -> int | None:
+        """Bytes of this namespace's own keys (`meta`, `E`, `I`, `log`, `out`): Redis `MEMORY USAGE`.
+
+        Each hash is estimated from `MEMORY_SAMPLES` of its fields (Redis's own
+        sampling: exact for small hashes, an estimate for large ones, and
+        O(MEMORY_SAMPLES) per key, never a walk over the state). With
+        `--partition-by` the keys' states live under their own prefixes and
+        are not counted here (see `node_memory`).
+        """
+
+        def usage():
+            sizes = [self.client.memory_usage(self._k(k), samples=MEMORY_SAMPLES) for k in STATE_KEYS]
+            return sum(n or 0 for n in sizes)
+
+        return self._retry(usage)
+
     def node_memory(self) -> dict[str, int]:
         """`used_memory` per Redis node (`host:port`; one entry unless a cluster)."""
+        return {node: int(info["used_memory"]) for node, info in self._memory_info().items()}
+
+    def _memory_info(self) -> dict[str, dict]:
+        """INFO memory per Redis node (`host:port`; each primary of a cluster)."""
         if not self.cluster:
             info = self._retry(lambda: self.client.info("memory"))
             conn = self.client.connection_pool.connection_kwargs
-            return {f"{conn.get('host', 'localhost')}:{conn.get('port', 6379)}": int(info["used_memory"])}
+            return {f"{conn.get('host', 'localhost')}:{conn.get('port', 6379)}": info}
         from redis.cluster import RedisCluster
 
-        infos = self._retry(lambda: self.client.info("memory", target_nodes=RedisCluster.PRIMARIES))
-        return {node: int(info["used_memory"]) for node, info in infos.items()}
+        return self._retry(lambda: self.client.info("memory", target_nodes=RedisCluster.PRIMARIES))
 
     def rebase(self) -> int:
         """Number the batches of a new checkpoint after the stored ones; returns the offset."""
@@ -254,7 +290,7 @@ class RedisStateStore:
 
     def clear(self) -> None:
         """Remove this namespace (used by tests)."""
-        self.client.delete(*(self._k(k) for k in ("meta", "E", "I", "log", "out")))
+        self.client.delete(*(self._k(k) for k in STATE_KEYS))
 
     def close(self) -> None:
         self.client.close()

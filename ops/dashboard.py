@@ -3,7 +3,8 @@
 Routes (GET):
   /             the page (ops/dashboard.html): charts and tables fed by /api/status
   /api/status   totals, current values, per-second history, recent batches,
-                deltas and errors (the shape of `ops.metrics.JobMetrics.status`)
+                deltas and errors (the shape of `ops.metrics.JobMetrics.status`), and
+                the program's `prefixes` (the page shows IRIs with them)
   /api/query    ?pattern=pred(a, ?X)&limit=N  -> facts matching the pattern
   /api/why      ?fact=pred(a, b)              -> a proof of the fact (engine.why)
                 (a `--partition-by` job: both, and /api/sparql, take `&key=K`: that key's state)
@@ -131,6 +132,11 @@ class LiveSource:
     def health(self) -> tuple[str, str]:
         return self.metrics.health()
 
+    def prefixes(self) -> dict[str, str]:
+        """The program's prefixes (the page shows IRIs with them)."""
+        view = self._view
+        return dict(view.reasoner.prefixes) if view is not None and view.reasoner is not None else {}
+
     def view(self, key: str | None = None) -> StateView:
         _one_state(key)
         return self._view
@@ -153,6 +159,11 @@ class KeyedLiveSource(LiveSource):
         self.client = redis_client(cfg.redis, cfg.redis_cluster, STORE_TIMEOUT)
         self.views: dict[str, tuple[int | None, StateView]] = {}
         self._lock = threading.Lock()
+
+    def prefixes(self) -> dict[str, str]:
+        """The program's prefixes, once a key's state was loaded (every key has the same program)."""
+        views = list(self.views.values())
+        return dict(views[-1][1].reasoner.prefixes) if views else {}
 
     def view(self, key: str | None = None) -> StateView:
         import redis
@@ -235,6 +246,11 @@ class StoredSource:
             return "failing", str(exc)
         return "healthy", "the stored state answers"
 
+    def prefixes(self) -> dict[str, str]:
+        """The program's prefixes, once the state has been loaded (the page shows IRIs with them)."""
+        view = self._view
+        return dict(view.reasoner.prefixes) if view is not None else {}
+
     def view(self, key: str | None = None) -> StateView:
         """The state as of the last committed batch (reloaded when the job moved on)."""
         _one_state(key)
@@ -269,7 +285,7 @@ class StoredSource:
         values: dict[str, float] = {}
         for family in text_string_to_metric_families(text):
             for s in family.samples:
-                key = s.name + "".join(f"|{k}={v}" for k, v in sorted(s.labels.items()))
+                key = s.name + "".join(f"|{k}={v}" for k, v in sorted(s.labels.items()) if k != "namespace")
                 values[key] = s.value
         return values
 
@@ -288,7 +304,7 @@ class StoredSource:
             "updates": metric("fluxmat_updates_consumed_total"),
             "adds": metric("fluxmat_fact_operations_total", op="add"),
             "deletes": metric("fluxmat_fact_operations_total", op="delete"),
-            "deltas": metric("fluxmat_deltas_published_total"),
+            "deltas": metric("fluxmat_delta_messages_total"),
             "dead_letters": metric("fluxmat_dead_letters_total"),
             "failures": metric("fluxmat_batch_failures_total"),
             "recursion_stops": metric("fluxmat_recursion_stops_total"),
@@ -298,8 +314,10 @@ class StoredSource:
         now = {
             "facts": int(meta.get("facts", 0)), "explicit": int(meta.get("explicit", 0)),
             "log": int(meta.get("log", 0)), "pending": metric("fluxmat_pending_operations"),
-            "state_entries": self.store.size(), "state_bytes": self.store.memory_bytes(), "lag": lag,
+            "state_entries": self.store.size(), "state_bytes": self.store.namespace_bytes(),
+            "redis_bytes": self.store.memory_bytes(), "lag": lag,
             "last_batch": batch, "through": meta.get("through"), "last_commit": None,
+            "time_lag": scraped.get("fluxmat_time_lag_seconds"),
         }  # fmt: skip
         self.history.append(history_point(totals, now))
         deltas = []
@@ -413,7 +431,8 @@ def _why(source, query: dict) -> dict:
     return _view(source, query).why(query.get("fact", [""])[0], PROOF_DEPTH, PROOF_NODES, EXPLAIN_FACTS)
 
 
-ROUTES = {"/api/status": lambda source, _args: source.status(), "/api/query": _query, "/api/why": _why}
+ROUTES = {"/api/status": lambda source, _args: {**source.status(), "prefixes": source.prefixes()},
+          "/api/query": _query, "/api/why": _why}  # fmt: skip
 SPARQL = "/api/sparql"  # answered in the asked format, not JSON (Handler._sparql)
 
 

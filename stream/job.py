@@ -363,7 +363,12 @@ class Job:
             self.log(f"{name} on http://{host}:{port}{path}")
 
     def _sample(self, metrics, consumed: dict[str, int]) -> None:
-        """Once a second: a history point; every few seconds: the consumer lag."""
+        """Once a second: a history point; every few seconds: the consumer lag and the oldest waiting update.
+
+        Everything from the consumed offsets on waits, the running batch's rows
+        included (the offsets move when a batch is committed), so the first
+        waiting record's Kafka timestamp is the oldest update not yet reflected.
+        """
         from connectors.kafka_source import KafkaStreamReader
 
         reader = KafkaStreamReader({"bootstrap": self.cfg.bootstrap_servers, "topic": self.cfg.updates_topic})
@@ -374,8 +379,9 @@ class Job:
                     last_lag = time.monotonic()
                     try:
                         self._progress_offsets(consumed)
-                        high = reader.high_watermarks(dict(consumed))
-                        metrics.set_lag({p: max(h - consumed.get(p, 0), 0) for p, h in high.items()})
+                        high, heads = reader.backlog(dict(consumed))
+                        metrics.set_lag({p: max(h - consumed.get(p, 0), 0) for p, h in high.items()},
+                                        min(heads.values(), default=None))
                     except Exception as exc:  # the lag is advisory; the job goes on
                         self.log(f"cannot read the consumer lag: {exc}")
                 self._spark_progress(metrics)

@@ -148,6 +148,7 @@ class _Worker:
             entry.batch = batch
         self.engines.put(key, entry)
         detail = {"phases": outcome.phases, "stats": outcome.stats, "timestamps": outcome.timestamps_ms,
+                  "published": outcome.published, "rules": outcome.rules,
                   "dead": [d[:3] for d in (outcome.output or {}).get("dead", ())],
                   "oldest": outcome.oldest_timestamp_ms}  # fmt: skip
         return {"kind": "key", "key": key, "replayed": outcome.replayed, "updates": outcome.updates,
@@ -325,6 +326,11 @@ class KeyedDriver:
                 out.phases[phase] = out.phases.get(phase, 0.0) + s
             for name, n in detail.get("stats", {}).items():
                 out.stats[name] = out.stats.get(name, 0) + n
+            for name, n in detail.get("published", {}).items():
+                out.published[name] += n
+            for label, (applied, grown, _entries) in detail.get("rules", {}).items():
+                a, g, _ = out.rules.get(label, (0, 0, 0))
+                out.rules[label] = (a + applied, g + grown, 0)  # entries: per key, not summed
             out.timestamps_ms.extend(detail.get("timestamps", ()))
             letters.extend(detail.get("dead", ()))
         out.dead += len(dead)

@@ -28,6 +28,7 @@ from kafka import KafkaProducer
 from connectors.broker import ensure_topics
 from connectors.kafka_sink import read_deltas
 from tests.servers import RedisCluster, free_port
+from tests.shared import series
 from tests.test_pipeline import INITIAL, POOL, PROGRAM, SPARK_TIMEOUT, Proc, job_env, remat
 
 KEYS = [f"tenant{i:02d}" for i in range(50)]
@@ -246,10 +247,10 @@ def scrape(port: int) -> str:
         return r.read().decode()
 
 
-def metric(text: str, series: str) -> float:
-    lines = [ln for ln in text.splitlines() if ln.startswith(series + " ")]
-    assert lines, f"{series} not scraped"
-    return float(lines[0].split()[-1])
+def metric(text: str, name: str) -> float:
+    scraped = series(text)  # without the namespace label every series carries
+    assert name in scraped, f"{name} not scraped"
+    return scraped[name]
 
 
 def test_standalone_cluster_caches_engines_in_workers(broker, cluster, tmp_path):

@@ -98,7 +98,8 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
         self.pending_del: dict[Key, int] = {}
         self.waves: dict[int, Wave] = {}
         self.deleted_by: dict[Key, int] = {}
-        self.dirty: dict[Key, bool] = {}
+        self.dirty: dict[Key, bool] = {}  # changed since the last poll -> was it in I then
+        self.changed_by: dict[Key, int] = {}  # and the update whose work changed it (0: several)
         self.journal = Journal()
         self.stats = FDStats()
         self.charged: dict[int, int] = {}  # update -> work of its units (limits only)
@@ -145,6 +146,7 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
             self.after_load()
             self.rebuild_closures()
         self.dirty.clear()
+        self.changed_by.clear()
         self.journal = Journal()
         report.details["log_size"] = self.log_size()
 
@@ -261,15 +263,17 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
         """The delta since the previous consistency point, if quiescent now."""
         if not self.quiescent:
             return None
-        rels = self.I
-        added, removed = [], []
+        rels, by = self.I, self.changed_by
+        added, removed, added_by, removed_by = [], [], [], []
         for (pred, f), was in self.dirty.items():
             rel = rels.get(pred)
             now = rel is not None and f in rel.facts
             if now != was and pred not in self.analysis.internal:
                 (added if now else removed).append(self.decode(pred, f))
+                (added_by if now else removed_by).append(by.get((pred, f), 0))
         self.dirty.clear()
-        return ConsistencyPoint(self.last_seq, self.last_id, added, removed)
+        by.clear()
+        return ConsistencyPoint(self.last_seq, self.last_id, added, removed, added_by, removed_by)
 
     # ------------------------------------------------------------ the Maintainer interface
     def normalise(self, add, delete) -> Update:
@@ -474,6 +478,7 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
         self.born[key] = self.clock
         self.journal.facts.add(key)
         self.dirty.setdefault(key, False)
+        self.changed_by[key] = update if self.changed_by.get(key, update) == update else 0
         self.deleted_by.pop(key, None)
         self.stats.executed += 1
         if inst is MODULE:
@@ -519,6 +524,7 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
             self.born.pop(key, None)
             self.journal.facts.add(key)
             self.dirty.setdefault(key, True)
+            self.changed_by[key] = w.update if self.changed_by.get(key, w.update) == w.update else 0
             self.deleted_by[key] = wave
             w.deleted.append(key)
             self.stats.executed += 1

@@ -86,6 +86,7 @@ class FDCounting(FullyDynamic):
     def __init__(self, analysis: Analysis, dictionary: Dictionary | None = None, **kw):
         super().__init__(analysis, dictionary, **kw)
         self.log: dict[tuple, bool] = {}  # instance -> supporting (well-founded)
+        self.log_by_rule: dict[int, int] = {}  # rule id -> its instances in the log (work per rule)
         self.heads: dict[str, dict[Fact, list]] = {}  # pred -> fact -> [supporting, *instances]
         rules = analysis.rules
         self._preds = {r.id: ([a.pred for a in r.positives], [a.pred for a in r.negatives]) for r in rules}
@@ -137,6 +138,7 @@ class FDCounting(FullyDynamic):
     def clear_log(self) -> None:
         self.log.clear()
         self.heads.clear()
+        self.log_by_rule.clear()
 
     def after_load(self) -> None:
         self.clear_log()
@@ -159,6 +161,7 @@ class FDCounting(FullyDynamic):
         supporting = all(born[g] < level for g in inst[2] if self.stratum_of(g[0]) == s)
         self.log[lk] = supporting
         self.journal.log[lk] = head
+        self.log_by_rule[lk[0]] = self.log_by_rule.get(lk[0], 0) + 1
         d = self.heads.get(head[0])
         if d is None:
             d = self.heads[head[0]] = {}
@@ -173,6 +176,7 @@ class FDCounting(FullyDynamic):
         """Remove a logged instance; whether it was supporting."""
         supporting = self.log.pop(lk)
         self.journal.log[lk] = head
+        self.log_by_rule[lk[0]] -= 1
         d = self.heads[head[0]]
         rec = d[head[1]]
         rec.remove(lk)
@@ -229,6 +233,7 @@ class FDCounting(FullyDynamic):
                 candidates.append(self.instance(lk, key))
                 del self.log[lk]
                 self.journal.log[lk] = key
+                self.log_by_rule[lk[0]] -= 1
         rules = self.pos_rules.get(pred)
         if rules:
             for lk, head in self._logged_instances(rules, self._with(pred, f), self.OLD, {pred: {f}}, None):

@@ -186,4 +186,5 @@ def restore(fd: FullyDynamic, snap: StateSnapshot) -> None:
     fd.rebuild_closures()
     fd.prepare()
     fd.dirty.clear()
+    fd.changed_by.clear()
     fd.journal = Journal(full=False)

@@ -35,6 +35,7 @@ from pathlib import Path
 from tests.benchmarks import lubm_gen
 from tests.benchmarks.pipeline import PROGRAM, UpdateMaker, _expected
 from tests.benchmarks.workloads import SEED, corpus_dir
+from tests.shared import series
 
 FACTS_PER_KEY = 1000
 HELD = 100
@@ -87,10 +88,7 @@ def _metrics(port: int) -> dict[str, float]:
     out: dict[str, float] = {}
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-            for line in r.read().decode().splitlines():
-                if line.startswith("fluxmat_") and " " in line:
-                    name, value = line.rsplit(" ", 1)
-                    out[name] = float(value)
+            out = {k: v for k, v in series(r.read().decode()).items() if k.startswith("fluxmat_")}
     except OSError:
         pass
     return out
