@@ -132,7 +132,10 @@ def stop_hosts(cfg) -> int:
                 _recv(conn)
                 stopped += 1
             except OSError:
-                pass
+                continue
+        deadline = time.monotonic() + 5.0  # it removes its socket as it exits
+        while path.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
     return stopped
 
 
