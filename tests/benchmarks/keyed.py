@@ -192,6 +192,7 @@ def run_once(label: str, master: str, keys: int, backlog: int, broker, cluster, 
         row["facts_per_key"] = round(facts)
         with reader.lock:
             bad = [n for n in names if _folded(reader.messages.get(n, [])) != _expected(program, makers[n].present)]
+        row.update(rebuild_cost(cluster.url, tag, names[:5], program))
         row["check"] = "ok: every key's deltas fold to remat" if reached and not bad else (
             f"NOT REACHED in {WAIT_CAP:g} s" if not reached else f"WRONG for {len(bad)} keys, e.g. {bad[:3]}")
         log(f"{label}: {row}")
@@ -200,6 +201,30 @@ def run_once(label: str, master: str, keys: int, backlog: int, broker, cluster, 
         reader.halt.set()
         producer.close()
         stop_process(job, 60)
+
+
+def rebuild_cost(url: str, namespace: str, keys: list[str], program: Path) -> dict:
+    """A cache miss measured directly: read a key's state from the Redis Cluster and restore an engine."""
+    from connectors.state import RedisStateStore, redis_client
+    from engine import Reasoner
+    from stream.job import STREAM_ENGINE
+
+    client = redis_client(url, cluster=True)
+    read = restore = facts = 0.0
+    for key in keys:
+        store = RedisStateStore(url, namespace, key=key, cluster=True, client=client)
+        t = time.perf_counter()
+        snap = store.load()
+        t1 = time.perf_counter()
+        reasoner = Reasoner.from_file(program, options=STREAM_ENGINE)
+        reasoner.restore(snap)
+        restore += time.perf_counter() - t1
+        read += t1 - t
+        facts += reasoner.sizes()["facts"]
+    client.close()
+    per = 10_000 / max(facts, 1)
+    return {"miss_read_seconds_per_10k_facts": round(read * per, 3),
+            "miss_restore_seconds_per_10k_facts": round(restore * per, 3)}
 
 
 def _folded(msgs: list[dict]) -> set[tuple]:
