@@ -34,6 +34,8 @@ from engine import FluxmatError, StateChanges, StateSnapshot
 
 log = logging.getLogger("fluxmat.state")
 CONNECT_TIMEOUT = 10.0  # seconds: connecting (TLS handshake included) and the first PING
+RETRY_SECONDS = 30.0  # seconds a failing Redis call is retried before it raises (--redis-retry-seconds)
+SOCKET_TIMEOUT = 120.0  # seconds one Redis command may take before it fails (and is retried) (--redis-timeout)
 KEEP_OUTPUTS = 16
 INITIAL = -1  # the batch id of the initial materialisation
 CHUNK = 5000
@@ -148,8 +150,8 @@ class RedisStateStore:
     initial state, can take a while under load).
     """
 
-    def __init__(self, url: str, namespace: str = "default", retry_seconds: float = 30.0,
-                 socket_timeout: float = 120.0, *, key: str | None = None, cluster: bool = False,
+    def __init__(self, url: str, namespace: str = "default", retry_seconds: float = RETRY_SECONDS,
+                 socket_timeout: float = SOCKET_TIMEOUT, *, key: str | None = None, cluster: bool = False,
                  client=None):  # fmt: skip
         self.url = url
         self.shown = redact(url)
@@ -308,7 +310,7 @@ def key_prefix(namespace: str, key: str | None = None, cluster: bool = False) ->
     return f"fluxmat:{{{namespace}}}:" if cluster else f"fluxmat:{namespace}:"
 
 
-def redis_client(url: str, cluster: bool = False, socket_timeout: float = 120.0):
+def redis_client(url: str, cluster: bool = False, socket_timeout: float = SOCKET_TIMEOUT):
     """A connected redis-py client for `url` (a `RedisCluster` seeded by it when `cluster`).
 
     Raises:
@@ -354,18 +356,20 @@ def _decode_meta(meta: dict[str, str]) -> dict[str, object]:
 
 
 def open_store(url: str | None, namespace: str = "default", key: str | None = None,
-               cluster: bool = False) -> StateStore:  # fmt: skip
+               cluster: bool = False, retry_seconds: float = RETRY_SECONDS,
+               socket_timeout: float = SOCKET_TIMEOUT) -> StateStore:  # fmt: skip
     """`redis://...` gives a RedisStateStore; None or `memory://` an in-process store.
 
     `key` names one key's state (`--partition-by`); `cluster` makes the URL a
-    seed node of a Redis Cluster.
+    seed node of a Redis Cluster; `retry_seconds` and `socket_timeout` are the
+    RedisStateStore's (`--redis-retry-seconds`, `--redis-timeout`).
     """
     if not url or url.startswith("memory:"):
         if cluster:
             raise StoreURLError("--redis-cluster needs a redis:// URL (a seed node of the cluster)")
         return MemoryStateStore()
     if url.startswith(("redis://", "rediss://", "unix://")):
-        return RedisStateStore(url, namespace, key=key, cluster=cluster)
+        return RedisStateStore(url, namespace, retry_seconds, socket_timeout, key=key, cluster=cluster)
     raise StoreURLError(
         f"unsupported state store URL {redact(url)!r} (expected redis://HOST:PORT/DB, "
         "rediss://... or memory://)"

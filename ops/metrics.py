@@ -154,18 +154,29 @@ class JobMetrics(JobObserver):
         self.retries: deque[tuple[float, str, str]] = deque(maxlen=100)  # (time, target, why)  # the last ones, with reason and offset
 
     # ------------------------------------------------------------ feeding
-    def _gauges(self, processor, store) -> None:
-        if processor is None:  # --partition-by: the keys' sizes come with on_keys
-            facts, explicit, log = (self.now[k] for k in ("facts", "explicit", "log"))
-            entries = self.now["state_entries"]
-        else:
-            sizes = processor.reasoner.sizes()
-            facts, explicit, log = sizes["facts"], sizes["explicit"], sizes["log"]
-            entries = store.size()
-        memory = {"fluxmat_redis_used_memory_bytes": store.memory_bytes(),
-                  "fluxmat_redis_maxmemory_bytes": store.maxmemory_bytes(),
-                  # --partition-by: the keys' states are elsewhere (fluxmat_state_node_memory_bytes)
-                  "fluxmat_state_namespace_bytes": store.namespace_bytes() if processor is not None else None}
+    @staticmethod
+    def _read_sizes(processor, store) -> dict:
+        """What the size gauges show, read from the reasoner and the store.
+
+        Called *outside* `_lock`: a Redis call that is retried reports through
+        `on_retry`, which takes the lock (a stall right after a commit must not
+        block /healthz).
+        """
+        read = {"fluxmat_redis_used_memory_bytes": store.memory_bytes(),
+                "fluxmat_redis_maxmemory_bytes": store.maxmemory_bytes(),
+                # --partition-by: the keys' states are elsewhere (fluxmat_state_node_memory_bytes)
+                "fluxmat_state_namespace_bytes": None}  # fmt: skip
+        if processor is not None:  # --partition-by: the keys' sizes come with on_keys
+            read.update(processor.reasoner.sizes(), entries=store.size(),
+                        fluxmat_state_namespace_bytes=store.namespace_bytes())  # fmt: skip
+        return read
+
+    def _gauges(self, read: dict) -> None:
+        """Set the size gauges from `_read_sizes` (under `_lock`)."""
+        if "facts" not in read:
+            read.update(entries=self.now["state_entries"], **{k: self.now[k] for k in ("facts", "explicit", "log")})
+        facts, explicit, log, entries = (read[k] for k in ("facts", "explicit", "log", "entries"))
+        memory = {k: v for k, v in read.items() if k.startswith("fluxmat_")}
         c = self.c
         c["fluxmat_materialisation_facts"].set(facts)
         c["fluxmat_explicit_facts"].set(explicit)
@@ -189,11 +200,11 @@ class JobMetrics(JobObserver):
 
     def on_start(self, processor, store) -> None:
         """After the state is restored or the initial materialisation committed (and published)."""
+        read, batch = self._read_sizes(processor, store), store.last_batch()
         with self._lock:
             if processor.initial is not None:
                 self._published(processor.initial)
-            self._gauges(processor, store)
-            batch = store.last_batch()
+            self._gauges(read)
             self.now.update(last_batch=batch, through=processor.reasoner.last_id, last_commit=time.time())
             self.c["fluxmat_last_consistency_point_batch"].set(batch if batch is not None else -1)
             self.c["fluxmat_last_consistency_point_timestamp_seconds"].set(time.time())
@@ -207,6 +218,7 @@ class JobMetrics(JobObserver):
         c, t = self.c, self.totals
         output = outcome.output
         now = time.time()
+        read = None if outcome.replayed else self._read_sizes(processor, store)
         with self._lock:
             self._published(outcome)
             if outcome.replayed:
@@ -247,7 +259,7 @@ class JobMetrics(JobObserver):
                            ("added", outcome.added), ("removed", outcome.removed),
                            ("dead_letters", outcome.dead)):  # fmt: skip
                 t[key] += n
-            self._gauges(processor, store)
+            self._gauges(read)
             self._rule_work(outcome, processor)
             self.now.update(last_batch=outcome.batch, through=outcome.through, last_commit=now)
             self.batches.append({
@@ -324,7 +336,10 @@ class JobMetrics(JobObserver):
                     self.c["fluxmat_spark_phase_seconds"].labels(phase=phase).observe(seconds)
 
     def on_retry(self, target: str, why: str) -> None:
-        """A call to Redis or the broker failed and is retried: counted, and degraded for a while."""
+        """A call to Redis or the broker failed and is retried: counted, and shown as degraded.
+
+        Degraded until a batch commits after the retry (at most `DEGRADED_WINDOW` seconds).
+        """
         with self._lock:
             self.c["fluxmat_retries_total"].labels(target=target).inc()
             self.retries.append((time.time(), target, why[:200]))
@@ -395,7 +410,8 @@ class JobMetrics(JobObserver):
             return "failing", self.failing
         if self.verify_failing:
             return "failing", self.verify_failing
-        since = time.time() - DEGRADED_WINDOW
+        since = time.time() - DEGRADED_WINDOW  # retries count until a batch commits after them
+        since = max(since, self.now["last_commit"] or since)
         retried = [(target, why) for t, target, why in self.retries if t >= since]
         if retried:
             target, why = retried[-1]

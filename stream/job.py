@@ -34,7 +34,8 @@ from connectors.broker import check_broker, ensure_topics
 from connectors.files import read_facts
 from connectors.kafka_sink import KafkaPublisher
 from connectors.programs import load_program, summary
-from connectors.state import open_store
+from connectors.redact import redact
+from connectors.state import RETRY_SECONDS, SOCKET_TIMEOUT, open_store
 from engine import EngineOptions, FluxmatError, Reasoner
 from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
 from stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
@@ -79,6 +80,8 @@ class JobConfig:
     verify_every: int = 0  # recompute from scratch every N batches and compare (stream.verify; 0: off)
     partition_by: str = "none"  # none | message-key | graph: one materialisation per key (stream.keyed)
     redis_cluster: bool = False  # --redis is a seed node of a Redis Cluster
+    redis_retry_seconds: float = RETRY_SECONDS  # a failing Redis call is retried this long, then the batch fails
+    redis_timeout: float = SOCKET_TIMEOUT  # seconds one Redis command may take before it counts as failed
     key_partitions: int | None = None  # tasks per keyed batch (None: Spark's default parallelism)
     engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines a worker keeps between batches
     driver_host: str = "127.0.0.1"  # where executors reach the driver (spark.driver.host)
@@ -139,6 +142,12 @@ def _interval(text: str) -> str:
     return t
 
 
+def _batch_failed(exc: BaseException) -> FluxmatError:
+    """The one error line of a job stopped by a failed batch (Spark's own report is in the log)."""
+    return FluxmatError(f"a batch failed: {type(exc).__name__}: {redact(str(exc))}; it was not "
+                        "acknowledged, so restarting the job retries it (see ops/RUNBOOK.md)")
+
+
 class Job:
     """One running streaming job; `run()` blocks until `stop()` or a signal."""
 
@@ -151,6 +160,7 @@ class Job:
         self.log = log or (lambda msg: print(f"fluxmat: {msg}", file=sys.stderr, flush=True))
         self._stop = threading.Event()
         self.error: BaseException | None = None
+        self.failed: BaseException | None = None  # what made a batch fail (the job then stops)
         self.outcomes: list[BatchOutcome] = []
         self.lock = threading.Lock()  # held while a batch mutates the engine
         self.metrics = None
@@ -170,7 +180,8 @@ class Job:
         if cfg.dead_letter_topic:
             topics[cfg.dead_letter_topic] = 1
         ensure_topics(cfg.bootstrap_servers, topics)
-        store = open_store(cfg.redis, cfg.namespace, cluster=cfg.redis_cluster)
+        store = open_store(cfg.redis, cfg.namespace, cluster=cfg.redis_cluster,
+                           retry_seconds=cfg.redis_retry_seconds, socket_timeout=cfg.redis_timeout)  # fmt: skip
         publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
@@ -237,6 +248,7 @@ class Job:
                 try:
                     keyed = driver.process(df, batch_id)
                 except BaseException as exc:
+                    self.failed = exc
                     metrics.on_error(exc)
                     raise
                 outcome = keyed.outcome
@@ -253,6 +265,7 @@ class Job:
                     if not outcome.replayed:
                         verifier.after_batch(outcome.batch, reasoner)
             except BaseException as exc:
+                self.failed = exc
                 metrics.on_error(exc)
                 raise
             for row in rows:
@@ -275,11 +288,16 @@ class Job:
         )
         self.log(f"reading {cfg.updates_topic} at {cfg.bootstrap_servers}; deltas to {cfg.deltas_topic}")
         sampler.start()
+        from pyspark.errors import StreamingQueryException
+
         try:
             while not self._stop.is_set() and query.isActive:
-                query.awaitTermination(0.5)
+                try:
+                    query.awaitTermination(0.5)
+                except StreamingQueryException:
+                    break  # a batch raised: reported below
             if query.exception() is not None:
-                self.error = RuntimeError(str(query.exception()))
+                self.error = _batch_failed(self.failed) if self.failed else RuntimeError(str(query.exception()))
         finally:
             self._stop.set()
             self._close_servers()

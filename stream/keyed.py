@@ -110,7 +110,7 @@ class _Worker:
         reasoner = load_reasoner(cfg, log=lambda msg: None)
         self.program = reasoner.program
         self.facts = shared_facts(cfg, reasoner)
-        self.client = redis_client(cfg.redis, cfg.redis_cluster)
+        self.client = redis_client(cfg.redis, cfg.redis_cluster, cfg.redis_timeout)
         self.publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
@@ -125,8 +125,8 @@ class _Worker:
         cfg, start = self.cfg, time.perf_counter()
         entry = self.engines.get(key)
         store = (entry.processor.store if entry is not None
-                 else RedisStateStore(cfg.redis, cfg.namespace, key=key, cluster=cfg.redis_cluster,
-                                      client=self.client))  # fmt: skip
+                 else RedisStateStore(cfg.redis, cfg.namespace, cfg.redis_retry_seconds, key=key,
+                                      cluster=cfg.redis_cluster, client=self.client))  # fmt: skip
         last = store.last_batch()
         cache, rebuild = "hit", None
         if entry is None or entry.batch != last:
