@@ -31,33 +31,23 @@ class FDDRed(FullyDynamic):
         for r in self.active_rules:
             self.by_head.setdefault(r.head.pred, []).append(r)
 
-    def _overdelete(self, heads, wave: int) -> None:
-        for hp, h in heads:
-            if h in self.rel(hp).facts and h not in self.E.get(hp, ()):
-                self._enqueue_del((hp, h), wave)
+    def _overdelete(self, found: list, wave: int) -> None:
+        """del(head) in `wave` for the heads `found` that are present and not explicit."""
+        for _rid, hp, heads in found:
+            present, explicit = self.rel(hp).facts, self.E.get(hp, ())
+            for h in heads:
+                if h in present and h not in explicit:
+                    self._enqueue_del((hp, h), wave)
 
-    def _heads(self, rules, Ip, In, P, N):
-        for rule, hs in self.ev.derive(rules, Ip, In, P, N):
-            hp = rule.head.pred
-            for h in hs:
-                yield hp, h
-
-    def on_deleted(self, key: Key, wave: Wave) -> None:
-        pred, f = key
-        rules = self.pos_rules.get(pred)
-        if rules:
-            self._overdelete(self._heads(rules, self._with(pred, f), self.OLD, {pred: {f}}, None), wave.id)
+    def on_deleted(self, key: Key, wave: Wave, used: list) -> None:
+        self._overdelete(used, wave.id)
 
     def on_negated_inserted(self, key: Key, update: int) -> None:
         pred, f = key
-        heads = [
-            (hp, h)
-            for hp, h in self._heads(self.neg_rules[pred], self.OLD, self._without(pred, f), None, {pred: {f}})
-            if h in self.rel(hp).facts and h not in self.E.get(hp, ())
-        ]
-        if heads:
+        found = self.forward(pred, (f,), True, False)
+        if any(h in self.rel(hp).facts and h not in self.E.get(hp, ()) for _r, hp, hs in found for h in hs):
             wave = self._new_wave(update)
-            self._overdelete(heads, wave)
+            self._overdelete(found, wave)
             self._maybe_complete(wave)
 
     def find_support(self, key: Key, wave: Wave):
@@ -82,14 +72,20 @@ class FDCounting(FullyDynamic):
 
     name = "fd-counting"
     wants_present_heads = True
+    del_instances = True
 
     def __init__(self, analysis: Analysis, dictionary: Dictionary | None = None, **kw):
         super().__init__(analysis, dictionary, **kw)
         self.log: dict[tuple, bool] = {}  # instance -> supporting (well-founded)
         self.log_by_rule: dict[int, int] = {}  # rule id -> its instances in the log (work per rule)
         self.heads: dict[str, dict[Fact, list]] = {}  # pred -> fact -> [supporting, *instances]
-        rules = analysis.rules
-        self._preds = {r.id: ([a.pred for a in r.positives], [a.pred for a in r.negatives]) for r in rules}
+        self._same = {  # rule id -> (position in an instance, pred) of its same-stratum positive facts
+            r.id: tuple(
+                (i, a.pred) for i, a in enumerate(r.positives, 1)
+                if self.stratum_of(a.pred) == self.stratum_of(r.head.pred)
+            )
+            for r in analysis.rules
+        }  # fmt: skip
 
     def counters(self, fact) -> tuple[int, int]:
         """(explicit occurrence, supporting applied derivations) of a fact."""
@@ -122,7 +118,7 @@ class FDCounting(FullyDynamic):
 
     def instance(self, lk: tuple, head: Key) -> Inst:
         """A logged instance in the engine's (rule, head, positives, negated) form."""
-        pos, neg = self._preds[lk[0]]
+        pos, neg = self.shape[lk[0]]
         k = len(pos) + 1
         return (lk[0], head, tuple(zip(pos, lk[1:k], strict=True)), tuple(zip(neg, lk[k:], strict=True)))
 
@@ -142,8 +138,11 @@ class FDCounting(FullyDynamic):
 
     def after_load(self) -> None:
         self.clear_log()
-        for inst in self._instances([r.id for r in self.active_rules], self.OLD, self.OLD, None, None):
-            self.log_applied(inst)
+        ids = [r.id for r in self.active_rules]
+        for rule, triples in self.ev.derive(ids, self.OLD, self.OLD, instances=True):
+            rid, hp = rule.id, rule.head.pred
+            for h, pf, nf in triples:
+                self._log((rid, *pf, *nf), (hp, h))
 
     @staticmethod
     def _lk(inst: Inst) -> tuple:
@@ -151,15 +150,21 @@ class FDCounting(FullyDynamic):
 
     def log_applied(self, inst: Inst) -> None:
         """Log an applied instance (no-op when logged): whether it supports its head is fixed now."""
-        lk = self._lk(inst)
-        if lk in self.log:
+        self._log(self._lk(inst), inst[1])
+
+    def _log(self, lk: tuple, head: Key) -> None:
+        """`log_applied` for the instance `lk` (flat) deriving `head`."""
+        log = self.log
+        if lk in log:
             return
-        head = inst[1]
         born = self.born
         level = born[head]
-        s = self.stratum_of(head[0])
-        supporting = all(born[g] < level for g in inst[2] if self.stratum_of(g[0]) == s)
-        self.log[lk] = supporting
+        supporting = True
+        for i, p in self._same[lk[0]]:
+            if born[(p, lk[i])] >= level:
+                supporting = False
+                break
+        log[lk] = supporting
         self.journal.log[lk] = head
         self.log_by_rule[lk[0]] = self.log_by_rule.get(lk[0], 0) + 1
         d = self.heads.get(head[0])
@@ -167,10 +172,11 @@ class FDCounting(FullyDynamic):
             d = self.heads[head[0]] = {}
         rec = d.get(head[1])
         if rec is None:
-            rec = d[head[1]] = [0]
-        rec.append(lk)
-        if supporting:
-            rec[0] += 1
+            d[head[1]] = [1, lk] if supporting else [0, lk]
+        else:
+            rec.append(lk)
+            if supporting:
+                rec[0] += 1
 
     def _unlog(self, lk: tuple, head: Key) -> bool:
         """Remove a logged instance; whether it was supporting."""
@@ -191,12 +197,11 @@ class FDCounting(FullyDynamic):
             if head[1] in self.rel(head[0]).facts:
                 self._enqueue_del(head, wave)
 
-    def _logged_instances(self, rules, Ip, In, P, N):
-        """The logged instances among Pi<Ip, In |> P, N>, as (instance, head)."""
+    def _logged(self, found: list) -> list:
+        """The logged instances among `found` (as `forward` gives them), as (instance, head)."""
         log = self.log
         out = []
-        for rule, triples in self.ev.derive(rules, Ip, In, P, N, instances=True):
-            hp, rid = rule.head.pred, rule.id
+        for rid, hp, triples in found:
             for h, pf, nf in triples:
                 lk = (rid, *pf, *nf)
                 if lk in log:
@@ -213,37 +218,35 @@ class FDCounting(FullyDynamic):
     def explicit_delete_propagates(self, key: Key) -> bool:
         return self._support(key) == 0
 
-    def on_present(self, key: Key, inst: Inst) -> None:
-        self.log_applied(inst)
+    def on_present(self, key: Key, lk: tuple) -> None:
+        self._log(lk, key)
 
-    def on_blocked(self, wave: Wave, key: Key, inst: Inst) -> None:
-        wave.candidates.setdefault(key, []).append(inst)
+    def on_blocked(self, wave: Wave, key: Key, lk: tuple) -> None:
+        wave.candidates.setdefault(key, []).append(lk)
 
-    def on_inserted(self, key: Key, inst: Inst | None) -> None:
-        if inst is not None:
-            self.log_applied(inst)
+    def on_inserted(self, key: Key, lk: tuple | None) -> None:
+        if lk is not None:
+            self._log(lk, key)
 
-    def on_deleted(self, key: Key, wave: Wave) -> None:
+    def on_deleted(self, key: Key, wave: Wave, used: list) -> None:
         pred, f = key
         d = self.heads.get(pred)
         rec = d.pop(f, None) if d else None
         if rec:  # all of its logged instances go at once (no per-instance list removal)
             candidates = wave.candidates.setdefault(key, [])
+            log, journal = self.log, self.journal.log
             for lk in rec[1:]:
-                candidates.append(self.instance(lk, key))
-                del self.log[lk]
-                self.journal.log[lk] = key
+                candidates.append(lk)
+                del log[lk]
+                journal[lk] = key
                 self.log_by_rule[lk[0]] -= 1
-        rules = self.pos_rules.get(pred)
-        if rules:
-            for lk, head in self._logged_instances(rules, self._with(pred, f), self.OLD, {pred: {f}}, None):
-                if lk in self.log:  # an instance using f twice is met once per use
-                    self._retract(lk, head, wave.id)
+        for lk, head in self._logged(used):
+            if lk in self.log:  # an instance using f twice is met once per use
+                self._retract(lk, head, wave.id)
 
     def on_negated_inserted(self, key: Key, update: int) -> None:
         pred, f = key
-        rules = self.neg_rules[pred]
-        found = self._logged_instances(rules, self.OLD, self._without(pred, f), None, {pred: {f}})
+        found = self._logged(self.forward(pred, (f,), True))
         if not found:
             return
         wave = self._new_wave(update)
@@ -253,13 +256,13 @@ class FDCounting(FullyDynamic):
         self._maybe_complete(wave)
 
     def find_support(self, key: Key, wave: Wave):
-        for inst in wave.candidates.get(key, ()):
-            if self._fires(inst):
-                return inst
+        for lk in wave.candidates.get(key, ()):
+            if self._fires(lk):
+                return lk
         return None
 
     def keep_candidates(self, key: Key, wave: Wave) -> None:
         """Log every candidate that still fires: they are applied derivations of `key`."""
-        for inst in wave.candidates.get(key, ()):
-            if self._fires(inst):
-                self.log_applied(inst)
+        for lk in wave.candidates.get(key, ()):
+            if self._fires(lk):
+                self._log(lk, key)
