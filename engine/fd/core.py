@@ -13,6 +13,10 @@ Units of work:
   * ``rederive`` once the deletion *wave* that removed F is complete, check
                  whether F still has a derivation and re-insert it.
 
+They are executed in rounds (`_step`): a set of one update's items, one after
+another (engine.fd.units executes them; engine.fd.forward finds the rule
+instances a fact takes part in through plans and views built once).
+
 A wave is the set of deletions caused, transitively, by one root cause (an
 update's explicit deletions, or an insertion that falsified a negated atom).
 While a wave is active, a propagated addition may not re-insert a fact the wave
@@ -25,8 +29,8 @@ rederivation finds support. engine/ALGORITHMS.md states the invariants and why a
 quiescent state equals mat(P, E_n).
 
 Limits (engine.limits, `set_limits`): every unit of work is charged to the
-update whose queue it came from; the materialisation's size is checked after
-every unit. A budget that runs out raises with the charged update (`.update`)
+update whose queue it came from; the work and the materialisation's size are
+checked after every round of units (one update's). A budget that runs out raises with the charged update (`.update`)
 and leaves the engine mid-way: the caller rebuilds it (engine.fd.snapshot.restore).
 engine/ALGORITHMS.md says when the charge is exact.
 """
@@ -210,31 +214,71 @@ class FullyDynamic(Units, ModuleUpkeep, SemiNaive):
             return self._step(budget)
 
     def _step(self, budget: int) -> int:
+        """Up to `budget` units, in rounds: a round is a set of items of one update (below).
+
+        The update is chosen as `_next` chooses it (fairly at random, or the oldest
+        with the sequential schedule); the round takes its queued items (at most
+        the budget left, chosen at random when interleaved) and executes them one
+        after another in random order. Items they determine wait for a later
+        round. This is one of the schedules of single units (those items could
+        have been chosen in that order) with the choice made once per round.
+        A scripted `chooser` (tests) chooses every single unit.
+        """
         done = 0
         limited = self.limits.active
         counts, charged, born = self.counts, self.charged, self.born
         max_work = self.limits.work or float("inf")
         max_facts = self.limits.facts or float("inf")
+        queues, rng, interleaved = self.queues, self.rng, self.interleaved
         while done < budget:
-            item = self._next()
-            if item is None:
+            if not queues:
                 if self.inbox:
                     self._integrate(self.inbox.pop(0))
                     continue
                 self.charged.clear()  # quiescent: every update so far is complete
                 break
-            if limited:  # inlined: a few comparisons per unit, no call
-                before = counts.work
-                self._execute(item)
+            if self.chooser is not None:
+                items = [self._next()]
+            else:
+                if not interleaved:
+                    upd = min(queues)
+                else:
+                    upd = rng.choice(list(queues)) if len(queues) > 1 else next(iter(queues))
+                q = queues[upd]
+                room = budget - done
+                if interleaved and len(q) > 1:
+                    rng.shuffle(q)
+                if len(q) <= room:
+                    items = q
+                    del queues[upd]
+                else:
+                    items = q[-room:]
+                    del q[-room:]
+                if not interleaved:
+                    items.reverse()  # the newest first, as one unit at a time does
+                self._unit_update = upd
+            before = counts.work
+            self._round(items)
+            done += len(items)
+            if limited:  # the round's items all belong to `upd`: the charge is theirs
                 upd = self._unit_update
                 work = charged[upd] = charged.get(upd, 0) + counts.work - before
                 if work > max_work or len(born) > max_facts:
                     self._charge(upd, 0)  # raises
-            else:
-                self._execute(item)
-            done += 1
         self.stats.units += done
         return done
+
+    def _round(self, items: list) -> None:
+        """Execute `items` in order."""
+        add, delete, rederive = self._exec_add, self._exec_del, self._exec_rederive
+        for item in items:
+            kind = item[0]
+            if kind == "a":
+                add(item[1], item[2], item[3], item[4])
+            elif kind == "d":
+                delete(item[1], item[2])
+            else:
+                rederive(item[1], item[2])
 
     def _charge(self, update: int, work: int) -> None:
         """Add `work` to `update`'s charge; raise if it, or the materialisation, is over budget."""
@@ -324,38 +368,16 @@ class FullyDynamic(Units, ModuleUpkeep, SemiNaive):
             q = self.queues[update] = []
         q.append(item)
 
-    def _next(self):
-        if not self.queues:
-            return None
-        if self.chooser is not None:
-            upd, i = self.chooser(self.queues)
-            q = self.queues[upd]
-            q[i], q[-1] = q[-1], q[i]
-        elif self.interleaved:
-            queues = self.queues
-            upd = self.rng.choice(list(queues)) if len(queues) > 1 else next(iter(queues))
-            q = queues[upd]
-            n = len(q)
-            if n > 1:
-                i = int(self.rng.random() * n)  # uniform (randrange costs 4x as much)
-                q[i], q[-1] = q[-1], q[i]
-        else:
-            upd = min(self.queues)
-            q = self.queues[upd]
+    def _next(self) -> tuple:
+        """The item the scripted `chooser` picks (one unit; it names the update and index)."""
+        upd, i = self.chooser(self.queues)
+        q = self.queues[upd]
+        q[i], q[-1] = q[-1], q[i]
         self._unit_update = upd
         item = q.pop()
         if not q:
             del self.queues[upd]
         return item
-
-    def _execute(self, item: tuple) -> None:
-        kind = item[0]
-        if kind == "a":
-            self._exec_add(item[1], item[2], item[3], item[4])
-        elif kind == "d":
-            self._exec_del(item[1], item[2])
-        else:
-            self._exec_rederive(item[1], item[2])
 
     # ------------------------------------------------------------ integration
     def _integrate(self, entry) -> None:

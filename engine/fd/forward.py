@@ -17,6 +17,9 @@ literals and for the sources of negated ones):
     instances that use a fact of D under negation, each once, seen as if D were
     absent.
 
+And ``forward.backward(rule, heads)``: `Evaluator.backward` over I (FD-DRed's
+rederivation), with the backward plan's views built once too.
+
 A deleted fact's instances are found with ``gone=True`` *before* it leaves I:
 that is Pi<I u {F}, I |> {F}> over the I it leaves, the state it was used in.
 An inserted fact's are found after it entered I, a deleted one's negated
@@ -43,7 +46,7 @@ class Forward:
         self.ev = ev
         self.view = view
         self.rules = set(rule_ids)
-        self.cache: dict[tuple[str, bool, bool], list] = {}
+        self.cache: dict[tuple, object] = {}
 
     def clear(self) -> None:
         """Forget every view (I's relations were replaced)."""
@@ -73,6 +76,15 @@ class Forward:
             entries.append((rid, rule.head.pred, plan.run, views, avoid, seen, lit))
         self.cache[key] = entries
         return entries
+
+    def backward(self, rule, heads, first: bool = True) -> list:
+        """`Evaluator.backward(rule, heads, I, I, first)` with the views built once."""
+        key = ("backward", rule.id)
+        entry = self.cache.get(key)
+        if entry is None:
+            plan = self.ev.plan(rule, "backward")
+            entry = self.cache[key] = (plan, self.ev._views(plan, self.view, self.view, None, None, 0, live=True))
+        return self.ev._backward(entry[0], entry[1], heads, first)
 
     def __call__(self, pred: str, D, negated: bool = False, instances: bool = True, gone: bool = False) -> list:
         """The instances using D (module docstring) as (rule id, head pred, items)."""

@@ -53,7 +53,7 @@ class FDDRed(FullyDynamic):
     def find_support(self, key: Key, wave: Wave):
         pred, f = key
         for rule in self.by_head.get(pred, ()):
-            if self.ev.backward(rule, (f,), self.OLD, self.OLD, True):
+            if self.forward.backward(rule, (f,)):
                 return True
         return None
 
@@ -61,11 +61,13 @@ class FDDRed(FullyDynamic):
 class FDCounting(FullyDynamic):
     """Counting over the derivation log (see the module docstring).
 
-    The log is kept compact: an applied instance is the flat tuple `(rule id,
-    positive body facts..., negated facts...)` -- predicates follow from the
-    rule, the facts are the materialisation's own tuples -- mapped to whether it
-    is supporting. `heads[pred][fact]` lists a fact's logged instances after its
-    supporting count. Instances that use a deleted (or newly falsified) fact are
+    The log is kept compact, under each head: `heads[pred][fact]` is
+    `[supporting count, {instance: supporting}]`, the fact's applied instances in
+    the order they were logged. An instance is the flat tuple `(rule id, positive
+    body facts..., negated facts...)` -- predicates follow from the rule, the
+    facts are the materialisation's own tuples -- and determines its head, so a
+    lookup always knows where to look; removing one is O(1) even under a head
+    with hundreds. Instances that use a deleted (or newly falsified) fact are
     found by evaluating the rules forward with that fact as the delta and kept
     if logged, instead of through a per-fact index of uses.
     """
@@ -76,9 +78,8 @@ class FDCounting(FullyDynamic):
 
     def __init__(self, analysis: Analysis, dictionary: Dictionary | None = None, **kw):
         super().__init__(analysis, dictionary, **kw)
-        self.log: dict[tuple, bool] = {}  # instance -> supporting (well-founded)
+        self.heads: dict[str, dict[Fact, list]] = {}  # pred -> fact -> [supporting, {instance: supporting}]
         self.log_by_rule: dict[int, int] = {}  # rule id -> its instances in the log (work per rule)
-        self.heads: dict[str, dict[Fact, list]] = {}  # pred -> fact -> [supporting, *instances]
         self._same = {  # rule id -> (position in an instance, pred) of its same-stratum positive facts
             r.id: tuple(
                 (i, a.pred) for i, a in enumerate(r.positives, 1)
@@ -95,10 +96,10 @@ class FDCounting(FullyDynamic):
     def derivations(self, fact) -> int:
         """How many applied derivations of `fact` the log holds."""
         rec = self._record(self.encode(fact))
-        return len(rec) - 1 if rec else 0
+        return len(rec[1]) if rec else 0
 
     def log_size(self) -> int:
-        return len(self.log)
+        return sum(self.log_by_rule.values())
 
     def support_counts(self) -> dict[Key, int]:
         """Every fact with a supporting applied derivation, and how many."""
@@ -107,14 +108,19 @@ class FDCounting(FullyDynamic):
     def logged(self, key: Key) -> list[Inst]:
         """The applied instances deriving `key`."""
         rec = self._record(key)
-        return [self.instance(lk, key) for lk in rec[1:]] if rec else []
+        return [self.instance(lk, key) for lk in rec[1]] if rec else []
 
     def log_entries(self):
         """(instance, head) for every logged instance."""
         for p, d in self.heads.items():
             for f, rec in d.items():
-                for lk in rec[1:]:
+                for lk in rec[1]:
                     yield lk, (p, f)
+
+    def is_logged(self, lk: tuple, head: Key) -> bool:
+        """Whether the instance `lk` (deriving `head`) is in the log."""
+        rec = self._record(head)
+        return rec is not None and lk in rec[1]
 
     def instance(self, lk: tuple, head: Key) -> Inst:
         """A logged instance in the engine's (rule, head, positives, negated) form."""
@@ -132,7 +138,6 @@ class FDCounting(FullyDynamic):
         return rec[0] if rec else 0
 
     def clear_log(self) -> None:
-        self.log.clear()
         self.heads.clear()
         self.log_by_rule.clear()
 
@@ -154,59 +159,60 @@ class FDCounting(FullyDynamic):
 
     def _log(self, lk: tuple, head: Key) -> None:
         """`log_applied` for the instance `lk` (flat) deriving `head`."""
-        log = self.log
-        if lk in log:
-            return
-        born = self.born
-        level = born[head]
-        supporting = True
-        for i, p in self._same[lk[0]]:
-            if born[(p, lk[i])] >= level:
-                supporting = False
-                break
-        log[lk] = supporting
-        self.journal.log[lk] = head
-        self.log_by_rule[lk[0]] = self.log_by_rule.get(lk[0], 0) + 1
-        d = self.heads.get(head[0])
+        pred, f = head
+        d = self.heads.get(pred)
         if d is None:
-            d = self.heads[head[0]] = {}
-        rec = d.get(head[1])
+            d = self.heads[pred] = {}
+        rec = d.get(f)
+        if rec is not None and lk in rec[1]:
+            return
+        supporting = True
+        same = self._same[lk[0]]
+        if same:  # supporting iff its same-stratum positive facts are older than the head
+            born = self.born
+            level = born[head]
+            for i, p in same:
+                if born[(p, lk[i])] >= level:
+                    supporting = False
+                    break
         if rec is None:
-            d[head[1]] = [1, lk] if supporting else [0, lk]
+            d[f] = [1 if supporting else 0, {lk: supporting}]
         else:
-            rec.append(lk)
+            rec[1][lk] = supporting
             if supporting:
                 rec[0] += 1
+        self.journal.log[lk] = head
+        self.log_by_rule[lk[0]] = self.log_by_rule.get(lk[0], 0) + 1
 
-    def _unlog(self, lk: tuple, head: Key) -> bool:
-        """Remove a logged instance; whether it was supporting."""
-        supporting = self.log.pop(lk)
+    def _retract(self, lk: tuple, head: Key, d: dict, rec: list, wave: int) -> None:
+        """Remove the logged `lk` (in `rec` = d[head's fact]); del(head) in `wave` if it lost its last support."""
+        lks = rec[1]
+        supporting = lks.pop(lk)
         self.journal.log[lk] = head
         self.log_by_rule[lk[0]] -= 1
-        d = self.heads[head[0]]
-        rec = d[head[1]]
-        rec.remove(lk)
+        pred, f = head
+        if not lks:
+            del d[f]
         if supporting:
             rec[0] -= 1
-        if len(rec) == 1:
-            del d[head[1]]
-        return supporting
+            if not rec[0] and f not in self.E.get(pred, ()):
+                rel = self.I.get(pred)
+                if rel is not None and f in rel.facts:
+                    self._enqueue_del(head, wave)
 
-    def _retract(self, lk: tuple, head: Key, wave: int) -> None:
-        if self._unlog(lk, head) and not self._support(head) and head[1] not in self.E.get(head[0], ()):
-            if head[1] in self.rel(head[0]).facts:
-                self._enqueue_del(head, wave)
-
-    def _logged(self, found: list) -> list:
-        """The logged instances among `found` (as `forward` gives them), as (instance, head)."""
-        log = self.log
-        out = []
+    def _retract_logged(self, found: list, wave: int) -> None:
+        """Retract the logged instances among `found` (as `forward` gives them)."""
+        heads = self.heads
         for rid, hp, triples in found:
+            d = heads.get(hp)
+            if not d:
+                continue
             for h, pf, nf in triples:
-                lk = (rid, *pf, *nf)
-                if lk in log:
-                    out.append((lk, (hp, h)))
-        return out
+                rec = d.get(h)
+                if rec is not None:
+                    lk = (rid, *pf, *nf)
+                    if lk in rec[1]:  # logged (an instance is met once: delta plans)
+                        self._retract(lk, (hp, h), d, rec, wave)
 
     # -- policy hooks
     def may_delete(self, key: Key) -> bool:
@@ -232,27 +238,26 @@ class FDCounting(FullyDynamic):
         pred, f = key
         d = self.heads.get(pred)
         rec = d.pop(f, None) if d else None
-        if rec:  # all of its logged instances go at once (no per-instance list removal)
-            candidates = wave.candidates.setdefault(key, [])
-            log, journal = self.log, self.journal.log
-            for lk in rec[1:]:
-                candidates.append(lk)
-                del log[lk]
+        if rec:  # all of its logged instances go at once: candidates for its rederivation
+            lks = rec[1]
+            wave.candidates.setdefault(key, []).extend(lks)
+            journal, by_rule = self.journal.log, self.log_by_rule
+            for lk in lks:
                 journal[lk] = key
-                self.log_by_rule[lk[0]] -= 1
-        for lk, head in self._logged(used):
-            if lk in self.log:  # an instance using f twice is met once per use
-                self._retract(lk, head, wave.id)
+                by_rule[lk[0]] -= 1
+        self._retract_logged(used, wave.id)
 
     def on_negated_inserted(self, key: Key, update: int) -> None:
         pred, f = key
-        found = self._logged(self.forward(pred, (f,), True))
-        if not found:
+        found = self.forward(pred, (f,), True)
+        heads = self.heads
+        if not any(
+            (d := heads.get(hp)) and (rec := d.get(h)) and (rid, *pf, *nf) in rec[1]
+            for rid, hp, triples in found for h, pf, nf in triples
+        ):  # fmt: skip
             return
         wave = self._new_wave(update)
-        for lk, head in found:
-            if lk in self.log:
-                self._retract(lk, head, wave)
+        self._retract_logged(found, wave)
         self._maybe_complete(wave)
 
     def find_support(self, key: Key, wave: Wave):

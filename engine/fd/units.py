@@ -48,10 +48,11 @@ class Units:
             if f not in self.E.get(pred, ()):  # a newer update deleted it again
                 self.stats.cancelled += 1
                 return
-        elif not (self.closures[pred].connected(f) if inst is MODULE else self._fires(inst)):
+        elif not (self._fires(inst) if inst is not MODULE else self.closures[pred].connected(f)):
             self.stats.cancelled += 1  # its justification was deleted meanwhile
             return
-        if f in self.rel(pred).facts:
+        rel = self.I.get(pred)
+        if rel is not None and f in rel.facts:
             if inst is not None and inst is not MODULE:
                 self.on_present(key, inst)
                 if pred in self.closures:
@@ -92,9 +93,10 @@ class Units:
         q = None
         n = 0
         skip_present = not self.wants_present_heads
-        rel = self.rel
+        rels = self.I
         for rid, hp, triples in found:
-            present = rel(hp).facts
+            rel = rels.get(hp)
+            present = rel.facts if rel is not None else ()
             for h, pf, nf in triples:
                 if skip_present and h in present:
                     continue
