@@ -50,7 +50,7 @@ def test_the_log_per_rule_is_kept_exactly_through_overlapping_updates_and_deleti
     for step in range(30):
         add = set(rnd.sample(pool, 3))
         r.feed([Fed((step, i), add - {e}, {e}) for i, e in enumerate(rnd.sample(pool, 2))])  # overlapping
-        recount = Counter(r.rule_labels[lk[0]] for lk in r.maintainer.log)
+        recount = Counter(r.rule_labels[lk[0]] for lk, _head in r.maintainer.log_entries())
         work = r.rule_work()
         assert {label: n for label, (_, n) in work.items() if n} == dict(recount)
         rules = [a for label, (a, _) in work.items() if not label.startswith("module ")]

@@ -86,7 +86,7 @@ def _log_entry(fd: FullyDynamic, lk, head: Key, texts: _Texts) -> tuple[str, str
     rid = inst[0]
     pos = [texts[g] for g in inst[2]]
     key = json.dumps([rid, pos], ensure_ascii=False)
-    if lk not in fd.log:  # type: ignore[attr-defined]
+    if not fd.is_logged(lk, head):  # type: ignore[attr-defined]
         return key, None
     value = json.dumps([rid, texts[inst[1]], pos, [texts[g] for g in inst[3]]], ensure_ascii=False)
     return key, value
@@ -116,7 +116,7 @@ def export_changes(fd: FullyDynamic) -> StateChanges:
                 out.explicit[texts[(pred, f)]] = True
         for key, born in fd.born.items():
             out.facts[texts[key]] = born
-        for lk, head in fd.log_entries() if hasattr(fd, "log") else ():
+        for lk, head in fd.log_entries() if hasattr(fd, "log_entries") else ():
             k, v = _log_entry(fd, lk, head, texts)
             out.log[k] = v
     else:
@@ -177,7 +177,7 @@ def restore(fd: FullyDynamic, snap: StateSnapshot) -> None:
     fd.last_seq = int(snap.meta.get("seq", 0) or 0)
     fd.last_id = snap.meta.get("through")
     fd.seq = fd.last_seq
-    if hasattr(fd, "log"):
+    if hasattr(fd, "log_entries"):
         fd.clear_log()
         for text in snap.log:
             rid, head, pos, neg = json.loads(text)
