@@ -292,6 +292,19 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         `_LOOKUP` bytes) and the high watermark the response carries is used.
         Retries until every partition has answered.
         """
+        return self._fetch_from(start, heads=False)[0]
+
+    def backlog(self, start: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+        """High watermarks, and the timestamp (ms) of the first record at or after `start`.
+
+        The second dict has an entry for each partition with records not yet
+        read (high watermark > start) whose first such record arrived within
+        the discovery timeout: the Kafka timestamp of the oldest update not yet
+        processed there (what the job's time lag is measured from).
+        """
+        return self._fetch_from(start, heads=True)
+
+    def _fetch_from(self, start: dict[str, int], heads: bool) -> tuple[dict[str, int], dict[str, int]]:
         from kafka import TopicPartition
 
         try:
@@ -301,13 +314,23 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             consumer.assign(tps)
             for tp in tps:
                 consumer.seek(tp, start.get(str(tp.partition), 0))
+            first: dict[str, int] = {}
             deadline = time.monotonic() + _DISCOVER_TIMEOUT
             while True:
-                consumer.poll(timeout_ms=_LOOKUP_POLL_MS, max_records=1)
+                got = consumer.poll(timeout_ms=_LOOKUP_POLL_MS, max_records=len(tps) if heads else 1)
+                for tp, records in got.items():
+                    at = start.get(str(tp.partition), 0)
+                    ts = next((r.timestamp for r in records if r.offset >= at), None)
+                    if ts is not None:
+                        first.setdefault(str(tp.partition), ts)
                 high = {str(tp.partition): consumer.highwater(tp) for tp in tps}
-                if all(h is not None for h in high.values()):
-                    return high
+                known = all(h is not None for h in high.values())
+                waiting = [p for p, h in high.items() if h is not None and h > start.get(p, 0)]
+                if known and (not heads or all(p in first for p in waiting)):
+                    return high, {p: first[p] for p in waiting if p in first}
                 if time.monotonic() > deadline:
+                    if known:  # a head that did not come in time: its age is unknown, not zero
+                        return high, {p: first[p] for p in waiting if p in first}
                     missing = sorted(p for p, h in high.items() if h is None)
                     raise KafkaSourceError(
                         f"no high watermark for {self.topic} partitions {missing} "

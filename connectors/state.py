@@ -34,10 +34,14 @@ from engine import FluxmatError, StateChanges, StateSnapshot
 
 log = logging.getLogger("fluxmat.state")
 CONNECT_TIMEOUT = 10.0  # seconds: connecting (TLS handshake included) and the first PING
+RETRY_SECONDS = 30.0  # seconds a failing Redis call is retried before it raises (--redis-retry-seconds)
+SOCKET_TIMEOUT = 120.0  # seconds one Redis command may take before it fails (and is retried) (--redis-timeout)
 KEEP_OUTPUTS = 16
 INITIAL = -1  # the batch id of the initial materialisation
 CHUNK = 5000
 FSYNC_POLICIES = ("everysec", "always", "keep")  # fluxmat run --redis-fsync
+STATE_KEYS = ("meta", "E", "I", "log", "out")  # a namespace's Redis keys, after its prefix
+MEMORY_SAMPLES = 64  # hash fields MEMORY USAGE samples per key (namespace_bytes)
 
 
 class StoreURLError(FluxmatError, ValueError):
@@ -56,6 +60,10 @@ class StateStore(Protocol):
     def size(self) -> int: ...
 
     def memory_bytes(self) -> int | None: ...
+
+    def maxmemory_bytes(self) -> int | None: ...
+
+    def namespace_bytes(self) -> int | None: ...
 
     def rebase(self) -> int: ...
 
@@ -115,6 +123,12 @@ class MemoryStateStore:
     def set_fsync(self, policy: str) -> str | None:
         return None  # nothing is persisted
 
+    def maxmemory_bytes(self) -> int | None:
+        return None
+
+    def namespace_bytes(self) -> int | None:
+        return None
+
     def rebase(self) -> int:
         """Number the batches of a new checkpoint after the stored ones; returns the offset."""
         base = int(self.meta.get("batch", INITIAL)) + 1
@@ -142,8 +156,8 @@ class RedisStateStore:
     initial state, can take a while under load).
     """
 
-    def __init__(self, url: str, namespace: str = "default", retry_seconds: float = 30.0,
-                 socket_timeout: float = 120.0, *, key: str | None = None, cluster: bool = False,
+    def __init__(self, url: str, namespace: str = "default", retry_seconds: float = RETRY_SECONDS,
+                 socket_timeout: float = SOCKET_TIMEOUT, *, key: str | None = None, cluster: bool = False,
                  client=None):  # fmt: skip
         self.url = url
         self.shown = redact(url)
@@ -236,16 +250,40 @@ class RedisStateStore:
         """Memory used by the Redis server (all namespaces): INFO's `used_memory` (summed over a cluster)."""
         return sum(self.node_memory().values())
 
+    def maxmemory_bytes(self) -> int | None:
+        """INFO's `maxmemory` (summed over a cluster's primaries); 0 when a node has no limit."""
+        limits = [int(info.get("maxmemory", 0)) for info in self._memory_info().values()]
+        return 0 if not limits or 0 in limits else sum(limits)
+
+    def namespace_bytes(self) -> int | None:
+        """Bytes of this namespace's own keys (`meta`, `E`, `I`, `log`, `out`): Redis `MEMORY USAGE`.
+
+        Each hash is estimated from `MEMORY_SAMPLES` of its fields (Redis's own
+        sampling: exact for small hashes, an estimate for large ones, and
+        O(MEMORY_SAMPLES) per key, never a walk over the state). With
+        `--partition-by` the keys' states live under their own prefixes and
+        are not counted here (see `node_memory`).
+        """
+
+        def usage():
+            sizes = [self.client.memory_usage(self._k(k), samples=MEMORY_SAMPLES) for k in STATE_KEYS]
+            return sum(n or 0 for n in sizes)
+
+        return self._retry(usage)
+
     def node_memory(self) -> dict[str, int]:
         """`used_memory` per Redis node (`host:port`; one entry unless a cluster)."""
+        return {node: int(info["used_memory"]) for node, info in self._memory_info().items()}
+
+    def _memory_info(self) -> dict[str, dict]:
+        """INFO memory per Redis node (`host:port`; each primary of a cluster)."""
         if not self.cluster:
             info = self._retry(lambda: self.client.info("memory"))
             conn = self.client.connection_pool.connection_kwargs
-            return {f"{conn.get('host', 'localhost')}:{conn.get('port', 6379)}": int(info["used_memory"])}
+            return {f"{conn.get('host', 'localhost')}:{conn.get('port', 6379)}": info}
         from redis.cluster import RedisCluster
 
-        infos = self._retry(lambda: self.client.info("memory", target_nodes=RedisCluster.PRIMARIES))
-        return {node: int(info["used_memory"]) for node, info in infos.items()}
+        return self._retry(lambda: self.client.info("memory", target_nodes=RedisCluster.PRIMARIES))
 
     def set_fsync(self, policy: str) -> str:
         """Set the server's AOF fsync policy (`appendfsync`); returns a line saying what happened.
@@ -295,7 +333,7 @@ class RedisStateStore:
 
     def clear(self) -> None:
         """Remove this namespace (used by tests)."""
-        self.client.delete(*(self._k(k) for k in ("meta", "E", "I", "log", "out")))
+        self.client.delete(*(self._k(k) for k in STATE_KEYS))
 
     def close(self) -> None:
         self.client.close()
@@ -313,7 +351,7 @@ def key_prefix(namespace: str, key: str | None = None, cluster: bool = False) ->
     return f"fluxmat:{{{namespace}}}:" if cluster else f"fluxmat:{namespace}:"
 
 
-def redis_client(url: str, cluster: bool = False, socket_timeout: float = 120.0):
+def redis_client(url: str, cluster: bool = False, socket_timeout: float = SOCKET_TIMEOUT):
     """A connected redis-py client for `url` (a `RedisCluster` seeded by it when `cluster`).
 
     Raises:
@@ -359,18 +397,20 @@ def _decode_meta(meta: dict[str, str]) -> dict[str, object]:
 
 
 def open_store(url: str | None, namespace: str = "default", key: str | None = None,
-               cluster: bool = False) -> StateStore:  # fmt: skip
+               cluster: bool = False, retry_seconds: float = RETRY_SECONDS,
+               socket_timeout: float = SOCKET_TIMEOUT) -> StateStore:  # fmt: skip
     """`redis://...` gives a RedisStateStore; None or `memory://` an in-process store.
 
     `key` names one key's state (`--partition-by`); `cluster` makes the URL a
-    seed node of a Redis Cluster.
+    seed node of a Redis Cluster; `retry_seconds` and `socket_timeout` are the
+    RedisStateStore's (`--redis-retry-seconds`, `--redis-timeout`).
     """
     if not url or url.startswith("memory:"):
         if cluster:
             raise StoreURLError("--redis-cluster needs a redis:// URL (a seed node of the cluster)")
         return MemoryStateStore()
     if url.startswith(("redis://", "rediss://", "unix://")):
-        return RedisStateStore(url, namespace, key=key, cluster=cluster)
+        return RedisStateStore(url, namespace, retry_seconds, socket_timeout, key=key, cluster=cluster)
     raise StoreURLError(
         f"unsupported state store URL {redact(url)!r} (expected redis://HOST:PORT/DB, "
         "rediss://... or memory://)"

@@ -303,7 +303,7 @@ class Maintainer(ABC):
         """
         plus: Changes = {}
         minus: Changes = {}
-        known = set(self.arity)
+        known = len(self.arity)  # new predicates are appended (dicts keep insertion order)
         try:
             for fact in add:
                 pred, f = self.encode(fact)
@@ -314,7 +314,7 @@ class Maintainer(ABC):
                     raise UpdateError(_both(self.show_fact(fact)))
                 minus.setdefault(pred, set()).add(f)
         except UpdateError:
-            for pred in set(self.arity) - known:
+            for pred in list(self.arity)[known:]:
                 del self.arity[pred]
             raise
         return plus, minus

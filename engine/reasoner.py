@@ -3,7 +3,8 @@
 A reasoner is a program, its analysis and one maintainer built from one
 `EngineOptions` (engine.options). Everything outside engine/ goes through it:
 loading and updating (`load`, `update`), the fully dynamic driver (`feed`,
-`poll`, `work_counts`; engine.feed), reading (`facts`, `lines`, `match`,
+`poll`, `work_counts`; engine.feed), the work per rule by its file:line
+(`rule_work`, `rules_since`, `rule_texts`), reading (`facts`, `lines`, `match`,
 `explain`, `show`, `sizes`), validating updates without applying them
 (`update_checker`, `check_update`), and the fully dynamic state
 (`export_changes`, `restore`, `state_meta`; engine.fd.snapshot). Facts cross
@@ -38,8 +39,14 @@ from engine.parser import parse_program
 from engine.plans import Plan
 from engine.printer import FactPrinter
 from engine.storage import Dictionary
-from engine.syntax import Atom, Program, PyFact
+from engine.syntax import Atom, Program, PyFact, Rule
 from engine.why import Explainer, Proof, match
+
+
+def rule_label(rule: Rule, rid: int) -> str:
+    """Where a rule is written, as `file:line` (the file's name only); `rule N` when it has no place."""
+    pos = rule.pos
+    return f"{Path(pos.file).name}:{pos.line}" if pos.line > 0 else f"rule {rid}"
 
 
 def atom_to_fact(atom: Atom) -> tuple:
@@ -84,6 +91,7 @@ class Reasoner:
         )  # fmt: skip
         self.prefixes = dict(program.prefixes)
         self.printer = FactPrinter(program.prefixes)
+        self.rule_labels = {r.id: rule_label(r.rule, r.id) for r in self.analysis.rules}  # rule id -> file:line
         self._apply_options()
 
     @classmethod
@@ -184,6 +192,47 @@ class Reasoner:
     def counts_since(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
         """`work_counts` growth between two readings (the one place they are diffed)."""
         return {k: n - before.get(k, 0) for k, n in now.items()}
+
+    def rule_work(self) -> dict[str, tuple[int, int]]:
+        """Work per rule, by `rule_label`: (rule applications so far, derivation-log entries now).
+
+        Rules on one line share a label (their numbers add up). A module that
+        evaluates a stratum in its rules' place (engine.modules) reports as
+        `module NAME`: (candidate facts so far, 0). Only `fd-counting` keeps a
+        derivation log; the others report 0 entries.
+        """
+        m = self.maintainer
+        applied, logged = m.counts.applications, getattr(m, "log_by_rule", {})
+        out: dict[str, tuple[int, int]] = {}
+        for rid in applied.keys() | logged.keys():
+            label = self.rule_labels.get(rid) or f"rule {rid}"
+            a, n = out.get(label, (0, 0))
+            out[label] = (a + applied.get(rid, 0), n + logged.get(rid, 0))
+        for name, n in m.counts.module_work.items():
+            a, _ = out.get(f"module {name}", (0, 0))
+            out[f"module {name}"] = (a + n, 0)
+        return out
+
+    @staticmethod
+    def rules_since(now: dict[str, tuple[int, int]], before: dict[str, tuple[int, int]]) -> dict[str, tuple]:
+        """`rule_work` between two readings: label -> (applications, log growth, log entries now).
+
+        Only the rules whose numbers changed.
+        """
+        out = {}
+        for label, (applied, logged) in now.items():
+            a, n = before.get(label, (0, 0))
+            if applied != a or logged != n:
+                out[label] = (applied - a, logged - n, logged)
+        return out
+
+    def rule_texts(self) -> dict[str, str]:
+        """Each `rule_label` with its rules as text (rules sharing a line joined by a space)."""
+        out: dict[str, str] = {}
+        for r in self.analysis.rules:
+            label = self.rule_labels[r.id]
+            out[label] = f"{out[label]} {r.rule}" if label in out else str(r.rule)
+        return out
 
     # ------------------------------------------------------------ the fully dynamic state
     def export_changes(self) -> StateChanges:

@@ -3,9 +3,11 @@
 Routes (GET):
   /             the page (ops/dashboard.html): charts and tables fed by /api/status
   /api/status   totals, current values, per-second history, recent batches,
-                deltas and errors (the shape of `ops.metrics.JobMetrics.status`)
+                deltas and errors (the shape of `ops.metrics.JobMetrics.status`), and
+                the program's `prefixes` (the page shows IRIs with them)
   /api/query    ?pattern=pred(a, ?X)&limit=N  -> facts matching the pattern
   /api/why      ?fact=pred(a, b)              -> a proof of the fact (engine.why)
+                (a `--partition-by` job: both, and /api/sparql, take `&key=K`: that key's state)
   /api/sparql   ?query=SELECT ...&format=json|csv|ntriples|turtle&limit=N -> SPARQL 1.1
                 results (SPARQL protocol GET; the format also by Accept), over the
                 materialisation's triples, read-only, at most `limit` (default 1,000,
@@ -111,6 +113,12 @@ def check_binding(host: str, token: str | None) -> None:
         )
 
 
+def _one_state(key: str | None) -> None:
+    if key is not None:
+        raise FluxmatError("this dashboard shows one materialisation: leave out ?key= "
+                           "(fluxmat dashboard --key K reads one key of a --partition-by job)")  # fmt: skip
+
+
 class LiveSource:
     """The running job: its metrics and its engine (questions wait for the job's lock)."""
 
@@ -124,8 +132,66 @@ class LiveSource:
     def health(self) -> tuple[str, str]:
         return self.metrics.health()
 
-    def view(self) -> StateView:
+    def prefixes(self) -> dict[str, str]:
+        """The program's prefixes (the page shows IRIs with them)."""
+        view = self._view
+        return dict(view.reasoner.prefixes) if view is not None and view.reasoner is not None else {}
+
+    def view(self, key: str | None = None) -> StateView:
+        _one_state(key)
         return self._view
+
+
+class KeyedLiveSource(LiveSource):
+    """A running `--partition-by` job: its metrics; questions read one key's state from Redis (`?key=`).
+
+    The last `VIEWS` keys asked about are kept, each reloaded when its key has
+    committed a newer batch.
+    """
+
+    VIEWS = 4
+
+    def __init__(self, metrics, cfg):
+        super().__init__(metrics, None)
+        from connectors.state import redis_client
+
+        self.cfg = cfg
+        self.client = redis_client(cfg.redis, cfg.redis_cluster, STORE_TIMEOUT)
+        self.views: dict[str, tuple[int | None, StateView]] = {}
+        self._lock = threading.Lock()
+
+    def prefixes(self) -> dict[str, str]:
+        """The program's prefixes, once a key's state was loaded (every key has the same program)."""
+        views = list(self.views.values())
+        return dict(views[-1][1].reasoner.prefixes) if views else {}
+
+    def view(self, key: str | None = None) -> StateView:
+        import redis
+
+        from connectors.state import RedisStateStore
+
+        if not key:
+            raise FluxmatError("this job keeps one materialisation per key (--partition-by): "
+                               "name the key (the page's key field, or ?key=K)")  # fmt: skip
+        cfg = self.cfg
+        store = RedisStateStore(cfg.redis, cfg.namespace, retry_seconds=0, key=key, cluster=cfg.redis_cluster,
+                                client=self.client)  # fmt: skip
+        if not self._lock.acquire(timeout=LOCK_WAIT):
+            raise Busy("the dashboard is still loading a key's state; try again")
+        try:
+            batch = store.last_batch()
+            cached = self.views.get(key)
+            if cached is None or cached[0] != batch:
+                view = from_store(cfg.program or None, cfg.redis, cfg.namespace, cfg.ontology, store, key=key)
+                self.views.pop(key, None)
+                self.views[key] = cached = (batch, view)
+                while len(self.views) > self.VIEWS:
+                    self.views.pop(next(iter(self.views)))
+            return cached[1]
+        except redis.RedisError as exc:
+            raise Unavailable(f"the state store does not answer: {redact(str(exc))}") from None
+        finally:
+            self._lock.release()
 
 
 class Unavailable(FluxmatError):
@@ -140,13 +206,16 @@ class StoredSource:
     """
 
     def __init__(self, program: str, url: str, namespace: str = "default",
-                 metrics_url: str | None = None, ontologies: tuple[str, ...] = ()):  # fmt: skip
-        from connectors.state import RedisStateStore
+                 metrics_url: str | None = None, ontologies: tuple[str, ...] = (),
+                 key: str | None = None, cluster: bool = False):  # fmt: skip
+        from connectors.state import RedisStateStore, redis_client
 
         self.program, self.url, self.namespace = program, url, namespace
         self.metrics_url = metrics_url
         self.ontologies = tuple(ontologies)
-        self.store = RedisStateStore(url, namespace, retry_seconds=0, socket_timeout=STORE_TIMEOUT)
+        self.key = key
+        client = redis_client(url, cluster, STORE_TIMEOUT)
+        self.store = RedisStateStore(url, namespace, retry_seconds=0, key=key, cluster=cluster, client=client)
         self._view: StateView | None = None
         self._view_batch: int | None = None
         self._lock = threading.Lock()
@@ -177,8 +246,14 @@ class StoredSource:
             return "failing", str(exc)
         return "healthy", "the stored state answers"
 
-    def view(self) -> StateView:
+    def prefixes(self) -> dict[str, str]:
+        """The program's prefixes, once the state has been loaded (the page shows IRIs with them)."""
+        view = self._view
+        return dict(view.reasoner.prefixes) if view is not None else {}
+
+    def view(self, key: str | None = None) -> StateView:
         """The state as of the last committed batch (reloaded when the job moved on)."""
+        _one_state(key)
         if not self._lock.acquire(timeout=LOCK_WAIT):
             raise Busy("the dashboard is still loading the job's state; try again")
         try:
@@ -210,7 +285,7 @@ class StoredSource:
         values: dict[str, float] = {}
         for family in text_string_to_metric_families(text):
             for s in family.samples:
-                key = s.name + "".join(f"|{k}={v}" for k, v in sorted(s.labels.items()))
+                key = s.name + "".join(f"|{k}={v}" for k, v in sorted(s.labels.items()) if k != "namespace")
                 values[key] = s.value
         return values
 
@@ -229,7 +304,7 @@ class StoredSource:
             "updates": metric("fluxmat_updates_consumed_total"),
             "adds": metric("fluxmat_fact_operations_total", op="add"),
             "deletes": metric("fluxmat_fact_operations_total", op="delete"),
-            "deltas": metric("fluxmat_deltas_published_total"),
+            "deltas": metric("fluxmat_delta_messages_total"),
             "dead_letters": metric("fluxmat_dead_letters_total"),
             "failures": metric("fluxmat_batch_failures_total"),
             "recursion_stops": metric("fluxmat_recursion_stops_total"),
@@ -239,8 +314,10 @@ class StoredSource:
         now = {
             "facts": int(meta.get("facts", 0)), "explicit": int(meta.get("explicit", 0)),
             "log": int(meta.get("log", 0)), "pending": metric("fluxmat_pending_operations"),
-            "state_entries": self.store.size(), "state_bytes": self.store.memory_bytes(), "lag": lag,
+            "state_entries": self.store.size(), "state_bytes": self.store.namespace_bytes(),
+            "redis_bytes": self.store.memory_bytes(), "lag": lag,
             "last_batch": batch, "through": meta.get("through"), "last_commit": None,
+            "time_lag": scraped.get("fluxmat_time_lag_seconds"),
         }  # fmt: skip
         self.history.append(history_point(totals, now))
         deltas = []
@@ -297,7 +374,7 @@ def _handler(source, token: str | None, bound: str, request_timeout: float):
             fmt = query.get("format", [None])[0] or next(
                 (f for f, kind in ACCEPT.items() if kind in accept), None)  # fmt: skip
             limits = Limits(results=int(query.get("limit", [SPARQL_LIMIT])[0]), timeout=SPARQL_TIMEOUT)
-            answer, _ = source.view().sparql(query.get("query", [""])[0], fmt, limits)
+            answer, _ = _view(source, query).sparql(query.get("query", [""])[0], fmt, limits)
             self.send_response(200)
             self.send_header("Content-Type", answer.content_type)
             self.send_header("Content-Length", str(len(answer.body)))
@@ -338,18 +415,24 @@ def _handler(source, token: str | None, bound: str, request_timeout: float):
     return Handler
 
 
+def _view(source, query: dict) -> StateView:
+    """The state a question is about: the job's, or with `--partition-by` the `?key=` one's."""
+    return source.view(query.get("key", [None])[0] or None)
+
+
 def _query(source, query: dict) -> dict:
     limit = int(query.get("limit", [DEFAULT_LIMIT])[0])
     if limit < 0:
         raise ValueError(f"limit must be at least 0, got {limit}")
-    return source.view().query(query.get("pattern", [""])[0], min(limit, MAX_LIMIT), exact=False)
+    return _view(source, query).query(query.get("pattern", [""])[0], min(limit, MAX_LIMIT), exact=False)
 
 
 def _why(source, query: dict) -> dict:
-    return source.view().why(query.get("fact", [""])[0], PROOF_DEPTH, PROOF_NODES, EXPLAIN_FACTS)
+    return _view(source, query).why(query.get("fact", [""])[0], PROOF_DEPTH, PROOF_NODES, EXPLAIN_FACTS)
 
 
-ROUTES = {"/api/status": lambda source, _args: source.status(), "/api/query": _query, "/api/why": _why}
+ROUTES = {"/api/status": lambda source, _args: {**source.status(), "prefixes": source.prefixes()},
+          "/api/query": _query, "/api/why": _why}  # fmt: skip
 SPARQL = "/api/sparql"  # answered in the asked format, not JSON (Handler._sparql)
 
 

@@ -178,20 +178,24 @@ def _reasoner(program: str | None, options: EngineOptions, ontologies) -> Reason
 
 
 def from_store(program: str | None, url: str, namespace: str = "default", ontologies=(),
-               store=None) -> StateView:  # fmt: skip
+               store=None, key: str | None = None, cluster: bool = False) -> StateView:  # fmt: skip
     """The state the streaming job keeps in `url` under `namespace`, for `program` (+ ontologies).
 
-    `store` is an open store to read it from (kept open), else one is opened.
+    `store` is an open store to read it from (kept open), else one is opened:
+    with `key`, that key's state (`--partition-by`); with `cluster`, `url` is a
+    seed node of a Redis Cluster.
     """
     own = store is None
-    store = open_store(url, namespace) if own else store
+    store = open_store(url, namespace, key=key, cluster=cluster) if own else store
     try:
         snap = store.load()
     finally:
         if own:
             store.close()
     if snap is None:
-        raise FluxmatError(f"no fluxmat state in {redact(url)} under namespace {namespace!r} (has the job run?)")
+        which = f"namespace {namespace!r}" + (f" and key {key!r}" if key is not None else "")
+        raise FluxmatError(f"no fluxmat state in {redact(url)} under {which} (has the job run"
+                           + (" with --partition-by and updates of this key?)" if key is not None else "?)"))
     algorithm = str(snap.meta.get("algorithm", "fd-counting"))
     reasoner = _reasoner(program, EngineOptions(algorithm=algorithm), ontologies)
     reasoner.restore(snap)

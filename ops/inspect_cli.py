@@ -27,11 +27,19 @@ def _source_flags(p: argparse.ArgumentParser) -> None:
                    help="the job's state store redis://HOST:PORT/DB (env FLUXMAT_REDIS)")
     p.add_argument("--namespace", default=os.environ.get("FLUXMAT_NAMESPACE", "default"),
                    help="the job's namespace (env FLUXMAT_NAMESPACE; default: %(default)s)")
+    _key_flags(p)
     p.add_argument("--facts", action="append", default=[], metavar="FILE",
                    help="instead of --redis: compute mat(P, E) from these explicit facts")
     p.add_argument("--json", action="store_true", help="print JSON (as the dashboard's API)")
     add_input_flags(p)
     add_limit(p, "--max-facts")  # with --facts: mat(P, E) is computed here
+
+
+def _key_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--key", default=None,
+                   help="with a job run with --partition-by: the key whose materialisation to read")
+    p.add_argument("--redis-cluster", action="store_true", default=bool(os.environ.get("FLUXMAT_REDIS_CLUSTER")),
+                   help="--redis is a seed node of a Redis Cluster (env FLUXMAT_REDIS_CLUSTER)")
 
 
 def add_parsers(sub) -> None:
@@ -48,6 +56,7 @@ def add_parsers(sub) -> None:
                    help="the job's state store (env FLUXMAT_REDIS)")
     d.add_argument("--namespace", default=os.environ.get("FLUXMAT_NAMESPACE", "default"),
                    help="the job's namespace (env FLUXMAT_NAMESPACE; default: %(default)s)")
+    _key_flags(d)
     d.add_argument("--metrics-url", default=os.environ.get("FLUXMAT_METRICS_URL"),
                    help="the job's /metrics URL, for live counters and lag (env FLUXMAT_METRICS_URL)")
     d.add_argument("--host", default=os.environ.get("FLUXMAT_DASHBOARD_HOST", "127.0.0.1"),
@@ -65,8 +74,10 @@ def _view(ns: argparse.Namespace):
 
     if ns.redis and ns.facts:
         raise FluxmatError("give either --redis (the job's state) or --facts (files), not both")
+    if ns.key is not None and not ns.redis:
+        raise FluxmatError("--key names a key of the job's state: give --redis too")
     if ns.redis:
-        return from_store(ns.program, ns.redis, ns.namespace, ns.ontology)
+        return from_store(ns.program, ns.redis, ns.namespace, ns.ontology, key=ns.key, cluster=ns.redis_cluster)
     return from_files(ns.program, ns.facts, ontologies=ns.ontology, facts_format=ns.facts_format,
                       max_facts=ns.max_facts)  # fmt: skip
 
@@ -100,7 +111,8 @@ def cmd_dashboard(ns: argparse.Namespace) -> None:
 
     if not 0 <= ns.port <= 65535:
         raise FluxmatError(f"--port must be a port number from 0 to 65535, got {ns.port}")
-    source = StoredSource(ns.program, ns.redis, ns.namespace, ns.metrics_url, tuple(ns.ontology))
+    source = StoredSource(ns.program, ns.redis, ns.namespace, ns.metrics_url, tuple(ns.ontology),
+                          key=ns.key, cluster=ns.redis_cluster)  # fmt: skip
     source.view()  # load (and check) the state before announcing the page
     server = serve(source, ns.host, ns.port, ns.auth_token)
     host, port = server.server_address[:2]

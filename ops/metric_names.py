@@ -40,11 +40,12 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         HISTOGRAM, "Wall time of one micro-batch, from its rows to its published output.", ()),
     "fluxmat_update_latency_seconds": (
         HISTOGRAM, "Producer timestamp of an update to the publication of its delta.", ()),
-    "fluxmat_deltas_published_total": (
-        COUNTER, "Delta messages published to the deltas topic.", ()),
+    "fluxmat_delta_messages_total": (
+        COUNTER, "Delta messages sent to the deltas topic: every part of every batch, the initial "
+        "materialisation (batch -1) and replays re-sent included.", ()),
     "fluxmat_delta_facts_total": (
-        COUNTER, "Facts that entered (added) or left (removed) the materialisation.",
-        ("change",)),
+        COUNTER, "Facts in the delta messages sent, added or removed (as fluxmat_delta_messages_total: "
+        "a replay re-sends its facts).", ("kind",)),
     "fluxmat_dead_letters_total": (
         COUNTER, "Bad update messages: invalid, oversized, or quarantined by a work limit "
         "(sent to the dead-letter topic, or logged without one).", ()),
@@ -69,8 +70,12 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         GAUGE, "Entries in the derivation log (applied rule instances).", ()),
     "fluxmat_state_entries": (
         GAUGE, "Hash entries in the Redis state (explicit facts, facts, log).", ()),
-    "fluxmat_state_memory_bytes": (
-        GAUGE, "Memory used by Redis (INFO used_memory).", ()),
+    "fluxmat_state_namespace_bytes": (
+        GAUGE, "Bytes of this namespace's state in Redis (MEMORY USAGE of its keys, hashes sampled).", ()),
+    "fluxmat_redis_used_memory_bytes": (
+        GAUGE, "Memory used by the Redis server holding the state, every namespace (INFO used_memory).", ()),
+    "fluxmat_redis_maxmemory_bytes": (
+        GAUGE, "Redis maxmemory (INFO maxmemory; 0: no limit).", ()),
     "fluxmat_last_consistency_point_batch": (
         GAUGE, "Id of the last committed micro-batch.", ()),
     "fluxmat_last_consistency_point_timestamp_seconds": (
@@ -80,6 +85,12 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "fluxmat_engine_work_total": (
         COUNTER, "The fully dynamic engine's work: units of work, rule applications, no-op adds and deletes.",
         ("kind",)),
+    "fluxmat_rule_applications_total": (
+        COUNTER, "Rule applications by rule (file:line; modules as 'module NAME'): each batch's top rules "
+        "get a series of their own (at most 50 over the job's life), the rest 'other'.", ("rule",)),
+    "fluxmat_rule_log_entries": (
+        GAUGE, "Derivation-log entries by rule (fd-counting; the rules of fluxmat_rule_applications_total, "
+        "the rest 'other'); its growth is the log's growth per rule.", ("rule",)),
     "fluxmat_batch_phase_seconds": (
         HISTOGRAM, "Time per micro-batch in each of our phases: collect (the source read and the rows to "
         "the driver), decode, engine, export (state changes), commit (Redis), publish (Kafka).", ("phase",)),
@@ -92,6 +103,9 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         GAUGE, "0 healthy, 1 degraded, 2 failing (the reason is on /healthz and the page).", ()),
     "fluxmat_consistency_point_age_seconds": (
         GAUGE, "Seconds since the last committed micro-batch (grows when idle too: see fluxmat_idle).", ()),
+    "fluxmat_time_lag_seconds": (
+        GAUGE, "Age of the oldest update not yet reflected in a committed batch (its Kafka timestamp); "
+        "0 when nothing waits.", ()),
     "fluxmat_idle": (
         GAUGE, "1 when nothing waits (no lag, no pending work): an old consistency point is then fine.", ()),
     "fluxmat_verified_batch": (
@@ -110,6 +124,8 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ("result",)),
     "fluxmat_engine_rebuild_seconds": (
         HISTOGRAM, "Time to rebuild a key's engine from Redis on a cache miss.", ()),
+    "fluxmat_task_seconds": (
+        HISTOGRAM, "Wall time of one executor task of a keyed micro-batch (all its keys).", ()),
     "fluxmat_key_batch_seconds": (
         HISTOGRAM, "Wall time of one key's part of a micro-batch in an executor task.", ()),
     "fluxmat_state_node_memory_bytes": (

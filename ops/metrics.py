@@ -41,16 +41,21 @@ KEYS_SHOWN = 10  # the largest and the busiest keys the dashboard lists
 ENGINE_WORK = ("units", "rule_applications", "noop_adds", "noop_deletes")  # BatchOutcome.stats keys
 SPARK_PHASES = ("triggerExecution", "addBatch", "latestOffset", "queryPlanning", "walCommit",
                 "commitOffsets", "getBatch")  # lastProgress.durationMs keys kept (a bounded label)
+RULES_SHOWN = 10  # the top rules of a batch the page lists (by rule applications)
+RULE_SERIES = 50  # rules with a series of their own in fluxmat_rule_* (the first top rules); the rest: "other"
 HEALTH_STATES = ("healthy", "degraded", "failing")  # fluxmat_health_state is the index
 DEGRADED_WINDOW = 60  # seconds: dead letters or a growing lag within it make the job degraded
 
 
-def delta_entry(batch: int, output: dict, t: float | None, show=None) -> dict:
+def delta_entry(batch: int, output: dict, t: float | None, show=None, outcome=None) -> dict:
     """A published delta as the dashboard lists it (sizes, and the first facts).
 
     `added` / `removed` are the facts as published; with `show` (`fact_text`),
     `added_text` / `removed_text` are the same facts as program text that reads
-    back as the same fact -- what "why" takes (the page shows these).
+    back as the same fact -- what "why" takes (the page shows these). With the
+    batch's `outcome` (a live job), `added_by` / `removed_by` name the update
+    whose work changed each fact (stream.batch.BatchOutcome.causes; None: the
+    work of several updates), and `updates` how many the batch applied.
     """
     added, removed = output["added"][:SHOWN_FACTS], output["removed"][:SHOWN_FACTS]
     entry = {
@@ -58,6 +63,10 @@ def delta_entry(batch: int, output: dict, t: float | None, show=None) -> dict:
         "n_added": len(output["added"]), "n_removed": len(output["removed"]),
         "added": added, "removed": removed,
     }  # fmt: skip
+    if outcome is not None and outcome.causes:
+        entry["updates"] = outcome.updates
+        entry["added_by"] = outcome.causes["added"][:SHOWN_FACTS]
+        entry["removed_by"] = outcome.causes["removed"][:SHOWN_FACTS]
     if show is not None:
         entry["added_text"] = [show(f) for f in added]
         entry["removed_text"] = [show(f) for f in removed]
@@ -82,6 +91,7 @@ def history_point(totals: dict, now: dict) -> dict:
         "t": round(time.time(), 3), "updates": totals["updates"],
         "fact_ops": totals["adds"] + totals["deletes"], "deltas": totals["deltas"],
         "facts": now["facts"], "pending": now["pending"], "lag": sum(now["lag"].values()),
+        "time_lag": now.get("time_lag"),
     }  # fmt: skip
 
 
@@ -110,11 +120,12 @@ class JobMetrics(JobObserver):
         self.c = _collectors(self.registry)
         self.c["fluxmat_info"].labels(program=program, algorithm=algorithm, namespace=namespace).set(1)
         self.c["fluxmat_verified_batch"].set(-1)
+        self.oldest_ms: int | None = None  # Kafka timestamp of the oldest waiting update (set_lag)
         self.failing: str | None = None  # why the job is failing (a batch failed)
         self.verify_failing: str | None = None  # a self-check found a different materialisation
         for name, label, values in (("fluxmat_fact_operations_total", "op", ("add", "delete")),
                                     ("fluxmat_batches_total", "outcome", ("applied", "replayed")),
-                                    ("fluxmat_delta_facts_total", "change", ("added", "removed")),
+                                    ("fluxmat_delta_facts_total", "kind", ("added", "removed")),
                                     ("fluxmat_engine_cache_total", "result", ("hit", "miss", "new"))):  # fmt: skip
             for v in values:  # every series exists from the start (rate() needs a first sample)
                 self.c[name].labels(**{label: v})
@@ -127,9 +138,9 @@ class JobMetrics(JobObserver):
              "dead_letters", "failures", "cancelled", "recursion_stops", "rederivations"), 0,
         )  # fmt: skip
         self.now: dict[str, object] = {"facts": 0, "explicit": 0, "log": 0, "pending": 0,
-                                       "state_entries": 0, "state_bytes": None, "lag": {},
+                                       "state_entries": 0, "state_bytes": None, "redis_bytes": None, "lag": {},
                                        "last_batch": None, "through": None, "last_commit": None,
-                                       "verified": None}  # fmt: skip
+                                       "verified": None, "time_lag": 0.0}  # fmt: skip
         self.history: deque[dict] = deque(maxlen=900)  # one sample per second: 15 minutes
         self.batches: deque[dict] = deque(maxlen=120)
         self.deltas: deque[dict] = deque(maxlen=20)
@@ -138,32 +149,62 @@ class JobMetrics(JobObserver):
         self.key_facts: dict[str, int] = {}  # --partition-by: facts of each key, as last reported
         self.key_updates: dict[str, int] = {}  # and its updates applied
         self.key_workers: dict[int, int] = {}  # engines cached, by executor worker pid
+        self.rule_series: dict[str, int] = {}  # rules with their own fluxmat_rule_* series -> log entries
+        self.rule_texts: dict[str, str] = {}  # file:line -> the rules written there (from the reasoner)
         self.retries: deque[tuple[float, str, str]] = deque(maxlen=100)  # (time, target, why)  # the last ones, with reason and offset
 
     # ------------------------------------------------------------ feeding
-    def _gauges(self, processor, store) -> None:
-        if processor is None:  # --partition-by: the keys' sizes come with on_keys
-            facts, explicit, log = (self.now[k] for k in ("facts", "explicit", "log"))
-            entries = self.now["state_entries"]
-        else:
-            sizes = processor.reasoner.sizes()
-            facts, explicit, log = sizes["facts"], sizes["explicit"], sizes["log"]
-            entries = store.size()
-        memory = store.memory_bytes()
+    @staticmethod
+    def _read_sizes(processor, store) -> dict:
+        """What the size gauges show, read from the reasoner and the store.
+
+        Called *outside* `_lock`: a Redis call that is retried reports through
+        `on_retry`, which takes the lock (a stall right after a commit must not
+        block /healthz).
+        """
+        read = {"fluxmat_redis_used_memory_bytes": store.memory_bytes(),
+                "fluxmat_redis_maxmemory_bytes": store.maxmemory_bytes(),
+                # --partition-by: the keys' states are elsewhere (fluxmat_state_node_memory_bytes)
+                "fluxmat_state_namespace_bytes": None}  # fmt: skip
+        if processor is not None:  # --partition-by: the keys' sizes come with on_keys
+            read.update(processor.reasoner.sizes(), entries=store.size(),
+                        fluxmat_state_namespace_bytes=store.namespace_bytes())  # fmt: skip
+        return read
+
+    def _gauges(self, read: dict) -> None:
+        """Set the size gauges from `_read_sizes` (under `_lock`)."""
+        if "facts" not in read:
+            read.update(entries=self.now["state_entries"], **{k: self.now[k] for k in ("facts", "explicit", "log")})
+        facts, explicit, log, entries = (read[k] for k in ("facts", "explicit", "log", "entries"))
+        memory = {k: v for k, v in read.items() if k.startswith("fluxmat_")}
         c = self.c
         c["fluxmat_materialisation_facts"].set(facts)
         c["fluxmat_explicit_facts"].set(explicit)
         c["fluxmat_derivation_log_entries"].set(log)
         c["fluxmat_state_entries"].set(entries)
-        if memory is not None:
-            c["fluxmat_state_memory_bytes"].set(memory)
-        self.now.update(facts=facts, explicit=explicit, log=log, state_entries=entries, state_bytes=memory)
+        for name, n in memory.items():
+            if n is not None:
+                c[name].set(n)
+        self.now.update(facts=facts, explicit=explicit, log=log, state_entries=entries,
+                        state_bytes=memory["fluxmat_state_namespace_bytes"],
+                        redis_bytes=memory["fluxmat_redis_used_memory_bytes"],
+                        redis_max_bytes=memory["fluxmat_redis_maxmemory_bytes"])  # fmt: skip
+
+    def _published(self, outcome) -> None:
+        """Count what a batch sent to the deltas topic (BatchOutcome.published; replays re-send)."""
+        sent = outcome.published
+        self.c["fluxmat_delta_messages_total"].inc(sent["messages"])
+        for kind in ("added", "removed"):
+            self.c["fluxmat_delta_facts_total"].labels(kind=kind).inc(sent[kind])
+        self.totals["deltas"] += sent["messages"]
 
     def on_start(self, processor, store) -> None:
-        """After the state is restored or the initial materialisation committed."""
+        """After the state is restored or the initial materialisation committed (and published)."""
+        read, batch = self._read_sizes(processor, store), store.last_batch()
         with self._lock:
-            self._gauges(processor, store)
-            batch = store.last_batch()
+            if processor.initial is not None:
+                self._published(processor.initial)
+            self._gauges(read)
             self.now.update(last_batch=batch, through=processor.reasoner.last_id, last_commit=time.time())
             self.c["fluxmat_last_consistency_point_batch"].set(batch if batch is not None else -1)
             self.c["fluxmat_last_consistency_point_timestamp_seconds"].set(time.time())
@@ -177,21 +218,18 @@ class JobMetrics(JobObserver):
         c, t = self.c, self.totals
         output = outcome.output
         now = time.time()
+        read = None if outcome.replayed else self._read_sizes(processor, store)
         with self._lock:
+            self._published(outcome)
             if outcome.replayed:
                 c["fluxmat_batches_total"].labels(outcome="replayed").inc()
-                c["fluxmat_deltas_published_total"].inc()
                 t["replayed"] += 1
-                t["deltas"] += 1
                 return
             c["fluxmat_batches_total"].labels(outcome="applied").inc()
             self.failing = None  # a batch went through again
             c["fluxmat_updates_consumed_total"].inc(outcome.updates)
             c["fluxmat_fact_operations_total"].labels(op="add").inc(outcome.adds)
             c["fluxmat_fact_operations_total"].labels(op="delete").inc(outcome.deletes)
-            c["fluxmat_deltas_published_total"].inc()
-            c["fluxmat_delta_facts_total"].labels(change="added").inc(outcome.added)
-            c["fluxmat_delta_facts_total"].labels(change="removed").inc(outcome.removed)
             c["fluxmat_dead_letters_total"].inc(outcome.dead)
             for reason, partition, offset, *_rest in (output or {}).get("dead", ()):
                 kind = dead_letter_kind(reason)
@@ -217,11 +255,12 @@ class JobMetrics(JobObserver):
             c["fluxmat_last_consistency_point_batch"].set(outcome.batch)
             c["fluxmat_last_consistency_point_timestamp_seconds"].set(now)
             for key, n in (("updates", outcome.updates), ("adds", outcome.adds),
-                           ("deletes", outcome.deletes), ("batches", 1), ("deltas", 1),
+                           ("deletes", outcome.deletes), ("batches", 1),
                            ("added", outcome.added), ("removed", outcome.removed),
                            ("dead_letters", outcome.dead)):  # fmt: skip
                 t[key] += n
-            self._gauges(processor, store)
+            self._gauges(read)
+            self._rule_work(outcome, processor)
             self.now.update(last_batch=outcome.batch, through=outcome.through, last_commit=now)
             self.batches.append({
                 "batch": outcome.batch, "t": now, "seconds": round(outcome.seconds, 4),
@@ -230,10 +269,38 @@ class JobMetrics(JobObserver):
                 "dead": outcome.dead, "peak_pending": outcome.peak_pending,
             })  # fmt: skip
             if processor is not None and output is not None and (output["added"] or output["removed"]):
-                self.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner)))
+                self.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner), outcome))
 
-    def on_keys(self, keys: list[dict], store) -> None:
-        """With `--partition-by`: the keys of a batch (stream.keyed summaries) and the Redis nodes."""
+    def _rule_work(self, outcome, processor) -> None:
+        """Work per rule of a batch: the bounded fluxmat_rule_* series and the page's top rules."""
+        rules, c = outcome.rules, self.c
+        if processor is not None and not self.rule_texts:
+            self.rule_texts = processor.reasoner.rule_texts()
+        top = sorted(rules.items(), key=lambda kv: (-kv[1][0], -abs(kv[1][1]), kv[0]))[:RULES_SHOWN]
+        for label, _ in top:
+            if label not in self.rule_series and len(self.rule_series) < RULE_SERIES:
+                self.rule_series[label] = 0
+        other = 0
+        for label, (applied, _grown, entries) in rules.items():
+            if label in self.rule_series:
+                c["fluxmat_rule_applications_total"].labels(rule=label).inc(applied)
+                self.rule_series[label] = entries
+            else:
+                other += applied
+        c["fluxmat_rule_applications_total"].labels(rule="other").inc(other)
+        if processor is not None:  # with --partition-by, the log is per key: no total to split
+            log = c["fluxmat_rule_log_entries"]
+            for label, entries in self.rule_series.items():
+                log.labels(rule=label).set(entries)
+            log.labels(rule="other").set(self.now["log"] - sum(self.rule_series.values()))  # _gauges' size
+        self.now["rules"] = {
+            "batch": outcome.batch, "changed": len(rules),
+            "top": [{"rule": label, "text": self.rule_texts.get(label, ""), "applications": a, "log": g}
+                    for label, (a, g, _) in top],
+        }  # fmt: skip
+
+    def on_keys(self, keys: list[dict], store, tasks: list[float] = ()) -> None:
+        """With `--partition-by`: the keys of a batch (stream.keyed summaries), its tasks, the Redis nodes."""
         c = self.c
         nodes = store.node_memory() if hasattr(store, "node_memory") else {}
         with self._lock:
@@ -246,6 +313,8 @@ class JobMetrics(JobObserver):
                 c["fluxmat_key_batch_seconds"].observe(k["seconds"])
                 if k["rebuild"] is not None and k["cache"] == "miss":
                     c["fluxmat_engine_rebuild_seconds"].observe(k["rebuild"])
+            for seconds in tasks:
+                c["fluxmat_task_seconds"].observe(seconds)
             c["fluxmat_keys_active"].set(len(keys))
             c["fluxmat_keys_seen"].set(len(self.key_facts))
             c["fluxmat_engines_cached"].set(sum(workers.values()))
@@ -267,7 +336,10 @@ class JobMetrics(JobObserver):
                     self.c["fluxmat_spark_phase_seconds"].labels(phase=phase).observe(seconds)
 
     def on_retry(self, target: str, why: str) -> None:
-        """A call to Redis or the broker failed and is retried: counted, and degraded for a while."""
+        """A call to Redis or the broker failed and is retried: counted, and shown as degraded.
+
+        Degraded until a batch commits after the retry (at most `DEGRADED_WINDOW` seconds).
+        """
         with self._lock:
             self.c["fluxmat_retries_total"].labels(target=target).inc()
             self.retries.append((time.time(), target, why[:200]))
@@ -296,16 +368,26 @@ class JobMetrics(JobObserver):
                                     "extra": result.extra, "sample": list(result.sample),
                                     "seconds": round(result.seconds, 3), "error": result.error}  # fmt: skip
 
-    def set_lag(self, lag: dict[str, int]) -> None:
+    def set_lag(self, lag: dict[str, int], oldest_ms: int | None = None) -> None:
+        """The consumer lag per partition, and the Kafka timestamp of the oldest waiting update."""
         gauge = self.c["fluxmat_consumer_lag_messages"]
         with self._lock:
             for partition, n in lag.items():
                 gauge.labels(topic=self.topic, partition=str(partition)).set(n)
             self.now["lag"] = {str(p): int(n) for p, n in lag.items()}
+            self.oldest_ms = oldest_ms if sum(lag.values()) else None
+            self._time_lag()
+
+    def _time_lag(self) -> None:
+        """fluxmat_time_lag_seconds: the oldest waiting update's age (0: nothing waits)."""
+        seconds = 0.0 if self.oldest_ms is None else max(time.time() - self.oldest_ms / 1000.0, 0.0)
+        self.c["fluxmat_time_lag_seconds"].set(seconds)
+        self.now["time_lag"] = round(seconds, 3)
 
     def sample(self) -> None:
         """Append one point to the history and refresh health and freshness (once a second)."""
         with self._lock:
+            self._time_lag()
             self.history.append(history_point(self.totals, self.now))
             state, _reason = self._health()
             c, now = self.c, self.now
@@ -328,7 +410,8 @@ class JobMetrics(JobObserver):
             return "failing", self.failing
         if self.verify_failing:
             return "failing", self.verify_failing
-        since = time.time() - DEGRADED_WINDOW
+        since = time.time() - DEGRADED_WINDOW  # retries count until a batch commits after them
+        since = max(since, self.now["last_commit"] or since)
         retried = [(target, why) for t, target, why in self.retries if t >= since]
         if retried:
             target, why = retried[-1]
@@ -370,16 +453,27 @@ def _verification_text(result) -> str:
 
 
 class Exported:
-    """What `/metrics` serves: the job's `fluxmat_*` metrics and the driver's `process_*`."""
+    """What `/metrics` serves: the job's `fluxmat_*` metrics and the driver's `process_*`.
 
-    def __init__(self, *registries: CollectorRegistry):
+    Every series carries the job's `namespace` label (`fluxmat_info` has it
+    already), so one Prometheus can tell the jobs it scrapes apart by the state
+    they keep: the Grafana dashboard's `$namespace` variable filters by it.
+    """
+
+    def __init__(self, *registries: CollectorRegistry, namespace: str | None = None):
         self.registries = registries
+        self.namespace = namespace
 
     def collect(self):
         for registry in self.registries:
-            yield from registry.collect()
+            for family in registry.collect():
+                if self.namespace is not None:
+                    family.samples = [s._replace(labels={"namespace": self.namespace, **s.labels})
+                                      for s in family.samples]  # fmt: skip
+                yield family
 
 
 def serve_metrics(metrics: JobMetrics, host: str, port: int):
     """Serve `/metrics` on host:port in a daemon thread; returns (server, thread)."""
-    return start_http_server(port, addr=host, registry=Exported(metrics.registry, metrics.process))
+    exported = Exported(metrics.registry, metrics.process, namespace=metrics.info["namespace"])
+    return start_http_server(port, addr=host, registry=exported)

@@ -38,6 +38,12 @@ RUN_FLAGS = [
     ("--dead-letter-topic", "DEAD_LETTER_TOPIC", None, "topic for bad messages (optional)"),
     ("--redis", "REDIS", None, "state store: redis://HOST:PORT/DB (memory:// keeps it in-process)"),
     ("--namespace", "NAMESPACE", "default", "key namespace in Redis (one job per namespace)"),
+    ("--redis-retry-seconds", "REDIS_RETRY_SECONDS", "30",
+     "a Redis call that fails (connection lost, --redis-timeout) is retried with backoff this long "
+     "(the health is degraded); then the batch fails and the job exits (nothing is lost)"),
+    ("--redis-timeout", "REDIS_TIMEOUT", "120",
+     "seconds one Redis command may take before it counts as failed and is retried (a stalled "
+     "Redis is seen after this long)"),
     ("--checkpoint", "CHECKPOINT", None, "Spark checkpoint directory (offsets)"),
     ("--max-updates-per-batch", "MAX_UPDATES_PER_BATCH", None, "rate limit: messages per micro-batch"),
     ("--trigger-interval", "TRIGGER_INTERVAL", "500ms", "micro-batch interval"),
@@ -68,6 +74,8 @@ RUN_FLAGS = [
      "of N-Quads updates, each over the shared --facts, reasoned in Spark executor tasks"),
     ("--key-partitions", "KEY_PARTITIONS", None,
      "with --partition-by: tasks a micro-batch is split into by key (default: Spark's parallelism)"),
+    ("--driver-host", "DRIVER_HOST", "127.0.0.1",
+     "address Spark executors reach the driver at (another host's executors: this host's name)"),
     ("--engine-cache-facts", "ENGINE_CACHE_FACTS", str(DEFAULT_CACHE_FACTS),
      "with --partition-by: facts of the key engines each executor worker keeps between batches"),
     ("--delta-compression", "DELTA_COMPRESSION", "lz4",
@@ -120,6 +128,15 @@ def _int(value, flag: str) -> int | None:
         raise FluxmatError(f"{flag} expects a whole number, got {value!r}") from None
 
 
+def _seconds(value, flag: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        from engine import FluxmatError
+
+        raise FluxmatError(f"{flag} expects a number of seconds, got {value!r}") from None
+
+
 def job_config(ns: argparse.Namespace):
     from connectors.kafka_sink import COMPRESSIONS
     from connectors.state import FSYNC_POLICIES
@@ -154,7 +171,9 @@ def job_config(ns: argparse.Namespace):
         verify_every=_int(ns.verify_every, "--verify-every") or 0,
         partition_by=ns.partition_by, redis_cluster=_yes(ns.redis_cluster, "FLUXMAT_REDIS_CLUSTER"),
         redis_fsync=ns.redis_fsync, delta_compression=ns.delta_compression,
-        key_partitions=_int(ns.key_partitions, "--key-partitions"),
+        redis_retry_seconds=_seconds(ns.redis_retry_seconds, "--redis-retry-seconds"),
+        redis_timeout=_seconds(ns.redis_timeout, "--redis-timeout"),
+        key_partitions=_int(ns.key_partitions, "--key-partitions"), driver_host=ns.driver_host,
         engine_cache_facts=_int(ns.engine_cache_facts, "--engine-cache-facts") or DEFAULT_CACHE_FACTS,
     )  # fmt: skip
 
@@ -200,6 +219,10 @@ def check_run_flags(cfg) -> None:
     if not _INTERVAL.match(cfg.trigger_interval.strip()):
         fail(f"--trigger-interval expects a duration such as 500ms, 2s or '1 minute', "
              f"got {cfg.trigger_interval!r}")  # fmt: skip
+    if not cfg.redis_retry_seconds >= 0:
+        fail(f"--redis-retry-seconds must be at least 0, got {cfg.redis_retry_seconds}")
+    if not cfg.redis_timeout > 0:
+        fail(f"--redis-timeout must be more than 0 seconds, got {cfg.redis_timeout}")
     if cfg.verify_every < 0:
         fail(f"--verify-every must be at least 0 (0: off), got {cfg.verify_every}")
     from stream.keyed import PARTITION_BY

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from ops.dashboard import LiveSource, check_binding, serve
+from ops.dashboard import KeyedLiveSource, LiveSource, check_binding, serve
 from ops.inspect import StateView
 from ops.metrics import JobMetrics, serve_metrics
 from stream import observe
@@ -33,7 +33,10 @@ class Operations(observe.Operations):
                 server, _thread = serve_metrics(observer, cfg.metrics_host, cfg.metrics_port)
                 servers.append(("metrics", server))
             if cfg.dashboard_port is not None:
-                source = LiveSource(observer, StateView(reasoner, lock))
+                if cfg.keyed:
+                    source = KeyedLiveSource(observer, cfg)
+                else:
+                    source = LiveSource(observer, StateView(reasoner, lock))
                 servers.append(("dashboard", serve(source, cfg.dashboard_host, cfg.dashboard_port, cfg.auth_token)))
         except BaseException:
             for _name, server in servers:

@@ -114,7 +114,14 @@ class BatchOutcome:
     oldest_timestamp_ms: int | None = None
     timestamps_ms: list[int] = field(default_factory=list)  # of each applied update's message
     stats: dict[str, int] = field(default_factory=dict)
+    # work per rule (engine Reasoner.rules_since): file:line -> (applications, log growth, log entries now)
+    rules: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)  # seconds: decode, engine, export, commit, publish
+    # what was sent to the deltas topic for this batch (a replay re-sends): messages, added and removed facts
+    published: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("messages", "added", "removed"), 0))
+    # which update changed each fact of the output (parallel to output["added"] / ["removed"]): its id, or
+    # partition:offset; None when the work of several updates changed it (or none: the initial facts)
+    causes: dict[str, list] = field(default_factory=dict)
     output: dict | None = field(default=None, repr=False)  # what was published
 
 
@@ -154,7 +161,8 @@ class BatchProcessor:
             quarantined (see the module docstring); the fact limit also applies
             to the initial load, and a restored state must be within it.
         store: a state store (connectors.state).
-        publisher: has `publish_delta(batch, through, added, removed)` and
+        publisher: has `publish_delta(batch, through, added, removed)`, which
+            returns the number of messages it sent (None counts as one), and
             `publish_dead_letter(reason, partition, offset, raw, truncated=False)`.
         budget, limits: when given, replace the reasoner's options of that name.
         progress: optional callable receiving the engine's pending operations
@@ -187,6 +195,8 @@ class BatchProcessor:
         self.triples = Triples() if delta_format == "ntriples" else None
         self.key = key
         self.fresh: list[tuple] | None = None  # begin()'s initial facts, until the first commit
+        self._fed: dict[int, object] = {}  # the last feed's engine seq -> row index (BatchOutcome.causes)
+        self.initial: BatchOutcome | None = None  # start()'s initial materialisation (batch -1), when published
 
     # ------------------------------------------------------------ start
     def start(self, initial_facts: list[tuple]) -> str:
@@ -207,7 +217,8 @@ class BatchProcessor:
         added = [self._wire(f) for f in self.reasoner.facts()]
         output = {"through": None, "added": added, "removed": [], "dead": []}
         self.store.commit(INITIAL_BATCH, self.reasoner.export_changes(), output)
-        self._publish(INITIAL_BATCH, output)
+        self.initial = BatchOutcome(INITIAL_BATCH, added=len(added), output=output)
+        self.initial.published = self._publish(INITIAL_BATCH, output)
         return f"initial materialisation: {len(added)} facts"
 
     def begin(self, initial_facts: list[tuple]) -> bool:
@@ -244,11 +255,13 @@ class BatchProcessor:
         last = self.store.last_batch()
         if last is not None and batch <= last:
             stored = self.store.output(batch)
+            outcome = BatchOutcome(batch, replayed=True)
             if stored is not None:
-                self._publish(batch, stored)
-            return BatchOutcome(batch, replayed=True, seconds=time.perf_counter() - start)
+                outcome.published = self._publish(batch, stored)
+            outcome.seconds = time.perf_counter() - start
+            return outcome
         reasoner = self.reasoner
-        before = reasoner.work_counts()
+        before, rules_before = reasoner.work_counts(), reasoner.rule_work()
         clock = _Clock()
         rows = sorted(rows, key=lambda r: (r[0], r[1]))
         decoded = [self._decode(row) for row in rows]
@@ -268,6 +281,8 @@ class BatchProcessor:
         point = reasoner.poll()
         clock.lap("engine")
         added, removed = (point.added, point.removed) if self.fresh is None else (reasoner.facts(), ())
+        if self.fresh is None:
+            outcome.causes = self._causes(point, rows, decoded)
         output = {
             "through": reasoner.last_id,
             "added": [self._wire(f) for f in added],
@@ -281,11 +296,12 @@ class BatchProcessor:
         self.fresh = None
         clock.lap("commit")
         _crash_point("after-commit", batch)
-        self._publish(batch, output)
+        outcome.published = self._publish(batch, output)
         clock.lap("publish")
         _crash_point("after-publish", batch)
         outcome.phases = clock.phases
         outcome.stats = Reasoner.counts_since(reasoner.work_counts(), before)
+        outcome.rules = Reasoner.rules_since(reasoner.rule_work(), rules_before)
         outcome.dead, outcome.quarantined = len(dead), len(quarantined)
         outcome.added, outcome.removed = len(output["added"]), len(output["removed"])
         outcome.through = output["through"]
@@ -356,9 +372,22 @@ class BatchProcessor:
                 raise
             raise _Breach(exc.key, str(exc)) from None
         outcome.peak_pending = max(outcome.peak_pending, fed.peak_pending)
+        self._fed = fed.keys
         if self.progress is not None:
             self.progress(0)
         return dead
+
+    def _causes(self, point, rows: list, decoded: list) -> dict[str, list]:
+        """The update that changed each fact of a consistency point: its id or partition:offset (None: several)."""
+
+        def name(seq: int):
+            i = self._fed.get(seq)
+            if i is None:
+                return None
+            upd = decoded[i]
+            return upd.id if upd.id is not None else f"{rows[i][0]}:{rows[i][1]}"
+
+        return {"added": [name(s) for s in point.added_by], "removed": [name(s) for s in point.removed_by]}
 
     @staticmethod
     def _dead_letter(reason: str, partition: int, offset: int, raw: str | None,
@@ -387,11 +416,14 @@ class BatchProcessor:
                 return f"{triple} ."
         return fact_json(fact, self.printer)
 
-    def _publish(self, batch: int, output: dict) -> None:
+    def _publish(self, batch: int, output: dict) -> dict[str, int]:
+        """Publish a batch's delta and dead letters; what was sent (`BatchOutcome.published`)."""
         keyed = {} if self.key is None else {"key": self.key}
-        self.publisher.publish_delta(batch, output["through"], output["added"], output["removed"], **keyed)
+        sent = self.publisher.publish_delta(batch, output["through"], output["added"], output["removed"], **keyed)
         for reason, partition, offset, raw, *cut in output.get("dead", ()):
             self.publisher.publish_dead_letter(reason, partition, offset, raw, truncated=bool(cut and cut[0]))
+        return {"messages": sent if isinstance(sent, int) else 1,
+                "added": len(output["added"]), "removed": len(output["removed"])}  # fmt: skip
 
     def facts(self) -> set[tuple]:
         return self.reasoner.facts()

@@ -34,7 +34,8 @@ from connectors.broker import check_broker, ensure_topics
 from connectors.files import read_facts
 from connectors.kafka_sink import KafkaPublisher
 from connectors.programs import load_program, summary
-from connectors.state import open_store
+from connectors.redact import redact
+from connectors.state import RETRY_SECONDS, SOCKET_TIMEOUT, open_store
 from engine import EngineOptions, FluxmatError, Reasoner
 from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
 from stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
@@ -81,16 +82,19 @@ class JobConfig:
     redis_cluster: bool = False  # --redis is a seed node of a Redis Cluster
     delta_compression: str = "lz4"  # lz4 | gzip | none: delta and dead-letter messages (connectors.kafka_sink)
     redis_fsync: str = "everysec"  # everysec | always | keep: Redis's AOF fsync policy (connectors.state)
+    redis_retry_seconds: float = RETRY_SECONDS  # a failing Redis call is retried this long, then the batch fails
+    redis_timeout: float = SOCKET_TIMEOUT  # seconds one Redis command may take before it counts as failed
     key_partitions: int | None = None  # tasks per keyed batch (None: Spark's default parallelism)
     engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines a worker keeps between batches
+    driver_host: str = "127.0.0.1"  # where executors reach the driver (spark.driver.host)
 
     @property
     def keyed(self) -> bool:
         return self.partition_by != "none"
 
 
-def spark_session(master: str, app: str = "fluxmat"):
-    """A SparkSession for the job (loopback only, quiet logs, no UI)."""
+def spark_session(master: str, app: str = "fluxmat", driver_host: str = "127.0.0.1"):
+    """A SparkSession for the job (the driver on `driver_host`: loopback by default; quiet logs, no UI)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -101,7 +105,7 @@ def spark_session(master: str, app: str = "fluxmat"):
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.host", driver_host)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -140,6 +144,12 @@ def _interval(text: str) -> str:
     return t
 
 
+def _batch_failed(exc: BaseException) -> FluxmatError:
+    """The one error line of a job stopped by a failed batch (Spark's own report is in the log)."""
+    return FluxmatError(f"a batch failed: {type(exc).__name__}: {redact(str(exc))}; it was not "
+                        "acknowledged, so restarting the job retries it (see ops/RUNBOOK.md)")
+
+
 class Job:
     """One running streaming job; `run()` blocks until `stop()` or a signal."""
 
@@ -152,6 +162,7 @@ class Job:
         self.log = log or (lambda msg: print(f"fluxmat: {msg}", file=sys.stderr, flush=True))
         self._stop = threading.Event()
         self.error: BaseException | None = None
+        self.failed: BaseException | None = None  # what made a batch fail (the job then stops)
         self.outcomes: list[BatchOutcome] = []
         self.lock = threading.Lock()  # held while a batch mutates the engine
         self.metrics = None
@@ -171,7 +182,8 @@ class Job:
         if cfg.dead_letter_topic:
             topics[cfg.dead_letter_topic] = 1
         ensure_topics(cfg.bootstrap_servers, topics)
-        store = open_store(cfg.redis, cfg.namespace, cluster=cfg.redis_cluster)
+        store = open_store(cfg.redis, cfg.namespace, cluster=cfg.redis_cluster,
+                           retry_seconds=cfg.redis_retry_seconds, socket_timeout=cfg.redis_timeout)  # fmt: skip
         publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
@@ -216,7 +228,8 @@ class Job:
         sampler = threading.Thread(target=self._sample, args=(metrics, consumed), daemon=True)
         try:
             self._serve(metrics, None if cfg.keyed else reasoner)
-            spark = spark_session(with_task_retries(cfg.master) if cfg.keyed else cfg.master)
+            spark = spark_session(with_task_retries(cfg.master) if cfg.keyed else cfg.master,
+                                  driver_host=cfg.driver_host)  # fmt: skip
         except BaseException:
             self._close_servers()
             raise
@@ -241,10 +254,11 @@ class Job:
                 try:
                     keyed = driver.process(df, batch_id)
                 except BaseException as exc:
+                    self.failed = exc
                     metrics.on_error(exc)
                     raise
                 outcome = keyed.outcome
-                metrics.on_keys(keyed.keys, store)
+                metrics.on_keys(keyed.keys, store, keyed.tasks)
                 self.outcomes.append(outcome)
                 metrics.on_batch(outcome, None, store)
                 if self.on_batch:
@@ -260,6 +274,7 @@ class Job:
                     if not outcome.replayed:
                         verifier.after_batch(outcome.batch, reasoner)
             except BaseException as exc:
+                self.failed = exc
                 metrics.on_error(exc)
                 raise
             for row in rows:
@@ -282,16 +297,25 @@ class Job:
         )
         self.log(f"reading {cfg.updates_topic} at {cfg.bootstrap_servers}; deltas to {cfg.deltas_topic}")
         sampler.start()
+        from pyspark.errors import StreamingQueryException
+
         try:
             while not self._stop.is_set() and query.isActive:
-                query.awaitTermination(0.5)
+                try:
+                    query.awaitTermination(0.5)
+                except StreamingQueryException:
+                    break  # a batch raised: reported below
             if query.exception() is not None:
-                self.error = RuntimeError(str(query.exception()))
+                self.error = _batch_failed(self.failed) if self.failed else RuntimeError(str(query.exception()))
         finally:
             self._stop.set()
             self._close_servers()
             query.stop()
             spark.stop()
+            if cfg.keyed:  # the engine hosts on this machine (others exit when idle)
+                from stream.engine_host import stop_hosts
+
+                stop_hosts(cfg)
             publisher.close()
             store.close()
         if self.error is not None:
@@ -384,7 +408,12 @@ class Job:
             self.log(f"{name} on http://{host}:{port}{path}")
 
     def _sample(self, metrics, consumed: dict[str, int]) -> None:
-        """Once a second: a history point; every few seconds: the consumer lag."""
+        """Once a second: a history point; every few seconds: the consumer lag and the oldest waiting update.
+
+        Everything from the consumed offsets on waits, the running batch's rows
+        included (the offsets move when a batch is committed), so the first
+        waiting record's Kafka timestamp is the oldest update not yet reflected.
+        """
         from connectors.kafka_source import KafkaStreamReader
 
         reader = KafkaStreamReader({"bootstrap": self.cfg.bootstrap_servers, "topic": self.cfg.updates_topic})
@@ -395,8 +424,9 @@ class Job:
                     last_lag = time.monotonic()
                     try:
                         self._progress_offsets(consumed)
-                        high = reader.high_watermarks(dict(consumed))
-                        metrics.set_lag({p: max(h - consumed.get(p, 0), 0) for p, h in high.items()})
+                        high, heads = reader.backlog(dict(consumed))
+                        metrics.set_lag({p: max(h - consumed.get(p, 0), 0) for p, h in high.items()},
+                                        min(heads.values(), default=None))
                     except Exception as exc:  # the lag is advisory; the job goes on
                         self.log(f"cannot read the consumer lag: {exc}")
                 self._spark_progress(metrics)

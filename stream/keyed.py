@@ -26,9 +26,13 @@ Updates without a key are dead letters: the executors hand them to the driver,
 which commits them with the batch id in the namespace's own state (so a replay
 re-publishes them identically) and publishes them.
 
+The engines live in engine hosts (stream.engine_host), one process per task
+partition on each executor host, so a key meets its engine again whichever
+Python worker Spark gives its task; the task only relays rows and summaries.
+
 Fault injection for tests: `FLUXMAT_FAIL_TASK=<batch>:<marker file>` makes the
-first task of that batch to finish a key fail once (the marker records it), as
-an executor crash would; Spark retries the task.
+first task of that batch whose keys were processed fail once (the marker
+records it), as an executor crash would; Spark retries the task.
 """
 
 from __future__ import annotations
@@ -106,7 +110,7 @@ class _Worker:
         reasoner = load_reasoner(cfg, log=lambda msg: None)
         self.program = reasoner.program
         self.facts = shared_facts(cfg, reasoner)
-        self.client = redis_client(cfg.redis, cfg.redis_cluster)
+        self.client = redis_client(cfg.redis, cfg.redis_cluster, cfg.redis_timeout)
         self.publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
@@ -122,8 +126,8 @@ class _Worker:
         cfg, start = self.cfg, time.perf_counter()
         entry = self.engines.get(key)
         store = (entry.processor.store if entry is not None
-                 else RedisStateStore(cfg.redis, cfg.namespace, key=key, cluster=cfg.redis_cluster,
-                                      client=self.client))  # fmt: skip
+                 else RedisStateStore(cfg.redis, cfg.namespace, cfg.redis_retry_seconds, key=key,
+                                      cluster=cfg.redis_cluster, client=self.client))  # fmt: skip
         last = store.last_batch()
         cache, rebuild = "hit", None
         if entry is None or entry.batch != last:
@@ -145,6 +149,7 @@ class _Worker:
             entry.batch = batch
         self.engines.put(key, entry)
         detail = {"phases": outcome.phases, "stats": outcome.stats, "timestamps": outcome.timestamps_ms,
+                  "published": outcome.published, "rules": outcome.rules,
                   "dead": [d[:3] for d in (outcome.output or {}).get("dead", ())],
                   "oldest": outcome.oldest_timestamp_ms}  # fmt: skip
         return {"kind": "key", "key": key, "replayed": outcome.replayed, "updates": outcome.updates,
@@ -180,7 +185,7 @@ def key_of(row, mode: str) -> str | None:
 
 
 def with_keys(mode: str, batches):
-    """mapInArrow's function adding each row's key as a last column `k` (for the repartition)."""
+    """The first `mapInArrow` pass (graph keys): adds each row's key as a last column `k` (for the repartition)."""
     import pyarrow as pa
 
     for rb in batches:
@@ -190,25 +195,44 @@ def with_keys(mode: str, batches):
 
 
 def run_partition(cfg, batch: int, batches):
-    """mapInArrow's function: the rows of one task, grouped by key (last column), one key at a time."""
+    """The function `mapInArrow` runs per task: its rows by key (last column), to the engine host.
+
+    The keys' work is done by this task partition's engine host (stream.engine_host), where
+    their engines stay between batches; rows without a key go back to the driver.
+    """
     import pyarrow as pa
+    from pyspark import TaskContext
+
+    from stream import engine_host
 
     groups: dict[str | None, list] = {}
     for rb in batches:
         columns = [rb.column(i).to_pylist() for i in range(rb.num_columns)]
         for row in zip(*columns, strict=True):
             groups.setdefault(row[-1], []).append(row[:-1])
-    out: list[dict] = []
-    if any(k is not None for k in groups):
-        worker = _worker(cfg)
-        for key in sorted(k for k in groups if k is not None):
-            out.append(worker.process(key, batch, groups[key]))
-            _fail_once(batch)
-    for row in groups.get(None, ()):
+    nokey = groups.pop(None, ())
+    out = []
+    if groups:
+        start = time.perf_counter()
+        out = engine_host.call(cfg, TaskContext.get().partitionId(), batch, groups)
+        _fail_once(batch)
+        out.append({"kind": "task", "seconds": time.perf_counter() - start, "pid": os.getpid(),
+                    "updates": sum(len(rows) for rows in groups.values())})  # fmt: skip
+    for row in nokey:
         out.append({"kind": "nokey", "partition": row[0], "offset": row[1], "raw": row[3],
                     "size": row[6] if len(row) > 6 else None, "pid": os.getpid()})  # fmt: skip
     if out:
         yield pa.RecordBatch.from_pylist(out, schema=_schema())
+
+
+def process_groups(cfg, batch: int, groups: dict[str, list]) -> list[dict]:
+    """In an engine host: each key's rows of `batch`, in key order; the keys' summaries.
+
+    Each key commits, then sends its delta; the sends are awaited at the end.
+    """
+    worker = _worker(cfg)
+    with worker.publisher.deferred():
+        return [worker.process(key, batch, groups[key]) for key in sorted(groups)]
 
 
 def _schema():
@@ -237,6 +261,7 @@ class KeyedBatch:
 
     outcome: BatchOutcome
     keys: list[dict] = field(default_factory=list)  # one summary a key (see SUMMARY)
+    tasks: list[float] = field(default_factory=list)  # seconds of each task that had keys
 
 
 class KeyedDriver:
@@ -262,12 +287,15 @@ class KeyedDriver:
         if mode == "message-key":
             keyed = df.withColumn("k", F.expr("nullif(key, '')"))
         else:  # the graph is inside the message: read by a first, stateless pass
-            keyed = df.mapInArrow(lambda it: with_keys(mode, it), df.schema.add("k", "string"))
+            from connectors.kafka_source import SCHEMA
+
+            keyed = df.mapInArrow(lambda it: with_keys(mode, it), SCHEMA + ", k string")
         tasks = self.partitions or df.sparkSession.sparkContext.defaultParallelism
         rows = (keyed.repartition(tasks, "k")
                 .mapInArrow(lambda it: run_partition(cfg, batch, it), SUMMARY)
                 .collect())  # fmt: skip
         keys = [r.asDict() for r in rows if r["kind"] == "key"]
+        tasks = [r["seconds"] for r in rows if r["kind"] == "task"]
         nokey = sorted((r for r in rows if r["kind"] == "nokey"), key=lambda r: (r["partition"], r["offset"]))
         last = self.store.last_batch()
         if last is not None and batch <= last:
@@ -280,7 +308,7 @@ class KeyedDriver:
             output = {"through": None, "added": [], "removed": [], "dead": dead}
             self.store.commit(batch, StateChanges(meta={}), output)
             self._publish_dead(dead)
-        return KeyedBatch(self._outcome(batch, keys, dead, time.perf_counter() - start), keys)
+        return KeyedBatch(self._outcome(batch, keys, dead, time.perf_counter() - start), keys, tasks)
 
     def _publish_dead(self, dead) -> None:
         for reason, partition, offset, raw, *cut in dead:
@@ -299,6 +327,11 @@ class KeyedDriver:
                 out.phases[phase] = out.phases.get(phase, 0.0) + s
             for name, n in detail.get("stats", {}).items():
                 out.stats[name] = out.stats.get(name, 0) + n
+            for name, n in detail.get("published", {}).items():
+                out.published[name] += n
+            for label, (applied, grown, _entries) in detail.get("rules", {}).items():
+                a, g, _ = out.rules.get(label, (0, 0, 0))
+                out.rules[label] = (a + applied, g + grown, 0)  # entries: per key, not summed
             out.timestamps_ms.extend(detail.get("timestamps", ()))
             letters.extend(detail.get("dead", ()))
         out.dead += len(dead)

@@ -30,8 +30,8 @@ class JobObserver:
         `processor` is None with `--partition-by` (the keys' engines live in executors).
         """
 
-    def on_keys(self, keys: list[dict], store) -> None:
-        """With `--partition-by`: one summary per key of the batch (stream.keyed.SUMMARY)."""
+    def on_keys(self, keys: list[dict], store, tasks: list[float] = ()) -> None:
+        """With `--partition-by`: one summary per key of the batch (stream.keyed.SUMMARY), task seconds."""
 
     def on_retry(self, target: str, why: str) -> None:
         """A call to `target` ("redis" or "broker") failed and is being retried."""
@@ -45,8 +45,11 @@ class JobObserver:
     def on_verified(self, result) -> None:
         """A `--verify-every` self-check finished (stream.verify.Verification)."""
 
-    def set_lag(self, lag: dict[str, int]) -> None:
-        """Messages not yet processed, per partition."""
+    def set_lag(self, lag: dict[str, int], oldest_ms: int | None = None) -> None:
+        """Messages not yet processed, per partition; the Kafka timestamp (ms) of the oldest of them.
+
+        `oldest_ms` is None when nothing waits (or its timestamp could not be read).
+        """
 
     def sample(self) -> None:
         """Once a second, from the job's sampler thread."""

@@ -138,3 +138,72 @@ class RedisCluster:
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
+
+
+class SparkStandalone:
+    """A standalone Spark cluster from the pip package: a master and `workers` one-core workers.
+
+    Processes on loopback, each in its own session, stopped by PID (and their
+    process groups) in `stop()`.
+    """
+
+    def __init__(self, directory: Path, workers: int = 2, cores: int = 1, memory: str = "1g"):
+        import pyspark
+
+        self.directory = Path(directory)
+        self.spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
+        self.port = free_port()
+        self.workers, self.cores, self.memory = workers, cores, memory
+        self.procs: list[subprocess.Popen] = []
+
+    @property
+    def url(self) -> str:
+        return f"spark://127.0.0.1:{self.port}"
+
+    def _start(self, name: str, *args: str) -> None:
+        import os
+        import sys
+
+        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+               "SPARK_WORKER_DIR": str(self.directory / f"{name}-work"),
+               "SPARK_LOG_DIR": str(self.directory / f"{name}-logs")}  # fmt: skip
+        log = open(self.directory / f"{name}.log", "wb")  # noqa: SIM115
+        self.procs.append(subprocess.Popen([self.spark_class, *args], env=env, stdout=log, stderr=log,
+                                           stdin=subprocess.DEVNULL, start_new_session=True))  # fmt: skip
+
+    def start(self, timeout: float = 90.0) -> SparkStandalone:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                    "--port", str(self.port), "--webui-port", str(free_port()))  # fmt: skip
+        for i in range(self.workers):
+            self._start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1",
+                        "--cores", str(self.cores), "--memory", self.memory, "--webui-port", str(free_port()))  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while self.registered() < self.workers:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.registered()} of {self.workers} Spark workers registered; "
+                                   f"see {self.directory}/*.log")  # fmt: skip
+            time.sleep(0.5)
+        return self
+
+    def registered(self) -> int:
+        """Workers the master's log says registered."""
+        log = self.directory / "master.log"
+        return log.read_text(errors="replace").count("Registering worker") if log.exists() else 0
+
+    def stop(self) -> None:
+        import os
+        import signal
+
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    continue
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=10)
+        self.procs.clear()

@@ -9,6 +9,7 @@ that silently skipped them would claim coverage it does not have.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,28 @@ def need(path: Path | None, what: Path = PROGRAMS) -> Path:
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
+
+
+def metric(metrics, name: str) -> float:
+    """The value of an unlabelled series of a job's metrics (`ops.metrics.JobMetrics`), as scraped."""
+    from prometheus_client import generate_latest
+
+    for line in generate_latest(metrics.registry).decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise KeyError(name)
+
+
+def series(text: str) -> dict[str, float]:
+    """A scrape of `/metrics` as `{series: value}`, each series written without the job's `namespace`
+    label (every series carries it: `fluxmat_x{namespace="ns",result="hit"}` -> `fluxmat_x{result="hit"}`)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#") and " " in line:
+            name, value = line.rsplit(" ", 1)
+            name = re.sub(r'namespace="[^"]*",?', "", name).replace(",}", "}").replace("{}", "")
+            out[name] = float(value)
+    return out
 
 
 class NullPublisher:

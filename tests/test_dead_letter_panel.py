@@ -36,8 +36,10 @@ def test_every_dead_letter_has_a_kind_from_a_bounded_set_and_is_listed_with_its_
     assert 'fluxmat_dead_letters_by_reason_total{reason="work_limit"} 1.0' in text
     assert "fluxmat_dead_letters_total 5.0" in text
     assert 'fluxmat_engine_work_total{kind="units"}' in text
-    served = generate_latest(Exported(m.registry, m.process)).decode()  # what /metrics serves
+    served = generate_latest(Exported(m.registry, m.process, namespace="default")).decode()  # what /metrics serves
     assert "process_cpu_seconds_total" in served and "process_resident_memory_bytes" in served
+    samples = [line for line in served.splitlines() if line and not line.startswith("#")]
+    assert samples and all('namespace="default"' in line for line in samples)  # Grafana's $namespace
     labels = {line.split('reason="')[1].split('"')[0] for line in text.splitlines()
               if line.startswith("fluxmat_dead_letters_by_reason_total{")}  # fmt: skip
     assert labels <= set(DEAD_LETTER_KINDS.values()) | {OTHER_KIND}

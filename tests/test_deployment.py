@@ -176,6 +176,23 @@ def metric_problems(exprs: dict[str, str]) -> list[str]:
             for where, expr in exprs.items() for m in METRIC_RE.findall(expr) if m not in known]  # fmt: skip
 
 
+NAMESPACE = 'namespace=~"$namespace"'  # how a panel's selector picks the dashboard's jobs
+SELECTOR_RE = re.compile(r"\b((?:fluxmat|process)_[a-z0-9_]+)(\{[^}]*\})?")
+
+
+def namespace_problems(dashboard: dict) -> list[str]:
+    """Panels that do not filter by the dashboard's `namespace` variable (every metric selector must)."""
+    names = [v["name"] for v in dashboard["templating"]["list"]]
+    problems = [] if "namespace" in names else ["the dashboard has no namespace variable"]
+    for where, expr in _panel_exprs(dashboard).items():
+        if "$namespace" not in expr:
+            problems.append(f"{where}: {expr} does not use $namespace")
+        for m in SELECTOR_RE.finditer(expr):
+            if NAMESPACE not in (m.group(2) or ""):
+                problems.append(f"{where}: {m.group(0)} is not filtered by {NAMESPACE}")
+    return problems
+
+
 def _slug(heading: str) -> str:
     """GitHub's anchor for a Markdown heading."""
     text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lower())
@@ -521,81 +538,6 @@ def test_panel_queries_parse(dashboard, tmp_path):
     _run([tool, "check", "rules", str(tmp_path / "panels.yml")])
 
 
-# Rule unit tests: each case is input series (promtool notation) and, at a time,
-# the alerts expected to fire. Annotations are stripped (they are templates
-# checked by `promtool check rules`); labels are compared exactly.
-ALERT_CASES = [
-    ("FluxmatJobDown", {'up{job="fluxmat", instance="fluxmat:9108"}': "1 1 0x10"}, "10m",
-     [{"job": "fluxmat", "instance": "fluxmat:9108", "severity": "critical"}]),
-    ("FluxmatJobDown", {'up{job="other"}': "1x10"}, "10m", [{"job": "fluxmat", "severity": "critical"}]),
-    ("FluxmatJobDown", {'up{job="fluxmat"}': "1x10"}, "10m", []),
-    ("FluxmatConsumerLagHigh", {'fluxmat_consumer_lag_messages{topic="updates", partition="0"}': "20000x10"},
-     "10m", [{"topic": "updates", "severity": "warning"}]),
-    ("FluxmatConsumerLagGrowing", {'fluxmat_consumer_lag_messages{topic="updates", partition="0"}': "0+100x40"},
-     "40m", [{"topic": "updates", "severity": "warning"}]),
-    ("FluxmatConsumerLagGrowing", {'fluxmat_consumer_lag_messages{topic="updates", partition="0"}': "5000-100x40"},
-     "40m", []),
-    ("FluxmatNoConsistencyPoint", {"fluxmat_last_consistency_point_timestamp_seconds": "0x30",
-                                   'fluxmat_consumer_lag_messages{topic="updates", partition="0"}': "5x30"},
-     "30m", [{"severity": "critical"}]),
-    ("FluxmatNoConsistencyPoint", {"fluxmat_last_consistency_point_timestamp_seconds": "0x30",
-                                   'fluxmat_consumer_lag_messages{topic="updates", partition="0"}': "0x30"},
-     "30m", []),
-    ("FluxmatBatchDurationHigh", {'fluxmat_batch_duration_seconds_bucket{le="30"}': "0x30",
-                                  'fluxmat_batch_duration_seconds_bucket{le="60"}': "0+1x30",
-                                  'fluxmat_batch_duration_seconds_bucket{le="+Inf"}': "0+1x30"},
-     "30m", [{"severity": "warning"}]),
-    ("FluxmatBatchDurationHigh", {'fluxmat_batch_duration_seconds_bucket{le="1"}': "0+1x30",
-                                  'fluxmat_batch_duration_seconds_bucket{le="+Inf"}': "0+1x30"}, "30m", []),
-    ("FluxmatDeadLetters", {"fluxmat_dead_letters_total": "0 0 0 1 1"}, "4m", [{"severity": "warning"}]),
-    ("FluxmatDeadLetters", {"fluxmat_dead_letters_total": "3x20"}, "20m", []),
-    ("FluxmatBatchFailures", {"fluxmat_batch_failures_total": "0 1 1"}, "2m", [{"severity": "critical"}]),
-    ("FluxmatPendingOperationsNotDraining", {"fluxmat_pending_operations": "7x30"}, "30m", [{"severity": "warning"}]),
-    ("FluxmatPendingOperationsNotDraining", {"fluxmat_pending_operations": "7 7 7 0 7 7 7 7 7 0 7 7"}, "11m", []),
-    ("FluxmatRedisMemoryHigh", {"fluxmat_state_memory_bytes": "5e9x20"}, "20m", [{"severity": "warning"}]),
-    ("FluxmatRedisMemoryHigh", {"fluxmat_state_memory_bytes": "1e9x20"}, "20m", []),
-    # a real stall pages within 2 minutes of the last commit (age > 90 s, for 30 s); idleness never
-    ("FluxmatStalled", {"fluxmat_consistency_point_age_seconds": "0+60x4", "fluxmat_idle": "0x4"}, "3m",
-     [{"severity": "critical"}]),
-    ("FluxmatStalled", {"fluxmat_consistency_point_age_seconds": "0+60x30", "fluxmat_idle": "1x30"}, "30m", []),
-    ("FluxmatFailing", {"fluxmat_health_state": "0 2 2 2"}, "3m", [{"severity": "critical"}]),
-    ("FluxmatFailing", {"fluxmat_health_state": "1x10"}, "10m", []),
-    ("FluxmatSelfCheckDifferent", {'fluxmat_verifications_total{result="different"}': "0 0 1 1"}, "3m",
-     [{"severity": "critical"}]),
-    ("FluxmatSelfCheckDifferent", {'fluxmat_verifications_total{result="exact"}': "0+1x10"}, "10m", []),
-    ("FluxmatDeadLetterRatio", {"fluxmat_dead_letters_total": "0+10x30", "fluxmat_updates_consumed_total": "0+50x30"},
-     "30m", [{"severity": "warning"}]),
-    ("FluxmatDeadLetterRatio", {"fluxmat_dead_letters_total": "0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1",
-                                "fluxmat_updates_consumed_total": "0+50x23"}, "23m", []),  # one bad message
-    ("FluxmatCrashLoop", {'process_start_time_seconds{job="fluxmat"}': "100 100 400 400 700 700 1000"}, "6m",
-     [{"job": "fluxmat", "severity": "warning"}]),
-    ("FluxmatCrashLoop", {'process_start_time_seconds{job="fluxmat"}': "100x30"}, "30m", []),
-    ("FluxmatRetrying", {'fluxmat_retries_total{target="redis"}': "0+3x10"}, "10m",
-     [{"target": "redis", "severity": "warning"}]),
-    ("FluxmatRetrying", {'fluxmat_retries_total{target="redis"}': "0 4 4 4 4 4 4 4 4 4 4 4"}, "11m", []),
-]  # fmt: skip
-
-
-def test_every_alert_has_a_unit_test_case(alerts):
-    assert {r["alert"] for r in _rules(alerts)} - {c[0] for c in ALERT_CASES} == {"FluxmatUpdateLatencyHigh"}
-
-
-def test_alert_rules_fire_when_they_should(alerts, tmp_path):
-    tool = _promtool()
-    stripped = copy.deepcopy(alerts)
-    for rule in _rules(stripped):
-        rule.pop("annotations", None)
-    (tmp_path / "rules.yml").write_text(yaml.safe_dump(stripped))
-    tests = [{
-        "interval": "1m",
-        "input_series": [{"series": s, "values": v} for s, v in series.items()],
-        "alert_rule_test": [{"eval_time": at, "alertname": name,
-                             "exp_alerts": [{"exp_labels": labels} for labels in expected]}],
-    } for name, series, at, expected in ALERT_CASES]  # fmt: skip
-    (tmp_path / "tests.yml").write_text(yaml.safe_dump({"rule_files": ["rules.yml"], "tests": tests}))
-    _run([tool, "test", "rules", "tests.yml"], cwd=tmp_path)
-
-
 # ---------------------------------------------------------------- Grafana
 
 
@@ -617,6 +559,24 @@ def test_dashboard_is_valid(dashboard, datasource):
             assert p["targets"] and all(t["expr"].strip() for t in p["targets"]), p["title"]
             for ds in [p["datasource"], *(t.get("datasource") for t in p["targets"])]:
                 assert ds is None or ds["uid"] == datasource["uid"], p["title"]
+
+
+def test_every_panel_filters_by_the_namespace_variable(dashboard):
+    variable = next(v for v in dashboard["templating"]["list"] if v["name"] == "namespace")
+    assert variable["query"]["query"] == "label_values(fluxmat_info, namespace)" and variable["includeAll"]
+    assert namespace_problems(dashboard) == []
+
+
+def test_namespace_check_detects_an_unfiltered_selector(dashboard):
+    broken = copy.deepcopy(dashboard)
+    target = _panels(broken)[3]["targets"][0]  # a stat panel's max(fluxmat_consistency_point_age_seconds...)
+    target["expr"] = target["expr"].replace(NAMESPACE, 'job="fluxmat"')
+    assert namespace_problems(broken) == [
+        f"panel 4 'Last consistency point age' A: {target['expr']} does not use $namespace",
+        "panel 4 'Last consistency point age' A: fluxmat_consistency_point_age_seconds{job=\"fluxmat\"} "
+        f"is not filtered by {NAMESPACE}"]
+    broken["templating"]["list"] = []
+    assert "the dashboard has no namespace variable" in namespace_problems(broken)
 
 
 def test_grafana_provisioning_files(datasource):

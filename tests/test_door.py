@@ -128,3 +128,16 @@ def test_feed_rejects_only_the_bad_update_and_names_the_update_a_limit_was_charg
     with pytest.raises(WorkLimitExceeded) as caught:
         r.feed([Fed("small", [("edge", "d", "e")]), Fed("chain", chain)], overlap=False)
     assert caught.value.key == "chain"
+
+
+def test_a_rejected_update_leaves_no_arity_behind():
+    """A rejected update leaves no trace (`Maintainer.encode_update`): the arities
+    of the new predicates it named are forgotten, so a later update may use them
+    with other arities."""
+    r = Reasoner.from_text(PATH, "fd-counting")
+    r.load([("edge", "a", "b")])
+    bad = Fed("bad", [("fresh", "x"), ("other", "y", "z")], [("fresh", "x")])  # added and deleted
+    rejected = []
+    r.feed([bad, Fed("good", [("fresh", "x", "y"), ("other", "w")])], rejected=lambda k, e: rejected.append(k))
+    assert rejected == ["bad"]
+    assert ("fresh", "x", "y") in r.facts() and ("other", "w") in r.facts()

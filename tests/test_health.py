@@ -13,6 +13,7 @@ from ops.inspect import StateView
 from ops.metrics import JobMetrics
 from stream.batch import BatchOutcome
 from stream.verify import Verification
+from tests.shared import metric
 
 
 def _outcome(batch, dead=0, updates=2, ts=None):
@@ -35,15 +36,10 @@ class _Store:
     def memory_bytes(self):
         return None
 
+    maxmemory_bytes = namespace_bytes = memory_bytes
+
     def last_batch(self):
         return 0
-
-
-def _metric(m, name):
-    for line in generate_latest(m.registry).decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise KeyError(name)
 
 
 def test_health_moves_from_healthy_to_degraded_to_failing_and_back():
@@ -51,15 +47,15 @@ def test_health_moves_from_healthy_to_degraded_to_failing_and_back():
     proc, store = _Processor(), _Store()
     m.on_batch(_outcome(0), proc, store)
     m.sample()
-    assert m.health() == ("healthy", "idle: nothing to do") and _metric(m, "fluxmat_health_state") == 0
+    assert m.health() == ("healthy", "idle: nothing to do") and metric(m, "fluxmat_health_state") == 0
     m.on_batch(_outcome(1, dead=2), proc, store)
     m.sample()
     state, reason = m.health()
-    assert (state, reason) == ("degraded", "2 dead letters in the last 60 s") and _metric(m, "fluxmat_health_state") == 1
+    assert (state, reason) == ("degraded", "2 dead letters in the last 60 s") and metric(m, "fluxmat_health_state") == 1
     m.on_error(RuntimeError("Redis went away"))
     m.sample()
     assert m.health() == ("failing", "a batch failed: RuntimeError: Redis went away")
-    assert _metric(m, "fluxmat_health_state") == 2 and _metric(m, "fluxmat_batch_failures_total") == 1
+    assert metric(m, "fluxmat_health_state") == 2 and metric(m, "fluxmat_batch_failures_total") == 1
     assert m.status()["health"]["state"] == "failing"
     m.on_batch(_outcome(2), proc, store)
     assert m.health()[0] == "degraded"  # the dead letters are still recent
@@ -73,15 +69,15 @@ def test_latency_is_observed_once_per_update_and_the_consistency_point_has_an_ag
     m = JobMetrics("p.dl", "fd-counting", "default", "updates")
     now_ms = int(time.time() * 1000)
     m.on_batch(_outcome(0, updates=3, ts=[now_ms - 3000, now_ms - 2000, now_ms - 1000]), _Processor(), _Store())
-    assert _metric(m, "fluxmat_update_latency_seconds_count") == 3
-    assert 5.5 <= _metric(m, "fluxmat_update_latency_seconds_sum") <= 7.0
+    assert metric(m, "fluxmat_update_latency_seconds_count") == 3
+    assert 5.5 <= metric(m, "fluxmat_update_latency_seconds_sum") <= 7.0
     m.now["last_commit"] -= 30
     m.sample()
-    assert 29 <= _metric(m, "fluxmat_consistency_point_age_seconds") <= 40
-    assert _metric(m, "fluxmat_idle") == 1
+    assert 29 <= metric(m, "fluxmat_consistency_point_age_seconds") <= 40
+    assert metric(m, "fluxmat_idle") == 1
     m.set_lag({"0": 5})
     m.sample()
-    assert _metric(m, "fluxmat_idle") == 0
+    assert metric(m, "fluxmat_idle") == 0
 
 
 def test_healthz_answers_503_with_the_reason_when_failing():

@@ -5,7 +5,10 @@ updates at any time, performs bounded units of work chosen fairly across
 updates, and reports consistency points: `submit`, `step(budget)`, `run` to
 quiescence and `poll` are its driver; `update` (the `Maintainer` interface) is
 submit, run and poll in one. `FDDRed` and `FDCounting` (policies) are the two
-algorithms; records.py holds waves, the export journal and statistics;
+algorithms; units.py executes the units of work (in rounds of one update's
+items), forward.py finds the rule instances a fact takes part in through
+compiled plans and views built once; records.py holds waves, the export
+journal and statistics;
 snapshot.py exports and restores the state as plain JSON values. Specialised
 modules are upkeep modules (engine.modules), kept operation by operation.
 

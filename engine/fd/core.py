@@ -13,6 +13,10 @@ Units of work:
   * ``rederive`` once the deletion *wave* that removed F is complete, check
                  whether F still has a derivation and re-insert it.
 
+They are executed in rounds (`_step`): a set of one update's items, one after
+another (engine.fd.units executes them; engine.fd.forward finds the rule
+instances a fact takes part in through plans and views built once).
+
 A wave is the set of deletions caused, transitively, by one root cause (an
 update's explicit deletions, or an insertion that falsified a negated atom).
 While a wave is active, a propagated addition may not re-insert a fact the wave
@@ -25,8 +29,8 @@ rederivation finds support. engine/ALGORITHMS.md states the invariants and why a
 quiescent state equals mat(P, E_n).
 
 Limits (engine.limits, `set_limits`): every unit of work is charged to the
-update whose queue it came from; the materialisation's size is checked after
-every unit. A budget that runs out raises with the charged update (`.update`)
+update whose queue it came from; the work and the materialisation's size are
+checked after every round of units (one update's). A budget that runs out raises with the charged update (`.update`)
 and leaves the engine mid-way: the caller rebuilds it (engine.fd.snapshot.restore).
 engine/ALGORITHMS.md says when the charge is exact.
 """
@@ -34,26 +38,18 @@ engine/ALGORITHMS.md says when the charge is exact.
 from __future__ import annotations
 
 import random
-from abc import abstractmethod
 
 from engine.analysis import Analysis, ModuleSpec
-from engine.fd.records import (
-    MODULE,
-    ConsistencyPoint,
-    FDStats,
-    Inst,
-    Journal,
-    Key,
-    NotQuiescent,
-    Wave,
-)
+from engine.fd.forward import Forward
+from engine.fd.records import ConsistencyPoint, FDStats, Journal, Key, NotQuiescent, Wave
+from engine.fd.units import Units
 from engine.fd.upkeep import ModuleUpkeep
 from engine.maintainer import Report, Update
 from engine.seminaive import SemiNaive
-from engine.storage import Dictionary, Fact, Relation, paused_gc
+from engine.storage import Dictionary, Fact, paused_gc
 
 
-class FullyDynamic(ModuleUpkeep, SemiNaive):
+class FullyDynamic(Units, ModuleUpkeep, SemiNaive):
     """Shared machinery of FD-DRed and FD-Counting (see the module docstring).
 
     Library use::
@@ -70,7 +66,6 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
     """
 
     name = "fd"
-    wants_present_heads = False  # counting also logs instances whose head exists
     supports_modules = True  # tc/stc/ltc modules of strata that hold R alone (`takes`)
     upkeep_modules = True  # kept operation by operation, as upkeep modules
 
@@ -98,7 +93,8 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
         self.pending_del: dict[Key, int] = {}
         self.waves: dict[int, Wave] = {}
         self.deleted_by: dict[Key, int] = {}
-        self.dirty: dict[Key, bool] = {}
+        self.dirty: dict[Key, bool] = {}  # changed since the last poll -> was it in I then
+        self.changed_by: dict[Key, int] = {}  # and the update whose work changed it (0: several)
         self.journal = Journal()
         self.stats = FDStats()
         self.charged: dict[int, int] = {}  # update -> work of its units (limits only)
@@ -119,6 +115,11 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
                 self.pos_rules.setdefault(a.pred, []).append(r.id)
             for a in r.negatives:
                 self.neg_rules.setdefault(a.pred, []).append(r.id)
+        self.shape = {  # rule id -> the predicates of an instance's positive, negated facts
+            r.id: (tuple(a.pred for a in r.positives), tuple(a.pred for a in r.negatives))
+            for r in analysis.rules
+        }
+        self.forward = Forward(self.ev, self.OLD, [r.id for r in self.active_rules])
 
     # ------------------------------------------------------------ configuration
     def configure(self, seed: int | None = None, interleaved: bool | None = None) -> None:
@@ -145,8 +146,14 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
             self.after_load()
             self.rebuild_closures()
         self.dirty.clear()
+        self.changed_by.clear()
         self.journal = Journal()
         report.details["log_size"] = self.log_size()
+
+    def prepare(self) -> None:
+        """Plans and indexes for updates (SemiNaive); views for `forward` rebuilt over the new I."""
+        super().prepare()
+        self.forward.clear()
 
     def after_load(self) -> None:
         """Hook: build policy state (e.g. the derivation log) over the loaded I."""
@@ -207,31 +214,71 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
             return self._step(budget)
 
     def _step(self, budget: int) -> int:
+        """Up to `budget` units, in rounds: a round is a set of items of one update (below).
+
+        The update is chosen as `_next` chooses it (fairly at random, or the oldest
+        with the sequential schedule); the round takes its queued items (at most
+        the budget left, chosen at random when interleaved) and executes them one
+        after another in random order. Items they determine wait for a later
+        round. This is one of the schedules of single units (those items could
+        have been chosen in that order) with the choice made once per round.
+        A scripted `chooser` (tests) chooses every single unit.
+        """
         done = 0
         limited = self.limits.active
         counts, charged, born = self.counts, self.charged, self.born
         max_work = self.limits.work or float("inf")
         max_facts = self.limits.facts or float("inf")
+        queues, rng, interleaved = self.queues, self.rng, self.interleaved
         while done < budget:
-            item = self._next()
-            if item is None:
+            if not queues:
                 if self.inbox:
                     self._integrate(self.inbox.pop(0))
                     continue
                 self.charged.clear()  # quiescent: every update so far is complete
                 break
-            if limited:  # inlined: a few comparisons per unit, no call
-                before = counts.work
-                self._execute(item)
+            if self.chooser is not None:
+                items = [self._next()]
+            else:
+                if not interleaved:
+                    upd = min(queues)
+                else:
+                    upd = rng.choice(list(queues)) if len(queues) > 1 else next(iter(queues))
+                q = queues[upd]
+                room = budget - done
+                if interleaved and len(q) > 1:
+                    rng.shuffle(q)
+                if len(q) <= room:
+                    items = q
+                    del queues[upd]
+                else:
+                    items = q[-room:]
+                    del q[-room:]
+                if not interleaved:
+                    items.reverse()  # the newest first, as one unit at a time does
+                self._unit_update = upd
+            before = counts.work
+            self._round(items)
+            done += len(items)
+            if limited:  # the round's items all belong to `upd`: the charge is theirs
                 upd = self._unit_update
                 work = charged[upd] = charged.get(upd, 0) + counts.work - before
                 if work > max_work or len(born) > max_facts:
                     self._charge(upd, 0)  # raises
-            else:
-                self._execute(item)
-            done += 1
         self.stats.units += done
         return done
+
+    def _round(self, items: list) -> None:
+        """Execute `items` in order."""
+        add, delete, rederive = self._exec_add, self._exec_del, self._exec_rederive
+        for item in items:
+            kind = item[0]
+            if kind == "a":
+                add(item[1], item[2], item[3], item[4])
+            elif kind == "d":
+                delete(item[1], item[2])
+            else:
+                rederive(item[1], item[2])
 
     def _charge(self, update: int, work: int) -> None:
         """Add `work` to `update`'s charge; raise if it, or the materialisation, is over budget."""
@@ -247,6 +294,7 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
         self.waves.clear()
         self.deleted_by.clear()
         self.charged.clear()
+        self.forward.clear()  # I is about to be rebuilt
 
     def run(self, max_units: int | None = None) -> int:
         """Work until quiescent; raise NotQuiescent past `max_units`."""
@@ -261,15 +309,17 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
         """The delta since the previous consistency point, if quiescent now."""
         if not self.quiescent:
             return None
-        rels = self.I
-        added, removed = [], []
+        rels, by = self.I, self.changed_by
+        added, removed, added_by, removed_by = [], [], [], []
         for (pred, f), was in self.dirty.items():
             rel = rels.get(pred)
             now = rel is not None and f in rel.facts
             if now != was and pred not in self.analysis.internal:
                 (added if now else removed).append(self.decode(pred, f))
+                (added_by if now else removed_by).append(by.get((pred, f), 0))
         self.dirty.clear()
-        return ConsistencyPoint(self.last_seq, self.last_id, added, removed)
+        by.clear()
+        return ConsistencyPoint(self.last_seq, self.last_id, added, removed, added_by, removed_by)
 
     # ------------------------------------------------------------ the Maintainer interface
     def normalise(self, add, delete) -> Update:
@@ -318,35 +368,16 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
             q = self.queues[update] = []
         q.append(item)
 
-    def _next(self):
-        if not self.queues:
-            return None
-        if self.chooser is not None:
-            upd, i = self.chooser(self.queues)
-            q = self.queues[upd]
-            q[i], q[-1] = q[-1], q[i]
-        elif self.interleaved:
-            upd = self.rng.choice(list(self.queues)) if len(self.queues) > 1 else next(iter(self.queues))
-            q = self.queues[upd]
-            i = self.rng.randrange(len(q))
-            q[i], q[-1] = q[-1], q[i]
-        else:
-            upd = min(self.queues)
-            q = self.queues[upd]
+    def _next(self) -> tuple:
+        """The item the scripted `chooser` picks (one unit; it names the update and index)."""
+        upd, i = self.chooser(self.queues)
+        q = self.queues[upd]
+        q[i], q[-1] = q[-1], q[i]
         self._unit_update = upd
         item = q.pop()
         if not q:
             del self.queues[upd]
         return item
-
-    def _execute(self, item: tuple) -> None:
-        kind = item[0]
-        if kind == "a":
-            self._exec_add(*item[1:])
-        elif kind == "d":
-            self._exec_del(*item[1:])
-        else:
-            self._exec_rederive(*item[1:])
 
     # ------------------------------------------------------------ integration
     def _integrate(self, entry) -> None:
@@ -431,191 +462,3 @@ class FullyDynamic(ModuleUpkeep, SemiNaive):
         wave = self.waves.get(w)
         return w if wave is not None and not wave.done else None
 
-    # ------------------------------------------------------------ execution
-    def _fires(self, inst: Inst) -> bool:
-        rels = self.I
-        for pred, f in inst[2]:
-            rel = rels.get(pred)
-            if rel is None or f not in rel.facts:
-                return False
-        for pred, f in inst[3]:
-            rel = rels.get(pred)
-            if rel is not None and f in rel.facts:
-                return False
-        return True
-
-    def _exec_add(self, key: Key, inst: Inst | None, explicit: bool, update: int) -> None:
-        pred, f = key
-        if explicit:
-            if f not in self.E.get(pred, ()):  # a newer update deleted it again
-                self.stats.cancelled += 1
-                return
-        elif not (self.closures[pred].connected(f) if inst is MODULE else self._fires(inst)):
-            self.stats.cancelled += 1  # its justification was deleted meanwhile
-            return
-        if f in self.rel(pred).facts:
-            if inst is not None and inst is not MODULE:
-                self.on_present(key, inst)
-                if pred in self.closures:
-                    self.link(key, update)
-            return
-        if not explicit and inst is not MODULE:
-            wave = self._blocked(key)
-            if wave is not None:
-                self.stats.recursion_stops += 1
-                self.on_blocked(self.waves[wave], key, inst)
-                return
-        self._insert(key, inst, update)
-
-    def _insert(self, key: Key, inst: Inst | None, update: int) -> None:
-        pred, f = key
-        self.rel(pred).add(f)
-        self.clock += 1
-        self.born[key] = self.clock
-        self.journal.facts.add(key)
-        self.dirty.setdefault(key, False)
-        self.deleted_by.pop(key, None)
-        self.stats.executed += 1
-        if inst is MODULE:
-            inst = None
-        elif pred in self.closures:
-            self.link(key, update)
-        if pred in self.closure_bases:
-            self.s_link(key, update)
-        self.on_inserted(key, inst)
-        rules = self.pos_rules.get(pred)
-        if rules:
-            for inst2 in self._instances(rules, self.OLD, self.OLD, {pred: {f}}, None):
-                self._enqueue_add(inst2, update)
-        if pred in self.neg_rules:
-            self.on_negated_inserted(key, update)
-
-    def _enqueue_add(self, inst: Inst, update: int) -> None:
-        head = inst[1]
-        if not self.wants_present_heads and head[1] in self.rel(head[0]).facts:
-            return
-        self._determine_add(head, inst, update)
-
-    def _determine_add(self, key: Key, inst, update: int, explicit: bool = False) -> None:
-        """Queue `add(key)` justified by `inst` (a rule instance, None, or MODULE)."""
-        self.stats.determined += 1
-        self._push(update, ("a", key, inst, explicit, update))
-
-    def _exec_del(self, key: Key, wave: int) -> None:
-        if self.pending_del.get(key) != wave:
-            return  # cancelled by a newer explicit addition
-        del self.pending_del[key]
-        w = self.waves[wave]
-        pred, f = key
-        rel = self.rel(pred)
-        if f not in rel.facts or f in self.E.get(pred, ()) or not self.may_delete(key):
-            self.stats.cancelled += 1
-            if pred in self.closures and f in rel.facts:
-                self.link(key, w.update)  # a base fact is an edge (if it was not yet)
-        elif pred in self.closures and self.unlink_keeps(key, wave):
-            self.stats.cancelled += 1
-        else:
-            rel.discard(f)
-            self.born.pop(key, None)
-            self.journal.facts.add(key)
-            self.dirty.setdefault(key, True)
-            self.deleted_by[key] = wave
-            w.deleted.append(key)
-            self.stats.executed += 1
-            if pred in self.closure_bases:
-                self.s_unlink(key, wave)
-            self.on_deleted(key, w)
-            rules = self.neg_rules.get(pred)
-            if rules:
-                for inst in self._instances(rules, self.OLD, self.OLD, None, {pred: {f}}):
-                    self._enqueue_add(inst, w.update)
-        w.pending -= 1
-        self._maybe_complete(wave)
-
-    def _exec_rederive(self, key: Key, wave: int) -> None:
-        w = self.waves[wave]
-        if self.deleted_by.get(key) == wave:
-            del self.deleted_by[key]
-        pred, f = key
-        if f in self.rel(pred).facts:  # it came back meanwhile
-            self.keep_candidates(key, w)
-            self.touch(key, w.update)
-        elif f in self.E.get(pred, ()):
-            self._insert(key, None, w.update)
-            self.keep_candidates(key, w)
-        else:
-            support = self.find_support(key, w)
-            if support is None and pred in self.closures and self.closures[pred].connected(f):
-                support = MODULE
-            if support is not None:
-                self.stats.rederivations += 1
-                self._insert(key, support or None, w.update)
-                self.keep_candidates(key, w)
-        w.candidates.pop(key, None)
-        w.rederive_left -= 1
-        if w.rederive_left == 0:
-            del self.waves[wave]
-
-    # ------------------------------------------------------------ evaluation helpers
-    def _with(self, pred: str, f: Fact):
-        """The current I, plus `f` in `pred` (a just-deleted fact seen as present)."""
-        extra = Relation((f,))
-
-        def view(p: str) -> list:
-            if p == pred:
-                return [(self.rel(p), None), (extra, self.rel(p).facts)]
-            return [(self.rel(p), None)]
-
-        return view
-
-    def _without(self, pred: str, f: Fact):
-        """The current I minus `f` in `pred` (the state before `f` was inserted)."""
-        gone = {f}
-
-        def view(p: str) -> list:
-            return [(self.rel(p), gone if p == pred else None)]
-
-        return view
-
-    def _instances(self, rules, Ip, In, P, N):
-        """Rule instances of Pi<Ip, In |> P, N> as (rule id, head, positives, negated)."""
-        for rule, triples in self.ev.derive(rules, Ip, In, P, N, instances=True):
-            hp = rule.head.pred
-            pos = [a.pred for a in rule.positives]
-            neg = [a.pred for a in rule.negatives]
-            rid = rule.id
-            for h, pf, nf in triples:
-                yield (
-                    rid,
-                    (hp, h),
-                    tuple(zip(pos, pf, strict=True)),
-                    tuple(zip(neg, nf, strict=True)),
-                )
-
-    # ------------------------------------------------------------ policy hooks
-    def may_delete(self, key: Key) -> bool:
-        return True
-
-    def on_present(self, key: Key, inst: Inst) -> None:
-        """An executed addition whose fact already exists."""
-
-    def on_blocked(self, wave: Wave, key: Key, inst: Inst) -> None:
-        """A propagated addition stopped by an active wave that deleted its fact."""
-
-    def on_inserted(self, key: Key, inst: Inst | None) -> None:
-        """A fact was inserted (justified by `inst`, or explicit when None)."""
-
-    @abstractmethod
-    def on_deleted(self, key: Key, wave: Wave) -> None:
-        """A fact was deleted by `wave`: determine the deletions it implies."""
-
-    @abstractmethod
-    def on_negated_inserted(self, key: Key, update: int) -> None:
-        """A fact used under negation was inserted: retract what it falsified."""
-
-    @abstractmethod
-    def find_support(self, key: Key, wave: Wave):
-        """At rederivation: an instance deriving `key` now, True, or None."""
-
-    def keep_candidates(self, key: Key, wave: Wave) -> None:
-        """Hook at rederivation when `key` is present: keep what still derives it."""

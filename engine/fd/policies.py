@@ -31,39 +31,29 @@ class FDDRed(FullyDynamic):
         for r in self.active_rules:
             self.by_head.setdefault(r.head.pred, []).append(r)
 
-    def _overdelete(self, heads, wave: int) -> None:
-        for hp, h in heads:
-            if h in self.rel(hp).facts and h not in self.E.get(hp, ()):
-                self._enqueue_del((hp, h), wave)
+    def _overdelete(self, found: list, wave: int) -> None:
+        """del(head) in `wave` for the heads `found` that are present and not explicit."""
+        for _rid, hp, heads in found:
+            present, explicit = self.rel(hp).facts, self.E.get(hp, ())
+            for h in heads:
+                if h in present and h not in explicit:
+                    self._enqueue_del((hp, h), wave)
 
-    def _heads(self, rules, Ip, In, P, N):
-        for rule, hs in self.ev.derive(rules, Ip, In, P, N):
-            hp = rule.head.pred
-            for h in hs:
-                yield hp, h
-
-    def on_deleted(self, key: Key, wave: Wave) -> None:
-        pred, f = key
-        rules = self.pos_rules.get(pred)
-        if rules:
-            self._overdelete(self._heads(rules, self._with(pred, f), self.OLD, {pred: {f}}, None), wave.id)
+    def on_deleted(self, key: Key, wave: Wave, used: list) -> None:
+        self._overdelete(used, wave.id)
 
     def on_negated_inserted(self, key: Key, update: int) -> None:
         pred, f = key
-        heads = [
-            (hp, h)
-            for hp, h in self._heads(self.neg_rules[pred], self.OLD, self._without(pred, f), None, {pred: {f}})
-            if h in self.rel(hp).facts and h not in self.E.get(hp, ())
-        ]
-        if heads:
+        found = self.forward(pred, (f,), True, False)
+        if any(h in self.rel(hp).facts and h not in self.E.get(hp, ()) for _r, hp, hs in found for h in hs):
             wave = self._new_wave(update)
-            self._overdelete(heads, wave)
+            self._overdelete(found, wave)
             self._maybe_complete(wave)
 
     def find_support(self, key: Key, wave: Wave):
         pred, f = key
         for rule in self.by_head.get(pred, ()):
-            if self.ev.backward(rule, (f,), self.OLD, self.OLD, True):
+            if self.forward.backward(rule, (f,)):
                 return True
         return None
 
@@ -71,24 +61,32 @@ class FDDRed(FullyDynamic):
 class FDCounting(FullyDynamic):
     """Counting over the derivation log (see the module docstring).
 
-    The log is kept compact: an applied instance is the flat tuple `(rule id,
-    positive body facts..., negated facts...)` -- predicates follow from the
-    rule, the facts are the materialisation's own tuples -- mapped to whether it
-    is supporting. `heads[pred][fact]` lists a fact's logged instances after its
-    supporting count. Instances that use a deleted (or newly falsified) fact are
+    The log is kept compact, under each head: `heads[pred][fact]` is
+    `[supporting count, {instance: supporting}]`, the fact's applied instances in
+    the order they were logged. An instance is the flat tuple `(rule id, positive
+    body facts..., negated facts...)` -- predicates follow from the rule, the
+    facts are the materialisation's own tuples -- and determines its head, so a
+    lookup always knows where to look; removing one is O(1) even under a head
+    with hundreds. Instances that use a deleted (or newly falsified) fact are
     found by evaluating the rules forward with that fact as the delta and kept
     if logged, instead of through a per-fact index of uses.
     """
 
     name = "fd-counting"
     wants_present_heads = True
+    del_instances = True
 
     def __init__(self, analysis: Analysis, dictionary: Dictionary | None = None, **kw):
         super().__init__(analysis, dictionary, **kw)
-        self.log: dict[tuple, bool] = {}  # instance -> supporting (well-founded)
-        self.heads: dict[str, dict[Fact, list]] = {}  # pred -> fact -> [supporting, *instances]
-        rules = analysis.rules
-        self._preds = {r.id: ([a.pred for a in r.positives], [a.pred for a in r.negatives]) for r in rules}
+        self.heads: dict[str, dict[Fact, list]] = {}  # pred -> fact -> [supporting, {instance: supporting}]
+        self.log_by_rule: dict[int, int] = {}  # rule id -> its instances in the log (work per rule)
+        self._same = {  # rule id -> (position in an instance, pred) of its same-stratum positive facts
+            r.id: tuple(
+                (i, a.pred) for i, a in enumerate(r.positives, 1)
+                if self.stratum_of(a.pred) == self.stratum_of(r.head.pred)
+            )
+            for r in analysis.rules
+        }  # fmt: skip
 
     def counters(self, fact) -> tuple[int, int]:
         """(explicit occurrence, supporting applied derivations) of a fact."""
@@ -98,10 +96,10 @@ class FDCounting(FullyDynamic):
     def derivations(self, fact) -> int:
         """How many applied derivations of `fact` the log holds."""
         rec = self._record(self.encode(fact))
-        return len(rec) - 1 if rec else 0
+        return len(rec[1]) if rec else 0
 
     def log_size(self) -> int:
-        return len(self.log)
+        return sum(self.log_by_rule.values())
 
     def support_counts(self) -> dict[Key, int]:
         """Every fact with a supporting applied derivation, and how many."""
@@ -110,18 +108,23 @@ class FDCounting(FullyDynamic):
     def logged(self, key: Key) -> list[Inst]:
         """The applied instances deriving `key`."""
         rec = self._record(key)
-        return [self.instance(lk, key) for lk in rec[1:]] if rec else []
+        return [self.instance(lk, key) for lk in rec[1]] if rec else []
 
     def log_entries(self):
         """(instance, head) for every logged instance."""
         for p, d in self.heads.items():
             for f, rec in d.items():
-                for lk in rec[1:]:
+                for lk in rec[1]:
                     yield lk, (p, f)
+
+    def is_logged(self, lk: tuple, head: Key) -> bool:
+        """Whether the instance `lk` (deriving `head`) is in the log."""
+        rec = self._record(head)
+        return rec is not None and lk in rec[1]
 
     def instance(self, lk: tuple, head: Key) -> Inst:
         """A logged instance in the engine's (rule, head, positives, negated) form."""
-        pos, neg = self._preds[lk[0]]
+        pos, neg = self.shape[lk[0]]
         k = len(pos) + 1
         return (lk[0], head, tuple(zip(pos, lk[1:k], strict=True)), tuple(zip(neg, lk[k:], strict=True)))
 
@@ -135,13 +138,16 @@ class FDCounting(FullyDynamic):
         return rec[0] if rec else 0
 
     def clear_log(self) -> None:
-        self.log.clear()
         self.heads.clear()
+        self.log_by_rule.clear()
 
     def after_load(self) -> None:
         self.clear_log()
-        for inst in self._instances([r.id for r in self.active_rules], self.OLD, self.OLD, None, None):
-            self.log_applied(inst)
+        ids = [r.id for r in self.active_rules]
+        for rule, triples in self.ev.derive(ids, self.OLD, self.OLD, instances=True):
+            rid, hp = rule.id, rule.head.pred
+            for h, pf, nf in triples:
+                self._log((rid, *pf, *nf), (hp, h))
 
     @staticmethod
     def _lk(inst: Inst) -> tuple:
@@ -149,55 +155,64 @@ class FDCounting(FullyDynamic):
 
     def log_applied(self, inst: Inst) -> None:
         """Log an applied instance (no-op when logged): whether it supports its head is fixed now."""
-        lk = self._lk(inst)
-        if lk in self.log:
-            return
-        head = inst[1]
-        born = self.born
-        level = born[head]
-        s = self.stratum_of(head[0])
-        supporting = all(born[g] < level for g in inst[2] if self.stratum_of(g[0]) == s)
-        self.log[lk] = supporting
-        self.journal.log[lk] = head
-        d = self.heads.get(head[0])
-        if d is None:
-            d = self.heads[head[0]] = {}
-        rec = d.get(head[1])
-        if rec is None:
-            rec = d[head[1]] = [0]
-        rec.append(lk)
-        if supporting:
-            rec[0] += 1
+        self._log(self._lk(inst), inst[1])
 
-    def _unlog(self, lk: tuple, head: Key) -> bool:
-        """Remove a logged instance; whether it was supporting."""
-        supporting = self.log.pop(lk)
+    def _log(self, lk: tuple, head: Key) -> None:
+        """`log_applied` for the instance `lk` (flat) deriving `head`."""
+        pred, f = head
+        d = self.heads.get(pred)
+        if d is None:
+            d = self.heads[pred] = {}
+        rec = d.get(f)
+        if rec is not None and lk in rec[1]:
+            return
+        supporting = True
+        same = self._same[lk[0]]
+        if same:  # supporting iff its same-stratum positive facts are older than the head
+            born = self.born
+            level = born[head]
+            for i, p in same:
+                if born[(p, lk[i])] >= level:
+                    supporting = False
+                    break
+        if rec is None:
+            d[f] = [1 if supporting else 0, {lk: supporting}]
+        else:
+            rec[1][lk] = supporting
+            if supporting:
+                rec[0] += 1
         self.journal.log[lk] = head
-        d = self.heads[head[0]]
-        rec = d[head[1]]
-        rec.remove(lk)
+        self.log_by_rule[lk[0]] = self.log_by_rule.get(lk[0], 0) + 1
+
+    def _retract(self, lk: tuple, head: Key, d: dict, rec: list, wave: int) -> None:
+        """Remove the logged `lk` (in `rec` = d[head's fact]); del(head) in `wave` if it lost its last support."""
+        lks = rec[1]
+        supporting = lks.pop(lk)
+        self.journal.log[lk] = head
+        self.log_by_rule[lk[0]] -= 1
+        pred, f = head
+        if not lks:
+            del d[f]
         if supporting:
             rec[0] -= 1
-        if len(rec) == 1:
-            del d[head[1]]
-        return supporting
+            if not rec[0] and f not in self.E.get(pred, ()):
+                rel = self.I.get(pred)
+                if rel is not None and f in rel.facts:
+                    self._enqueue_del(head, wave)
 
-    def _retract(self, lk: tuple, head: Key, wave: int) -> None:
-        if self._unlog(lk, head) and not self._support(head) and head[1] not in self.E.get(head[0], ()):
-            if head[1] in self.rel(head[0]).facts:
-                self._enqueue_del(head, wave)
-
-    def _logged_instances(self, rules, Ip, In, P, N):
-        """The logged instances among Pi<Ip, In |> P, N>, as (instance, head)."""
-        log = self.log
-        out = []
-        for rule, triples in self.ev.derive(rules, Ip, In, P, N, instances=True):
-            hp, rid = rule.head.pred, rule.id
+    def _retract_logged(self, found: list, wave: int) -> None:
+        """Retract the logged instances among `found` (as `forward` gives them)."""
+        heads = self.heads
+        for rid, hp, triples in found:
+            d = heads.get(hp)
+            if not d:
+                continue
             for h, pf, nf in triples:
-                lk = (rid, *pf, *nf)
-                if lk in log:
-                    out.append((lk, (hp, h)))
-        return out
+                rec = d.get(h)
+                if rec is not None:
+                    lk = (rid, *pf, *nf)
+                    if lk in rec[1]:  # logged (an instance is met once: delta plans)
+                        self._retract(lk, (hp, h), d, rec, wave)
 
     # -- policy hooks
     def may_delete(self, key: Key) -> bool:
@@ -209,52 +224,50 @@ class FDCounting(FullyDynamic):
     def explicit_delete_propagates(self, key: Key) -> bool:
         return self._support(key) == 0
 
-    def on_present(self, key: Key, inst: Inst) -> None:
-        self.log_applied(inst)
+    def on_present(self, key: Key, lk: tuple) -> None:
+        self._log(lk, key)
 
-    def on_blocked(self, wave: Wave, key: Key, inst: Inst) -> None:
-        wave.candidates.setdefault(key, []).append(inst)
+    def on_blocked(self, wave: Wave, key: Key, lk: tuple) -> None:
+        wave.candidates.setdefault(key, []).append(lk)
 
-    def on_inserted(self, key: Key, inst: Inst | None) -> None:
-        if inst is not None:
-            self.log_applied(inst)
+    def on_inserted(self, key: Key, lk: tuple | None) -> None:
+        if lk is not None:
+            self._log(lk, key)
 
-    def on_deleted(self, key: Key, wave: Wave) -> None:
+    def on_deleted(self, key: Key, wave: Wave, used: list) -> None:
         pred, f = key
         d = self.heads.get(pred)
         rec = d.pop(f, None) if d else None
-        if rec:  # all of its logged instances go at once (no per-instance list removal)
-            candidates = wave.candidates.setdefault(key, [])
-            for lk in rec[1:]:
-                candidates.append(self.instance(lk, key))
-                del self.log[lk]
-                self.journal.log[lk] = key
-        rules = self.pos_rules.get(pred)
-        if rules:
-            for lk, head in self._logged_instances(rules, self._with(pred, f), self.OLD, {pred: {f}}, None):
-                if lk in self.log:  # an instance using f twice is met once per use
-                    self._retract(lk, head, wave.id)
+        if rec:  # all of its logged instances go at once: candidates for its rederivation
+            lks = rec[1]
+            wave.candidates.setdefault(key, []).extend(lks)
+            journal, by_rule = self.journal.log, self.log_by_rule
+            for lk in lks:
+                journal[lk] = key
+                by_rule[lk[0]] -= 1
+        self._retract_logged(used, wave.id)
 
     def on_negated_inserted(self, key: Key, update: int) -> None:
         pred, f = key
-        rules = self.neg_rules[pred]
-        found = self._logged_instances(rules, self.OLD, self._without(pred, f), None, {pred: {f}})
-        if not found:
+        found = self.forward(pred, (f,), True)
+        heads = self.heads
+        if not any(
+            (d := heads.get(hp)) and (rec := d.get(h)) and (rid, *pf, *nf) in rec[1]
+            for rid, hp, triples in found for h, pf, nf in triples
+        ):  # fmt: skip
             return
         wave = self._new_wave(update)
-        for lk, head in found:
-            if lk in self.log:
-                self._retract(lk, head, wave)
+        self._retract_logged(found, wave)
         self._maybe_complete(wave)
 
     def find_support(self, key: Key, wave: Wave):
-        for inst in wave.candidates.get(key, ()):
-            if self._fires(inst):
-                return inst
+        for lk in wave.candidates.get(key, ()):
+            if self._fires(lk):
+                return lk
         return None
 
     def keep_candidates(self, key: Key, wave: Wave) -> None:
         """Log every candidate that still fires: they are applied derivations of `key`."""
-        for inst in wave.candidates.get(key, ()):
-            if self._fires(inst):
-                self.log_applied(inst)
+        for lk in wave.candidates.get(key, ()):
+            if self._fires(lk):
+                self._log(lk, key)

@@ -76,6 +76,10 @@ class ConsistencyPoint:
     through: object
     added: list[PyFact]
     removed: list[PyFact]
+    # for each added / removed fact, the update (seq) whose work changed it last -- its insertion, or
+    # the deletion wave that took its support away; 0 when the work of several updates changed it
+    added_by: list[int] = field(default_factory=list)
+    removed_by: list[int] = field(default_factory=list)
 
 
 class NotQuiescent(FluxmatError):

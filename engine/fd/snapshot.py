@@ -116,7 +116,7 @@ def _log_entry(fd: FullyDynamic, lk, head: Key, texts: _Texts) -> tuple[str, str
             entries.clear()
         inst = fd.instance(lk, head)  # type: ignore[attr-defined]
         found = entries[lk, head] = [_dumps([inst[0], [texts[g] for g in inst[2]]]), None]
-    if lk not in fd.log:  # type: ignore[attr-defined]
+    if not fd.is_logged(lk, head):  # type: ignore[attr-defined]
         return found[0], None
     if found[1] is None:
         rid, h, pos, neg = fd.instance(lk, head)  # type: ignore[attr-defined]
@@ -149,7 +149,7 @@ def export_changes(fd: FullyDynamic) -> StateChanges:
                 out.explicit[texts[(pred, f)]] = True
         for key, born in fd.born.items():
             out.facts[texts[key]] = born
-        for lk, head in fd.log_entries() if hasattr(fd, "log") else ():
+        for lk, head in fd.log_entries() if hasattr(fd, "log_entries") else ():
             k, v = _log_entry(fd, lk, head, texts)
             out.log[k] = v
     else:
@@ -191,29 +191,33 @@ def restore(fd: FullyDynamic, snap: StateSnapshot) -> None:
     fd.I.clear()
     fd.E.clear()
     fd.born.clear()
+    keys: dict[str, Key] = {}  # each stored text decoded once (log entries repeat their facts)
+
+    def key_of(text: str) -> Key:
+        key = keys.get(text)
+        if key is None:
+            key = keys[text] = fact_key(fd, text)
+        return key
+
     for text in snap.explicit:
-        pred, f = fact_key(fd, text)
+        pred, f = key_of(text)
         fd.E.setdefault(pred, set()).add(f)
     for text, born in snap.facts.items():
-        key = fact_key(fd, text)
+        key = key_of(text)
         fd.rel(key[0]).add(key[1])
         fd.born[key] = int(born)
     fd.clock = int(snap.meta.get("clock", 0) or 0)
     fd.last_seq = int(snap.meta.get("seq", 0) or 0)
     fd.last_id = snap.meta.get("through")
     fd.seq = fd.last_seq
-    if hasattr(fd, "log"):
+    if hasattr(fd, "log_entries"):
         fd.clear_log()
         for text in snap.log:
             rid, head, pos, neg = json.loads(text)
-            inst = (
-                rid,
-                fact_key(fd, head),
-                tuple(fact_key(fd, g) for g in pos),
-                tuple(fact_key(fd, g) for g in neg),
-            )
+            inst = (rid, key_of(head), tuple(map(key_of, pos)), tuple(map(key_of, neg)))
             fd.log_applied(inst)
     fd.rebuild_closures()
     fd.prepare()
     fd.dirty.clear()
+    fd.changed_by.clear()
     fd.journal = Journal(full=False)

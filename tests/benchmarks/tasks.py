@@ -193,7 +193,7 @@ def run_memory(arg: dict) -> dict:
     seen: set[int] = set()
     facts_only = sum(deep_size(rel.facts, set()) for rel in m.I.values())
     mat = deep_size(m.I, seen)
-    log = deep_size([m.log, m.heads], seen)
+    log = deep_size(m.heads, seen)
     born = deep_size(m.born, seen)
     return {
         "facts": sum(len(rel) for rel in m.I.values()),

@@ -1,0 +1,61 @@
+"""Issue 19: time lag in seconds -- the age of the oldest update not yet reflected, from Kafka timestamps.
+
+The source reads, for each partition with unread records, the timestamp of the
+first record at or after the consumed offset (a real tansu broker); the job's
+metrics turn the oldest of them into `fluxmat_time_lag_seconds`, 0 when
+nothing waits, so idleness never looks like being behind.
+"""
+
+import time
+
+import pytest
+from kafka import KafkaProducer
+
+from connectors.broker import ensure_topics
+from connectors.kafka_source import KafkaStreamReader
+from ops.metrics import JobMetrics
+from tests.shared import metric
+
+
+def test_the_time_lag_is_the_age_of_the_oldest_waiting_update_and_zero_when_nothing_waits():
+    m = JobMetrics("p.dl", "fd-counting", "default", "updates")
+    now_ms = int(time.time() * 1000)
+    m.set_lag({"0": 3, "1": 0}, now_ms - 42_000)
+    assert 41.5 <= metric(m, "fluxmat_time_lag_seconds") <= 44
+    m.oldest_ms -= 10_000  # the job stalls: the same update waits and grows older with every sample
+    m.sample()
+    assert 51.5 <= metric(m, "fluxmat_time_lag_seconds") <= 54
+    assert 51.5 <= m.status()["now"]["time_lag"] <= 54 and m.status()["history"][-1]["time_lag"] >= 51.5
+    m.set_lag({"0": 0, "1": 0}, now_ms - 42_000)  # drained: a stale timestamp does not count
+    m.sample()
+    assert metric(m, "fluxmat_time_lag_seconds") == 0 and metric(m, "fluxmat_idle") == 1
+    m.set_lag({"0": 2}, None)  # waiting, but its timestamp could not be read: not invented
+    assert metric(m, "fluxmat_time_lag_seconds") == 0
+
+
+def test_the_source_reads_the_timestamp_of_the_first_unread_record_of_each_partition(broker):
+    bs, topic = broker.bootstrap, "timelag"
+    ensure_topics(bs, {topic: 2})
+    base = int(time.time() * 1000) - 600_000
+    producer = KafkaProducer(bootstrap_servers=bs, acks="all")
+    try:  # partition 0: offsets 0..3 produced 10 min, 9, 8, 7 min ago; partition 1: offset 0 at 5 min ago
+        for i in range(4):
+            producer.send(topic, partition=0, value=b"{}", timestamp_ms=base + i * 60_000)
+        producer.send(topic, partition=1, value=b"{}", timestamp_ms=base + 300_000)
+        producer.flush()
+    finally:
+        producer.close()
+    reader = KafkaStreamReader({"bootstrap": bs, "topic": topic})
+    try:
+        high, heads = reader.backlog({"0": 2, "1": 0})
+        assert high == {"0": 4, "1": 1}
+        assert heads == {"0": base + 120_000, "1": base + 300_000}  # offset 2 of partition 0, offset 0 of 1
+        high, heads = reader.backlog({"0": 4, "1": 1})  # everything consumed: nothing waits
+        assert high == {"0": 4, "1": 1} and heads == {}
+        assert reader.high_watermarks({"0": 1}) == {"0": 4, "1": 1}
+    finally:
+        reader.stop()
+    m = JobMetrics("p.dl", "fd-counting", "default", topic)
+    high, heads = KafkaStreamReader({"bootstrap": bs, "topic": topic}).backlog({"0": 3, "1": 1})
+    m.set_lag({p: h - {"0": 3, "1": 1}[p] for p, h in high.items()}, min(heads.values(), default=None))
+    assert metric(m, "fluxmat_time_lag_seconds") == pytest.approx(time.time() - (base + 180_000) / 1000, abs=3)
