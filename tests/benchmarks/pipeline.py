@@ -291,6 +291,7 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
             raise RuntimeError("no delta for the warm-up update")
         info["startup_seconds"] = round(time.monotonic() - started, 1)
         say(f"job up and warm after {info['startup_seconds']} s")
+        phases.settled({}, 1)  # the warm-up batch's metrics, Spark's included, before any scenario
 
         for row, n, n_add, n_del, gap in _scenarios(backlog, rate, steady_seconds):
             ups = [maker.make(n_add, n_del) for _ in range(n)]  # prepared before timing
