@@ -14,7 +14,12 @@
   messages): nesting deeper than `MAX_JSON_DEPTH` and integers longer than
   `MAX_JSON_DIGITS` digits are errors found without recursion or conversion,
   as are duplicate object keys (which `json.loads` would silently resolve to
-  the last value).
+  the last value). orjson decodes first; its value is returned only when it is
+  provably what the strict decoder (json with hooks) returns -- no float (a
+  huge integer reads as one), no deeper nesting than the limit, and as many
+  object entries as the text has keys (so no key was a duplicate) -- and
+  anything else, invalid JSON included, goes through the strict decoder, so
+  results and error messages are exactly the strict decoder's.
 
 Nothing is lost on bad input: readers raise before anything is applied.
 """
@@ -26,6 +31,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import orjson
 
 from connectors.rdf import format_of, rdf_update, read_rdf
 from engine import atom_to_fact, fact_from_json, parse_facts, read_source
@@ -102,6 +109,36 @@ def _too_deep(text: str) -> bool:
     return False
 
 
+_SPACED_KEY = re.compile(r'"\s+:')  # a key with white space before its colon
+
+
+def _as_strict(value: object, text: str) -> bool:
+    """Whether orjson's `value` of `text` is what the strict decoder returns (see the module docstring).
+
+    Every key of `text` is followed by `":` (no `_SPACED_KEY`), so `text.count('":')`
+    is at least its number of keys; each duplicate key makes an object one entry
+    smaller, so object entries equal to that count prove that no key repeats.
+    """
+    entries = 0
+    todo = [(value, 1)] if type(value) in (list, dict) else []
+    if type(value) is float:
+        return False
+    while todo:
+        item, level = todo.pop()
+        if level > MAX_JSON_DEPTH:
+            return False
+        if type(item) is dict:
+            entries += len(item)
+            item = item.values()
+        for x in item:
+            t = type(x)
+            if t is list or t is dict:
+                todo.append((x, level + 1))
+            elif t is float:
+                return False
+    return entries == text.count('":') and (entries == 0 or _SPACED_KEY.search(text) is None)
+
+
 def decode_json(text: str, path: str | Path | None = None, lineno: int = 0) -> object:
     """One JSON value, decoded within fluxmat's bounds (see the module docstring).
 
@@ -113,6 +150,13 @@ def decode_json(text: str, path: str | Path | None = None, lineno: int = 0) -> o
     def fail(message: str, col: int = 1) -> ParseError:
         return ParseError(message, Pos(str(path), lineno, col) if path is not None else None)
 
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass  # the strict decoder says why
+    else:
+        if _as_strict(value, text):
+            return value
     if _too_deep(text):
         raise fail(f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
     try:

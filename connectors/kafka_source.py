@@ -24,7 +24,9 @@ Options:
 
 Rows: `partition int, offset long, key string, value string, timestamp long,
 utf8 boolean, size long` (timestamp is the Kafka record timestamp in ms; size
-the value's length in bytes, null for a tombstone). Keys and values are decoded
+the value's length in bytes, null for a tombstone). `read` yields them as Arrow
+record batches (one per poll, in the schema Spark expects), which Spark takes
+as they are: PySpark's conversion of yielded tuples costs ~20 us per row. Keys and values are decoded
 as UTF-8 with invalid bytes replaced by U+FFFD, and `utf8` is False when the
 value was not valid UTF-8, so the consumer can reject it (the stream sends it to
 the dead-letter topic) rather than the source failing. A record with a null
@@ -42,21 +44,31 @@ Contract:
       that need order across facts key by fact (all updates of one fact go to
       one partition) or use a single partition.
     * Partitions added to the topic while the query runs are picked up from
-      offset 0 at the next micro-batch.
+      offset 0 at the first micro-batch planned `_PARTITIONS_EVERY` (2) seconds
+      after the previous discovery.
     * Data loss (e.g. an in-memory broker restarted under an old checkpoint):
       planning raises `KafkaSourceError` when a partition ends before its
       checkpointed offset, and `read` raises it after `stallTimeoutSeconds`
       without progress, rather than looping forever or silently skipping
       records. A query restarted on the same checkpoint after Spark crashed
       mid-batch re-reads that batch's exact range.
-    * Clients: the driver-side reader keeps one metadata consumer (never
-      pickled); each `read` call creates and closes its own consumer.
+    * Clients: the driver-side reader keeps one lookup consumer (never
+      pickled) with tiny fetch sizes: the end offsets it plans with are the
+      high watermarks of fetch responses of at most a few KiB, so planning
+      costs the same whatever the backlog. On executors, each Python worker
+      keeps its consumers across micro-batches (`_READERS`, one per
+      bootstrap, topic and partition): a `read` that starts where the
+      previous one of its partition ended goes on without a seek, using the
+      records already fetched; any other start seeks. A consumer is closed
+      when its read fails or is abandoned, so the next read starts afresh.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -74,8 +86,15 @@ except ImportError:  # pragma: no cover - depends on the installed pyspark
 
 SCHEMA = ("partition int, offset long, key string, value string, timestamp long, utf8 boolean, "
           "size long")
+_COLUMNS = ("partition", "offset", "key", "value", "timestamp", "utf8", "size")
 _DISCOVER_TIMEOUT = 10.0
 _POLL_MS = 200
+# The driver's lookup consumer: a fetch answers with a few KiB at most (and at
+# once when there is nothing new), so a high watermark costs the same with any backlog.
+_LOOKUP = {"max_partition_fetch_bytes": 1024, "fetch_max_bytes": 4096, "fetch_max_wait_ms": 5}
+_LOOKUP_POLL_MS = 10
+_PARTITIONS_EVERY = 2.0  # seconds between partition discoveries (a metadata request: ~100 ms on tansu)
+_KEEP_READERS = 64  # consumers a Python worker keeps between micro-batches (least recently used go)
 
 
 class KafkaSourceError(RuntimeError):
@@ -107,16 +126,73 @@ def _valid_utf8(raw: bytes | None) -> bool:
     return True
 
 
-def _consumer(bootstrap: str):
+def _arrow_schema():
+    """SCHEMA as the Arrow schema PySpark checks a yielded record batch against."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import (
+        BooleanType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    types = (IntegerType(), LongType(), StringType(), StringType(), LongType(), BooleanType(), LongType())
+    struct = StructType([StructField(n, t) for n, t in zip(_COLUMNS, types, strict=True)])
+    return to_arrow_schema(struct, timezone="UTC")  # as pyspark.sql.worker.plan_data_source_read does
+
+
+def _batch(rows: list[tuple], schema):
+    """Rows as one Arrow record batch."""
+    import pyarrow as pa
+
+    columns = list(zip(*rows, strict=True))
+    return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)],
+                                      schema=schema)  # fmt: skip
+
+
+def _consumer(bootstrap: str, **config):
     from kafka import KafkaConsumer
 
-    return KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        enable_auto_commit=False,
-        group_id=None,
-        auto_offset_reset="none",
-        fetch_max_wait_ms=100,
-    )
+    return KafkaConsumer(**{
+        "bootstrap_servers": bootstrap,
+        "enable_auto_commit": False,
+        "group_id": None,
+        "auto_offset_reset": "none",
+        "fetch_max_wait_ms": 100,
+        **config,
+    })  # fmt: skip
+
+
+# Executor side: consumers kept by a Python worker between micro-batches, by
+# (bootstrap, topic, partition). A read takes its partition's consumer out while
+# it runs (so no two reads share one) and puts it back when it has read its range.
+_READERS: OrderedDict[tuple[str, str, int], object] = OrderedDict()
+_READERS_LOCK = threading.Lock()
+
+
+def _take_reader(key: tuple[str, str, int]):
+    with _READERS_LOCK:
+        return _READERS.pop(key, None)
+
+
+def _keep_reader(key: tuple[str, str, int], consumer) -> None:
+    with _READERS_LOCK:
+        old = _READERS.pop(key, None)
+        _READERS[key] = consumer
+        evicted = [_READERS.popitem(last=False)[1] for _ in range(len(_READERS) - _KEEP_READERS)]
+    for c in ([old] if old is not None else []) + evicted:
+        c.close()
+
+
+def close_readers() -> None:
+    """Close the consumers this process keeps between micro-batches."""
+    with _READERS_LOCK:
+        kept = list(_READERS.values())
+        _READERS.clear()
+    for c in kept:
+        c.close()
 
 
 def fair_limit(start: dict[str, int], high: dict[str, int], budget: int) -> dict[str, int]:
@@ -169,7 +245,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.stall_timeout = float(options.get("stallTimeoutSeconds", 30))
         max_value = options.get("maxValueBytes")
         self.max_value = int(max_value) if max_value not in (None, "") else None
-        self._meta = None  # driver-side metadata consumer, created lazily
+        self._meta = None  # driver-side lookup consumer, created lazily
+        self._parts: tuple[list[int], float] | None = None  # partitions found, and when
         self._target: dict[str, int] | None = None  # Trigger.AvailableNow cap
 
     def __getstate__(self) -> dict:
@@ -182,20 +259,25 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _metadata(self):
         if self._meta is None:
             try:
-                self._meta = _consumer(self.bootstrap)
+                self._meta = _consumer(self.bootstrap, **_LOOKUP)
             except Exception as exc:
                 raise KafkaSourceError(
                     f"cannot reach Kafka broker at {self.bootstrap}: {exc}") from None
         return self._meta
 
     def _partitions(self) -> list[int]:
+        """The topic's partitions, discovered again every `_PARTITIONS_EVERY` seconds."""
         consumer = self._metadata()
-        deadline = time.monotonic() + _DISCOVER_TIMEOUT
+        now = time.monotonic()
+        if self._parts is not None and now - self._parts[1] < _PARTITIONS_EVERY:
+            return self._parts[0]
+        deadline = now + _DISCOVER_TIMEOUT
         while True:
             consumer.topics()  # forces a metadata refresh, so new partitions show up
             parts = consumer.partitions_for_topic(self.topic)
             if parts:
-                return sorted(parts)
+                self._parts = (sorted(parts), now)
+                return self._parts[0]
             if time.monotonic() > deadline:
                 raise KafkaSourceError(
                     f"topic {self.topic!r} not found on {self.bootstrap} "
@@ -206,8 +288,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Current end offset of every partition, from fetch responses.
 
         tansu answers ListOffsets wrongly, so instead each partition is fetched
-        from its planned start and the high watermark the response carries is
-        used. Retries until every partition has answered.
+        from its planned start by the lookup consumer (fetches of at most
+        `_LOOKUP` bytes) and the high watermark the response carries is used.
+        Retries until every partition has answered.
         """
         return self._fetch_from(start, heads=False)[0]
 
@@ -234,7 +317,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             first: dict[str, int] = {}
             deadline = time.monotonic() + _DISCOVER_TIMEOUT
             while True:
-                got = consumer.poll(timeout_ms=_POLL_MS, max_records=len(tps) if heads else 1)
+                got = consumer.poll(timeout_ms=_LOOKUP_POLL_MS, max_records=len(tps) if heads else 1)
                 for tp, records in got.items():
                     at = start.get(str(tp.partition), 0)
                     ts = next((r.timestamp for r in records if r.offset >= at), None)
@@ -261,7 +344,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                    f"failed: {exc}") from exc
 
     def _close_meta(self) -> None:
-        meta, self._meta = self._meta, None
+        meta, self._meta, self._parts = self._meta, None, None
         if meta is not None:
             meta.close()
 
@@ -331,45 +414,69 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- executor side -----------------------------------------------------
 
     def read(self, partition: KafkaInputPartition):
-        """Yield exactly the records [start, end) of one partition, in offset order.
+        """Yield exactly the records [start, end) of one partition, in offset order, as Arrow batches.
 
-        Creates and closes its own consumer. Raises `KafkaSourceError` after
-        `stallTimeoutSeconds` without a new record (broker down or data lost).
+        Uses this worker's consumer of the partition when it has one (seeking
+        only when the consumer is not at `start`), and keeps it for the next
+        micro-batch once the range is read; polls never return records past
+        `end`, so the consumer stays at `end` with what it fetched beyond.
+        Raises `KafkaSourceError` after `stallTimeoutSeconds` without a new
+        record (broker down or data lost).
         """
         from kafka import TopicPartition
 
         tp = TopicPartition(partition.topic, partition.partition)
-        consumer = _consumer(self.bootstrap)
+        key = (self.bootstrap, partition.topic, partition.partition)
+        consumer = _take_reader(key)
+        done = False
         try:
-            consumer.assign([tp])
-            consumer.seek(tp, partition.start)
-            pos = partition.start
-            last_progress = time.monotonic()
-            while pos < partition.end:
-                batch = consumer.poll(timeout_ms=_POLL_MS).get(tp, [])
-                for rec in batch:
-                    if rec.offset < pos:
-                        continue  # a compressed batch may start before the seek offset
-                    if rec.offset >= partition.end:
-                        pos = partition.end
-                        break
-                    value = rec.value
-                    size = None if value is None else len(value)
-                    if size is not None and self.max_value is not None and size > self.max_value:
-                        value = value[: self.max_value]
-                    yield (partition.partition, rec.offset, _decode(rec.key),
-                           _decode(value), rec.timestamp, _valid_utf8(rec.value), size)
-                    pos = rec.offset + 1
-                    last_progress = time.monotonic()
-                if pos < partition.end and time.monotonic() - last_progress > self.stall_timeout:
-                    raise KafkaSourceError(
-                        f"no progress reading {partition.topic}[{partition.partition}] at offset "
-                        f"{pos} (batch range {partition.start}..{partition.end}, broker high "
-                        f"watermark {consumer.highwater(tp)}) for {self.stall_timeout:.0f} s: "
-                        "broker unreachable or the records were lost (in-memory broker "
-                        "restarted under an old checkpoint?)")
+            if consumer is None:
+                consumer = _consumer(self.bootstrap, max_poll_records=5000)
+                consumer.assign([tp])
+                consumer.seek(tp, partition.start)
+            elif consumer.position(tp) != partition.start:
+                consumer.seek(tp, partition.start)
+            schema = _arrow_schema()
+            for rows in self._records(consumer, tp, partition):
+                yield _batch(rows, schema)
+            done = True
         finally:
-            consumer.close()
+            if consumer is not None:
+                if done:
+                    _keep_reader(key, consumer)
+                else:
+                    consumer.close()
+
+    def _records(self, consumer, tp, partition: KafkaInputPartition):
+        """The rows of [start, end), a list per poll that returned any."""
+        pos = partition.start
+        last_progress = time.monotonic()
+        while pos < partition.end:
+            batch = consumer.poll(timeout_ms=_POLL_MS, max_records=partition.end - pos).get(tp, [])
+            rows = []
+            for rec in batch:
+                if rec.offset < pos:
+                    continue  # a compressed batch may start before the seek offset
+                if rec.offset >= partition.end:
+                    pos = partition.end
+                    break
+                value = rec.value
+                size = None if value is None else len(value)
+                if size is not None and self.max_value is not None and size > self.max_value:
+                    value = value[: self.max_value]
+                rows.append((partition.partition, rec.offset, _decode(rec.key),
+                             _decode(value), rec.timestamp, _valid_utf8(rec.value), size))
+                pos = rec.offset + 1
+            if rows:
+                yield rows
+                last_progress = time.monotonic()
+            if pos < partition.end and time.monotonic() - last_progress > self.stall_timeout:
+                raise KafkaSourceError(
+                    f"no progress reading {partition.topic}[{partition.partition}] at offset "
+                    f"{pos} (batch range {partition.start}..{partition.end}, broker high "
+                    f"watermark {consumer.highwater(tp)}) for {self.stall_timeout:.0f} s: "
+                    "broker unreachable or the records were lost (in-memory broker "
+                    "restarted under an old checkpoint?)")
 
 
 class KafkaUpdatesSource(DataSource):

@@ -41,6 +41,7 @@ INITIAL = -1  # the batch id of the initial materialisation
 CHUNK = 5000
 STATE_KEYS = ("meta", "E", "I", "log", "out")  # a namespace's Redis keys, after its prefix
 MEMORY_SAMPLES = 64  # hash fields MEMORY USAGE samples per key (namespace_bytes)
+FSYNC_POLICIES = ("everysec", "always", "keep")  # fluxmat run --redis-fsync
 
 
 class StoreURLError(FluxmatError, ValueError):
@@ -67,6 +68,8 @@ class StateStore(Protocol):
     def rebase(self) -> int: ...
 
     def batch_base(self) -> int: ...
+
+    def set_fsync(self, policy: str) -> str | None: ...
 
     def close(self) -> None: ...
 
@@ -122,6 +125,8 @@ class MemoryStateStore:
 
     def namespace_bytes(self) -> int | None:
         return None
+    def set_fsync(self, policy: str) -> str | None:
+        return None  # nothing is persisted
 
     def rebase(self) -> int:
         """Number the batches of a new checkpoint after the stored ones; returns the offset."""
@@ -278,6 +283,41 @@ class RedisStateStore:
         from redis.cluster import RedisCluster
 
         return self._retry(lambda: self.client.info("memory", target_nodes=RedisCluster.PRIMARIES))
+
+    def set_fsync(self, policy: str) -> str:
+        """Set the server's AOF fsync policy (`appendfsync`); returns a line saying what happened.
+
+        `everysec` or `always` by `CONFIG SET appendfsync` (on every primary of
+        a cluster); `keep` leaves the server's own. A server that refuses CONFIG
+        (managed services rename or disable it, or an ACL forbids it) keeps its
+        own policy: the line then starts with "WARNING" and says which policy
+        applies when the server tells.
+        """
+        import redis
+
+        if policy not in FSYNC_POLICIES:
+            raise FluxmatError(f"--redis-fsync must be one of {', '.join(FSYNC_POLICIES)}, got {policy!r}")
+        target = {"target_nodes": "primaries"} if self.cluster else {}
+        if policy != "keep":
+            try:
+                self._retry(lambda: self.client.config_set("appendfsync", policy, **target))
+            except redis.RedisError as exc:
+                return (f"WARNING: Redis at {self.shown} refused CONFIG SET appendfsync {policy} "
+                        f"({redact(str(exc))}); it keeps its own policy ({self._fsync_policy()}). "
+                        "Set appendfsync in the server's configuration, or pass --redis-fsync keep")  # fmt: skip
+        return f"Redis AOF: {self._fsync_policy()}" + (" (kept as configured)" if policy == "keep" else "")
+
+    def _fsync_policy(self) -> str:
+        """`appendonly yes, appendfsync P` as the server (a cluster: one of its nodes) reports it."""
+        import redis
+
+        try:
+            conf = self._retry(lambda: self.client.config_get("append*"))
+        except redis.RedisError:
+            return "policy unknown: CONFIG GET refused"
+        if conf.get("appendonly") != "yes":
+            return "appendonly no: the state does not survive a Redis restart"
+        return f"appendonly yes, appendfsync {conf.get('appendfsync', 'unknown')}"
 
     def rebase(self) -> int:
         """Number the batches of a new checkpoint after the stored ones; returns the offset."""

@@ -110,9 +110,12 @@ def pred_json(pred: str, printer: FactPrinter) -> str:
     return pred
 
 
+_dumps = json.JSONEncoder(ensure_ascii=False).encode  # = json.dumps(x, ensure_ascii=False), built once
+
+
 def fact_text(fact: PyFact) -> str:
     """A fact as JSON text (the stored state's form and key; its spacing is part of the key)."""
-    return json.dumps(fact_json(fact), ensure_ascii=False)
+    return _dumps(fact_json(fact))
 
 
 def fact_from_text(text: str) -> PyFact:

@@ -78,6 +78,13 @@ RUN_FLAGS = [
      "address Spark executors reach the driver at (another host's executors: this host's name)"),
     ("--engine-cache-facts", "ENGINE_CACHE_FACTS", str(DEFAULT_CACHE_FACTS),
      "with --partition-by: facts of the key engines each executor worker keeps between batches"),
+    ("--delta-compression", "DELTA_COMPRESSION", "lz4",
+     "how delta and dead-letter messages are compressed: lz4, gzip or none (consumers decompress; "
+     "kafka-python consumers need the lz4 package for lz4)"),
+    ("--redis-fsync", "REDIS_FSYNC", "everysec",
+     "Redis's AOF fsync policy, set at start (CONFIG SET appendfsync): everysec (one fsync a second; "
+     "an OS crash can lose the last second, which the next start detects and refuses), always (one "
+     "fsync per batch commit), keep (the server's own)"),
 ]
 LIMITS = {"--max-message-bytes", "--max-update-work", "--max-facts"}  # 0: no limit
 REQUIRED = {"--bootstrap-servers", "--updates-topic", "--deltas-topic", "--redis", "--checkpoint"}
@@ -131,9 +138,16 @@ def _seconds(value, flag: str) -> float:
 
 
 def job_config(ns: argparse.Namespace):
+    from connectors.kafka_sink import COMPRESSIONS
+    from connectors.state import FSYNC_POLICIES
     from engine import EngineOptions, FluxmatError, Limits
     from stream.job import STREAM_ENGINE, JobConfig
 
+    if ns.delta_compression not in COMPRESSIONS:
+        raise FluxmatError(f"--delta-compression must be one of {', '.join(COMPRESSIONS)}, "
+                           f"got {ns.delta_compression!r}")  # fmt: skip
+    if ns.redis_fsync not in FSYNC_POLICIES:  # a RUN_FLAGS value: argparse does not check it
+        raise FluxmatError(f"--redis-fsync must be one of {', '.join(FSYNC_POLICIES)}, got {ns.redis_fsync!r}")
     budget = _int(ns.budget, "--budget") or 0
     if budget < 0:
         raise FluxmatError(f"--budget must be at least 0, got {budget}")
@@ -159,6 +173,7 @@ def job_config(ns: argparse.Namespace):
         redis_retry_seconds=_seconds(ns.redis_retry_seconds, "--redis-retry-seconds"),
         redis_timeout=_seconds(ns.redis_timeout, "--redis-timeout"),
         key_partitions=_int(ns.key_partitions, "--key-partitions"), driver_host=ns.driver_host,
+        redis_fsync=ns.redis_fsync, delta_compression=ns.delta_compression,
         engine_cache_facts=_int(ns.engine_cache_facts, "--engine-cache-facts") or DEFAULT_CACHE_FACTS,
     )  # fmt: skip
 

@@ -82,6 +82,8 @@ class JobConfig:
     redis_cluster: bool = False  # --redis is a seed node of a Redis Cluster
     redis_retry_seconds: float = RETRY_SECONDS  # a failing Redis call is retried this long, then the batch fails
     redis_timeout: float = SOCKET_TIMEOUT  # seconds one Redis command may take before it counts as failed
+    delta_compression: str = "lz4"  # lz4 | gzip | none: delta and dead-letter messages (connectors.kafka_sink)
+    redis_fsync: str = "everysec"  # everysec | always | keep: Redis's AOF fsync policy (connectors.state)
     key_partitions: int | None = None  # tasks per keyed batch (None: Spark's default parallelism)
     engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines a worker keeps between batches
     driver_host: str = "127.0.0.1"  # where executors reach the driver (spark.driver.host)
@@ -167,7 +169,7 @@ class Job:
         self.metrics_address: tuple[str, int] | None = None
         self.dashboard_address: tuple[str, int] | None = None
         self._servers: list = []
-        self._last_progress: object = None  # the batch id of the last Spark progress reported
+        self._last_progress: int | None = None  # the batch id of the last Spark progress reported
 
     def stop(self) -> None:
         self._stop.set()
@@ -185,6 +187,7 @@ class Job:
         publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
+            compression=cfg.delta_compression,
         )  # fmt: skip
         return store, publisher
 
@@ -196,6 +199,9 @@ class Job:
         facts = shared_facts(cfg, reasoner)
         store, publisher = self._connect()
         rebase = self._check_checkpoint(store)
+        fsync = store.set_fsync(cfg.redis_fsync)  # after the checks: a refused job changes nothing
+        if fsync is not None:
+            self.log(fsync)
         metrics = self.metrics = self.operations.observer(cfg)
         store.on_retry = lambda why: metrics.on_retry("redis", why)
         publisher.on_retry = lambda why: metrics.on_retry("broker", why)
@@ -258,10 +264,13 @@ class Job:
                 if self.on_batch:
                     self.on_batch(outcome)
                 return
+            started = time.perf_counter()
             rows = [tuple(r) for r in df.collect()]
+            collected = time.perf_counter() - started  # the source read on the executor, and the rows to here
             try:
                 with self.lock:
                     outcome = processor.process(batch_id, rows)
+                    outcome.phases = {"collect": collected, **outcome.phases}
                     if not outcome.replayed:
                         verifier.after_batch(outcome.batch, reasoner)
             except BaseException as exc:
@@ -321,7 +330,13 @@ class Job:
         the operator asks for exactly that (continue the stored state from chosen
         offsets), so the new checkpoint's batches are numbered after the stored
         ones instead (a rebase). An empty store with a
-        checkpoint that has read batches would lose those updates: refused.
+        checkpoint that has read batches would lose those updates: refused. So is
+        a state *behind* the batches Spark finished (`commits/`): with
+        `--redis-fsync everysec` an OS crash can lose Redis's last second while
+        the checkpoint already records later batches as done; Spark never runs
+        a finished batch again, so their updates would be skipped silently. (A
+        state one batch behind the last *planned* batch is fine: Spark re-runs
+        a planned batch that did not finish.)
         """
         cfg = self.cfg
         if "://" in cfg.checkpoint and not cfg.checkpoint.startswith("file:"):
@@ -336,7 +351,19 @@ class Job:
                 "the updates already read would be lost. Restore the state (Redis AOF or backup), "
                 "or rebuild it with a new checkpoint, which re-reads the topic (see ops/RUNBOOK.md)"
             )
-        if last is None or last < 0:
+        if last is None:
+            return False
+        done = checkpoint_last_commit(cfg.checkpoint)
+        if done is not None and last - (base := store.batch_base()) < done:
+            raise FluxmatError(
+                f"{where} is at batch {last}, behind checkpoint {cfg.checkpoint}, which records batch "
+                f"{done + base} as done: the state of batches {last + 1}..{done + base} was lost (Redis "
+                "restarted after an OS crash with --redis-fsync everysec, or restored from an older "
+                "backup), and Spark will not run those batches again, so their updates would be skipped. "
+                "Restore a Redis backup taken with this checkpoint, or rebuild the state from the updates "
+                "topic with a new namespace and a new checkpoint (ops/RUNBOOK.md, 'Recover from Redis loss')"
+            )
+        if last < 0:
             return False
         if planned is None:
             if cfg.starting_offsets is None:
@@ -408,17 +435,22 @@ class Job:
             reader.stop()
 
     def _spark_progress(self, metrics) -> None:
-        """Hand Spark's timings of each new micro-batch (`lastProgress.durationMs`) to the observer."""
+        """Hand Spark's timings of each new micro-batch (`durationMs` of its progress) to the observer.
+
+        Every batch finished since the last call (`recentProgress`), not only the last one.
+        """
         query = getattr(self, "query", None)
         try:
-            progress = query.lastProgress if query is not None else None
+            recent = query.recentProgress if query is not None else []
         except Exception:  # the query is stopping
             return
-        if not progress or progress.get("batchId") == self._last_progress:
-            return
-        self._last_progress = progress.get("batchId")
-        durations = progress.get("durationMs") or {}
-        metrics.on_spark_batch({k: v / 1000.0 for k, v in durations.items() if isinstance(v, int | float)})
+        for progress in recent or ():
+            batch = progress.get("batchId")
+            if not isinstance(batch, int) or (self._last_progress is not None and batch <= self._last_progress):
+                continue
+            self._last_progress = batch
+            durations = progress.get("durationMs") or {}
+            metrics.on_spark_batch({k: v / 1000.0 for k, v in durations.items() if isinstance(v, int | float)})
 
     def _progress_offsets(self, consumed: dict[str, int]) -> None:
         """Merge the end offsets of Spark's last progress (known before any row after a restart)."""
@@ -449,11 +481,20 @@ def _check_keyed(cfg: JobConfig) -> None:
         raise FluxmatError("--verify-every is not available with --partition-by (no engine on the driver)")
 
 
+def _checkpoint_ids(checkpoint: str, sub: str) -> set[int]:
+    """The batch ids of a local checkpoint's `offsets/` (planned) or `commits/` (finished)."""
+    path = Path(checkpoint.removeprefix("file://").removeprefix("file:")) / sub
+    return {int(p.name) for p in path.glob("*") if p.name.isdigit()} if path.is_dir() else set()
+
+
 def checkpoint_last_batch(checkpoint: str) -> int | None:
     """The last batch id Spark planned in a local checkpoint (`offsets/<id>`), None when new."""
-    path = Path(checkpoint.removeprefix("file://").removeprefix("file:")) / "offsets"
-    ids = [int(p.name) for p in path.glob("*") if p.name.isdigit()] if path.is_dir() else []
-    return max(ids) if ids else None
+    return max(_checkpoint_ids(checkpoint, "offsets"), default=None)
+
+
+def checkpoint_last_commit(checkpoint: str) -> int | None:
+    """The last batch id Spark finished in a local checkpoint (`commits/<id>`): it never runs it again."""
+    return max(_checkpoint_ids(checkpoint, "commits"), default=None)
 
 
 def checkpoint_offsets(checkpoint: str) -> dict[str, int]:
@@ -463,12 +504,7 @@ def checkpoint_offsets(checkpoint: str) -> dict[str, int]:
     restart (Spark's own progress is empty until the first new batch ends).
     """
     root = Path(checkpoint.removeprefix("file://").removeprefix("file:"))
-
-    def ids(sub: str) -> set[int]:
-        path = root / sub
-        return {int(p.name) for p in path.glob("*") if p.name.isdigit()} if path.is_dir() else set()
-
-    done = ids("offsets") & ids("commits")
+    done = _checkpoint_ids(checkpoint, "offsets") & _checkpoint_ids(checkpoint, "commits")
     if not done:
         return {}
     try:

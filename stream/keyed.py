@@ -114,6 +114,7 @@ class _Worker:
         self.publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
+            compression=cfg.delta_compression,
         )  # fmt: skip
         self.engines = _Engines(cfg.engine_cache_facts)
 

@@ -527,6 +527,8 @@ def test_run_flags_are_checked_before_connecting(tmp_path, path_files):
         (["--algorithm", "remat"], "fully dynamic algorithm (fd-counting or fd-dred)"),
         (["--updates-topic", "a b"], "--updates-topic must be a Kafka topic name"),
         (["--redis", "http://:pw@x"], "--redis expects redis://"),
+        (["--delta-compression", "zip"], "--delta-compression must be one of lz4, gzip, none, got 'zip'"),
+        (["--redis-fsync", "sometimes"], "--redis-fsync must be one of everysec, always, keep, got 'sometimes'"),
     ]:  # fmt: skip
         with pytest.raises(FluxmatError, match=re.escape(fragment)) as exc:
             check_run_flags(job_config(build_parser().parse_args(base + flags)))

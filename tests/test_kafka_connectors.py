@@ -17,9 +17,10 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
-from kafka import KafkaProducer  # noqa: E402
+from kafka import KafkaProducer, TopicPartition  # noqa: E402
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows  # noqa: E402
 
+from connectors import kafka_source  # noqa: E402
 from connectors.broker import (  # noqa: E402
     EmbeddedBroker,
     _free_port,
@@ -202,6 +203,23 @@ def test_large_facts_are_split_to_fit_a_kafka_message(broker):
     assert [f for m in msgs[:3] for f in m["removed"]] == big[3:]
 
 
+@pytest.mark.parametrize("compression", ["lz4", "gzip", "none"])
+def test_deltas_are_compressed_on_the_wire(broker, compression):
+    """Issue 16: the broker (tansu) takes and serves compressed batches; consumers get the same JSON."""
+    bs = broker.bootstrap
+    deltas = fresh_topic(bs)
+    facts = [["http://swat.cse.lehigh.edu/onto/univ-bench.owl#takesCourse",
+              f"<http://www.Department0.University0.edu/GraduateStudent{i}>", f"Course {i} é"]
+             for i in range(3000)]  # fmt: skip
+    kw = {} if compression == "lz4" else {"compression": compression}  # lz4: the default
+    with KafkaPublisher(bs, deltas, **kw) as pub:
+        assert pub.publish_delta(0, "u9", facts, []) == 1
+        rate = pub._producer.metrics()["producer-metrics"]["compression-rate-avg"]  # sent / encoded bytes
+    assert rate < 0.25 if compression != "none" else rate == 1.0
+    assert read_deltas(bs, deltas) == [{"batch": 0, "through": "u9", "part": 0, "parts": 1,
+                                        "added": facts, "removed": []}]  # fmt: skip
+
+
 # -- source, without Spark ----------------------------------------------------
 
 
@@ -238,7 +256,7 @@ def test_reader_offsets_and_limits(broker):
         assert reader.latestOffset({"0": 4}, ReadAllAvailable()) == {"0": 4, "1": 3, "2": 3}
         parts = reader.partitions({"0": 4, "1": 1, "2": 0}, {"0": 4, "1": 3, "2": 3})
         assert [(p.partition, p.start, p.end) for p in parts] == [(1, 1, 3), (2, 0, 3)]
-        rows = list(pickle.loads(pickle.dumps(reader)).read(parts[0]))
+        rows = rows_of(pickle.loads(pickle.dumps(reader)).read(parts[0]))
         assert [(r[0], r[1], r[3]) for r in rows] == [(1, 1, "v4"), (1, 2, "v7")]
         # lost data: checkpoint beyond the broker's end
         with pytest.raises(KafkaSourceError, match="lost data"):
@@ -259,6 +277,63 @@ def test_reader_times_out_instead_of_looping(broker):
     with pytest.raises(KafkaSourceError, match="no progress .* offset 1 .* high watermark 1"):
         list(reader.read(KafkaInputPartition(topic, 0, 0, 5)))
     assert time.monotonic() - t0 < 10
+
+
+def rows_of(batches) -> list[tuple]:
+    """The rows of the Arrow record batches a reader yields."""
+    return [row for b in batches for row in zip(*(c.to_pylist() for c in b.columns), strict=True)]
+
+
+def test_kafka_python_checks_crcs_in_c():
+    """Issue 16: with the crc32c package (a dependency), kafka-python's CRC32C is not its pure-Python one."""
+    from kafka.record import _crc32c, util
+
+    assert util.calc_crc32c.__defaults__[0] is not _crc32c.crc
+
+
+def test_reader_keeps_its_consumer_across_micro_batches(broker):
+    bs = broker.bootstrap
+    topic = fresh_topic(bs)
+    produce(bs, topic, [(0, None, f"v{i}") for i in range(10)])
+    reader = KafkaStreamReader({"bootstrap": bs, "topic": topic})
+    key = (bs, topic, 0)
+
+    def read(lo, hi):
+        return [(r[1], r[3]) for r in rows_of(reader.read(KafkaInputPartition(topic, 0, lo, hi)))]
+
+    try:
+        assert read(0, 4) == [(i, f"v{i}") for i in range(4)]
+        first = kafka_source._READERS[key]
+        assert first.position(TopicPartition(topic, 0)) == 4  # never read past the range
+        assert read(4, 10) == [(i, f"v{i}") for i in range(4, 10)]  # goes on where it stood
+        assert kafka_source._READERS[key] is first
+        assert read(2, 6) == [(i, f"v{i}") for i in range(2, 6)]  # a replay seeks back
+        assert kafka_source._READERS[key] is first
+        rows = reader.read(KafkaInputPartition(topic, 0, 6, 10))
+        next(rows)
+        rows.close()  # an abandoned read closes its consumer: the next one starts afresh
+        assert key not in kafka_source._READERS
+        assert read(7, 9) == [(7, "v7"), (8, "v8")]
+        assert kafka_source._READERS[key] is not first
+    finally:
+        kafka_source.close_readers()
+    assert not kafka_source._READERS
+
+
+def test_planning_fetches_little_whatever_the_backlog(broker):
+    """tansu answers ListOffsets wrongly: end offsets come from fetch responses, kept tiny."""
+    bs = broker.bootstrap
+    topic = fresh_topic(bs)
+    produce(bs, topic, [(0, None, "x" * 1000) for _ in range(2000)])  # a 2 MB backlog
+    reader = KafkaStreamReader({"bootstrap": bs, "topic": topic})
+    try:
+        for start in (0, 0, 1000, 2000):
+            assert reader.latestOffset({"0": start}, ReadAllAvailable()) == {"0": 2000}
+        # each probe fetches one record batch at most (kafka-python's default: 1 MiB per partition)
+        config = reader._metadata().config
+        assert config["max_partition_fetch_bytes"] <= 1024 and config["fetch_max_bytes"] <= 4096
+    finally:
+        reader.stop()
 
 
 def test_reader_needs_options_and_topic(broker):

@@ -3,7 +3,8 @@
 Batch ids restart at 0 with a new checkpoint and the processor takes a batch id
 <= the stored one for a replay, so a stored state with a new checkpoint would
 skip updates silently, and an emptied store with an old checkpoint would lose
-the updates already read. Both are refused with one clear line; with
+the updates already read, and a state behind a batch the checkpoint records as
+done would skip that batch's updates. All are refused with one clear line; with
 `--starting-offsets` a stored state continues from chosen offsets (the runbook's
 "replay from an offset"). Real tansu, redis-server and Spark, as in test_pipeline.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import redis
 
 from connectors.kafka_sink import read_deltas
+from stream.job import checkpoint_last_commit
 from tests.test_pipeline import (
     INITIAL,
     assert_refused,
@@ -31,10 +33,21 @@ def test_new_checkpoint_old_state_empty_state_old_checkpoint_and_resuming(broker
     s = make_setup(broker, redis_server, tmp_path / "a")
     first = [{"add": [["edge", "d", "e"]], "id": "one"}]
     produce(s.bootstrap, s.updates, [(0, encode(u)) for u in first])
-    run_until_through(s, "first", "one")
+    job = run_until_through(s, "first", "one")
+    assert "fluxmat: Redis AOF: appendonly yes, appendfsync everysec" in job.stderr(), job.tail()  # the default
     client = redis.Redis.from_url(s.redis_url, decode_responses=True)
+    assert client.config_get("appendfsync") == {"appendfsync": "everysec"}
     meta = client.hgetall(f"fluxmat:{s.namespace}:meta")
     assert int(meta["batch"]) >= 0
+
+    # 0. the state behind a batch the checkpoint records as done (an OS crash took Redis's last
+    #    second with --redis-fsync everysec): Spark would not run that batch again, so refused
+    done = checkpoint_last_commit(str(s.checkpoint))
+    assert done == int(meta["batch"])
+    client.hset(f"fluxmat:{s.namespace}:meta", "batch", str(done - 1))
+    line = assert_refused(start_job(s, "behind"), "behind checkpoint")
+    assert f"is at batch {done - 1}" in line and f"records batch {done} as done" in line
+    client.hset(f"fluxmat:{s.namespace}:meta", "batch", meta["batch"])
 
     # 1. the same namespace with a new checkpoint: refused, nothing changed
     old_checkpoint = s.checkpoint

@@ -161,3 +161,41 @@ def test_urls_never_show_their_password(tmp_path, caplog):
         server.stop()
     retries = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
     assert retries and all(":***@127.0.0.1" in m and "secret" not in m for m in retries), retries
+
+
+def test_the_store_speaks_to_redis_through_hiredis(redis_server):
+    """Issue 16: hiredis (a dependency) packs the commit's commands and parses the replies."""
+    store = RedisStateStore(redis_server.url, "hiredis")
+    try:
+        conn = store.client.connection_pool.get_connection()
+        assert type(conn._parser).__name__ == "_HiredisParser"
+        store.client.connection_pool.release(conn)
+    finally:
+        store.close()
+
+
+def test_the_fsync_policy_is_set_or_a_refusal_is_a_warning(redis_server, tmp_path):
+    """Issue 16: --redis-fsync sets appendfsync; a server that refuses CONFIG keeps its own, with a warning."""
+    import redis
+
+    store = RedisStateStore(redis_server.url, "fsync")
+    probe = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    try:
+        for policy in ("everysec", "always"):
+            assert store.set_fsync(policy) == f"Redis AOF: appendonly yes, appendfsync {policy}"
+            assert probe.config_get("appendfsync") == {"appendfsync": policy}
+        assert store.set_fsync("keep") == "Redis AOF: appendonly yes, appendfsync always (kept as configured)"
+    finally:
+        store.close()
+        probe.close()
+    locked = RedisServer(tmp_path / "locked")
+    locked.extra = ["--user", "default", "on", "nopass", "~*", "&*", "+@all", "-config"]
+    locked.start()
+    try:
+        store = RedisStateStore(locked.url, "fsync")
+        line = store.set_fsync("everysec")
+        store.close()
+    finally:
+        locked.stop()
+    assert line.startswith(f"WARNING: Redis at {locked.url} refused CONFIG SET appendfsync everysec (")
+    assert "it keeps its own policy (policy unknown: CONFIG GET refused)" in line

@@ -12,6 +12,8 @@ them is idempotent: replaying a write after a crash gives the same state.
 
 Facts are encoded as JSON text of `[pred, arg, ...]` by engine.wire (the one
 codec: IRIs as "<...>", as on the wire), which is also their Redis hash field.
+An engine keeps the texts of the facts and log entries it exported (up to
+`TEXT_CACHE` of each), so one changed in many batches is encoded once.
 """
 
 from __future__ import annotations
@@ -68,28 +70,58 @@ class StateSnapshot:
     log: list[str]
 
 
-class _Texts(dict):
-    """Fact texts of one export, each encoded once (log entries share their body facts)."""
+TEXT_CACHE = 65_536  # fact (and log entry) texts an engine keeps between exports, then starts over
 
-    def __init__(self, fd: FullyDynamic):
+
+class _Texts(dict):
+    """Fact texts, each encoded once (log entries share their body facts).
+
+    A fact's text is a function of its key and the engine's dictionary, which
+    only grows (ids are never reused), so texts stay true across exports; so
+    are a logged instance's key and value texts (`entries`, by log key and
+    head). With `bound`, each cache is cleared when it holds that many texts.
+    """
+
+    def __init__(self, fd: FullyDynamic, bound: int | None = None):
         super().__init__()
         self.fd = fd
+        self.dictionary = fd.dictionary
+        self.bound = bound
+        self.entries: dict[tuple, list] = {}  # (log key, head) -> [key text, value text or None]
 
     def __missing__(self, key: Key) -> str:
+        if self.bound is not None and len(self) >= self.bound:
+            self.clear()
         text = self[key] = fact_text(self.fd, key)
         return text
 
 
+def _kept_texts(fd: FullyDynamic) -> _Texts:
+    """The engine's text cache across exports (a new one for a new dictionary)."""
+    texts = getattr(fd, "state_texts", None)
+    if texts is None or texts.dictionary is not fd.dictionary:
+        texts = fd.state_texts = _Texts(fd, TEXT_CACHE)
+    return texts
+
+
+_dumps = json.JSONEncoder(ensure_ascii=False).encode  # = json.dumps(x, ensure_ascii=False), built once
+
+
 def _log_entry(fd: FullyDynamic, lk, head: Key, texts: _Texts) -> tuple[str, str | None]:
     """The log key as text, and the instance as text (None when not logged)."""
-    inst = fd.instance(lk, head)  # type: ignore[attr-defined]
-    rid = inst[0]
-    pos = [texts[g] for g in inst[2]]
-    key = json.dumps([rid, pos], ensure_ascii=False)
+    entries = texts.entries
+    found = entries.get((lk, head))
+    if found is None:
+        if texts.bound is not None and len(entries) >= texts.bound:
+            entries.clear()
+        inst = fd.instance(lk, head)  # type: ignore[attr-defined]
+        found = entries[lk, head] = [_dumps([inst[0], [texts[g] for g in inst[2]]]), None]
     if not fd.is_logged(lk, head):  # type: ignore[attr-defined]
-        return key, None
-    value = json.dumps([rid, texts[inst[1]], pos, [texts[g] for g in inst[3]]], ensure_ascii=False)
-    return key, value
+        return found[0], None
+    if found[1] is None:
+        rid, h, pos, neg = fd.instance(lk, head)  # type: ignore[attr-defined]
+        found[1] = _dumps([rid, texts[h], [texts[g] for g in pos], [texts[g] for g in neg]])
+    return found[0], found[1]
 
 
 def meta(fd: FullyDynamic) -> dict[str, object]:
@@ -109,7 +141,8 @@ def export_changes(fd: FullyDynamic) -> StateChanges:
     """What changed since the previous export, as absolute values; clears the journal."""
     j: Journal = fd.journal
     out = StateChanges(meta(fd), full=j.full)
-    texts = _Texts(fd)
+    # a full export may hold more facts than the cache: its own texts, as many as it needs
+    texts = _Texts(fd) if j.full else _kept_texts(fd)
     if j.full:
         for pred, fs in fd.E.items():
             for f in fs:

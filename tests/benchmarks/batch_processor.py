@@ -1,9 +1,12 @@
 """The per-batch processor alone (issue 16): fact operations per second and where a batch's time goes.
 
     python -m tests.benchmarks.batch_processor [--batches 3] [--updates 500] [--algorithm fd-counting]
+                                               [--redis]
 
-No Spark, Kafka or Redis: `stream.batch.BatchProcessor.process` over an in-memory
-state store and a publisher that keeps nothing, on the issue's workload: the
+No Spark or Kafka: `stream.batch.BatchProcessor.process` over an in-memory
+state store (with `--redis`: a RedisStateStore on a local redis-server with AOF,
+`appendfsync always`, as tests/servers.py starts it) and a publisher that keeps
+nothing, on the issue's workload: the
 corpus program `programs/lubm.dlog` over `lubm_gen.generate(1, 2)` (minus held-out
 facts), updates of 1 add + 1 delete made by the pipeline benchmark's
 `UpdateMaker` and sent as JSON messages. Prints, per batch, fact operations per
@@ -19,9 +22,11 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-from connectors.state import MemoryStateStore
+from connectors.state import MemoryStateStore, RedisStateStore
 from engine import EngineOptions, Reasoner, atom_to_fact
 from engine.wire import fact_from_json
 from stream.batch import BatchProcessor
@@ -46,17 +51,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", type=int, default=3)
     ap.add_argument("--updates", type=int, default=500, help="updates (1 add + 1 delete) per batch")
     ap.add_argument("--algorithm", default="fd-counting")
+    ap.add_argument("--redis", action="store_true", help="commit to a local redis-server (AOF, fsync always)")
     args = ap.parse_args(argv)
+    if not args.redis:
+        return run(args, MemoryStateStore())
+    from tests.servers import RedisServer
+
+    with tempfile.TemporaryDirectory(prefix="fluxmat-bench-") as tmp:
+        server = RedisServer(Path(tmp)).start()
+        try:
+            return run(args, RedisStateStore(server.url, "bench"))
+        finally:
+            server.stop()
+
+
+def run(args, store) -> int:
     program = corpus_dir() / PROGRAM
     reasoner = Reasoner.from_file(program, options=EngineOptions(args.algorithm, schedule="interleaved"))
     maker = UpdateMaker(generate(1, 2, prefixes=reasoner.prefixes), HELD_OUT)
     pub = _Collect()
-    proc = BatchProcessor(reasoner, MemoryStateStore(), pub)
+    proc = BatchProcessor(reasoner, store, pub)
     t = time.perf_counter()
     proc.start(maker.initial)
     print(f"# {program.name} over lubm_gen.generate(1, 2): {len(maker.initial):,} explicit facts, "
           f"{reasoner.sizes()['facts']:,} in the materialisation; initial load {time.perf_counter() - t:.2f} s; "
-          f"{args.algorithm}; load average {os.getloadavg()[0]:.2f}")
+          f"{args.algorithm}; {type(store).__name__}; load average {os.getloadavg()[0]:.2f}")
     totals: dict[str, float] = {}
     ops = 0
     seconds = 0.0

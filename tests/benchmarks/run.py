@@ -101,11 +101,18 @@ def meta(args) -> dict:
 
 def _run_pipeline(args) -> int:
     """`--workload pipeline`: broker + Redis + `fluxmat run` end to end (pipeline.py)."""
-    from tests.benchmarks.pipeline import pipeline_table, run_pipeline, summary, to_json
+    from tests.benchmarks.pipeline import (
+        phases_table,
+        pipeline_table,
+        run_pipeline,
+        summary,
+        to_json,
+    )
 
     info, prows = run_pipeline()
     print(summary(info))
     print(pipeline_table(prows, args.markdown))
+    print(phases_table(prows, args.markdown))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"meta": meta(args), "pipeline": to_json(info, prows)}, fh, indent=2)
