@@ -77,7 +77,7 @@ RUN_FLAGS = [
     ("--driver-host", "DRIVER_HOST", "127.0.0.1",
      "address Spark executors reach the driver at (another host's executors: this host's name)"),
     ("--engine-cache-facts", "ENGINE_CACHE_FACTS", str(DEFAULT_CACHE_FACTS),
-     "with --partition-by: facts of the key engines each executor worker keeps between batches"),
+     "with --partition-by: facts of the key engines each engine host keeps between batches"),
     ("--delta-compression", "DELTA_COMPRESSION", "lz4",
      "how delta and dead-letter messages are compressed: lz4, gzip or none (consumers decompress; "
      "kafka-python consumers need the lz4 package for lz4)"),
