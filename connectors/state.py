@@ -39,9 +39,9 @@ SOCKET_TIMEOUT = 120.0  # seconds one Redis command may take before it fails (an
 KEEP_OUTPUTS = 16
 INITIAL = -1  # the batch id of the initial materialisation
 CHUNK = 5000
-FSYNC_POLICIES = ("everysec", "always", "keep")  # fluxmat run --redis-fsync
 STATE_KEYS = ("meta", "E", "I", "log", "out")  # a namespace's Redis keys, after its prefix
 MEMORY_SAMPLES = 64  # hash fields MEMORY USAGE samples per key (namespace_bytes)
+FSYNC_POLICIES = ("everysec", "always", "keep")  # fluxmat run --redis-fsync
 
 
 class StoreURLError(FluxmatError, ValueError):
@@ -120,14 +120,13 @@ class MemoryStateStore:
     def memory_bytes(self) -> int | None:
         return None  # not measured for the in-process store
 
-    def set_fsync(self, policy: str) -> str | None:
-        return None  # nothing is persisted
-
     def maxmemory_bytes(self) -> int | None:
         return None
 
     def namespace_bytes(self) -> int | None:
         return None
+    def set_fsync(self, policy: str) -> str | None:
+        return None  # nothing is persisted
 
     def rebase(self) -> int:
         """Number the batches of a new checkpoint after the stored ones; returns the offset."""

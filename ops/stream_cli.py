@@ -77,7 +77,7 @@ RUN_FLAGS = [
     ("--driver-host", "DRIVER_HOST", "127.0.0.1",
      "address Spark executors reach the driver at (another host's executors: this host's name)"),
     ("--engine-cache-facts", "ENGINE_CACHE_FACTS", str(DEFAULT_CACHE_FACTS),
-     "with --partition-by: facts of the key engines each executor worker keeps between batches"),
+     "with --partition-by: facts of the key engines each engine host keeps between batches"),
     ("--delta-compression", "DELTA_COMPRESSION", "lz4",
      "how delta and dead-letter messages are compressed: lz4, gzip or none (consumers decompress; "
      "kafka-python consumers need the lz4 package for lz4)"),
@@ -170,10 +170,10 @@ def job_config(ns: argparse.Namespace):
         max_message_bytes=ns.max_message_bytes or None,
         verify_every=_int(ns.verify_every, "--verify-every") or 0,
         partition_by=ns.partition_by, redis_cluster=_yes(ns.redis_cluster, "FLUXMAT_REDIS_CLUSTER"),
-        redis_fsync=ns.redis_fsync, delta_compression=ns.delta_compression,
         redis_retry_seconds=_seconds(ns.redis_retry_seconds, "--redis-retry-seconds"),
         redis_timeout=_seconds(ns.redis_timeout, "--redis-timeout"),
         key_partitions=_int(ns.key_partitions, "--key-partitions"), driver_host=ns.driver_host,
+        redis_fsync=ns.redis_fsync, delta_compression=ns.delta_compression,
         engine_cache_facts=_int(ns.engine_cache_facts, "--engine-cache-facts") or DEFAULT_CACHE_FACTS,
     )  # fmt: skip
 

@@ -26,6 +26,7 @@ import hashlib
 import os
 import pickle
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -40,8 +41,17 @@ _HEADER = struct.Struct("!Q")
 
 
 def socket_dir() -> Path:
+    """The directory of this user's engine sockets; refused unless only this user may enter it.
+
+    (Requests and replies are pickles: a directory another user controls could
+    hand us their socket.)
+    """
     path = Path(tempfile.gettempdir()) / f"fluxmat-engines-{os.getuid()}"
     path.mkdir(mode=0o700, exist_ok=True)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise RuntimeError(f"{path} must be a directory of user {os.getuid()} that no one else may enter "
+                           f"(mode 700); remove it and retry")  # fmt: skip
     return path
 
 

@@ -80,12 +80,12 @@ class JobConfig:
     verify_every: int = 0  # recompute from scratch every N batches and compare (stream.verify; 0: off)
     partition_by: str = "none"  # none | message-key | graph: one materialisation per key (stream.keyed)
     redis_cluster: bool = False  # --redis is a seed node of a Redis Cluster
-    delta_compression: str = "lz4"  # lz4 | gzip | none: delta and dead-letter messages (connectors.kafka_sink)
-    redis_fsync: str = "everysec"  # everysec | always | keep: Redis's AOF fsync policy (connectors.state)
     redis_retry_seconds: float = RETRY_SECONDS  # a failing Redis call is retried this long, then the batch fails
     redis_timeout: float = SOCKET_TIMEOUT  # seconds one Redis command may take before it counts as failed
+    delta_compression: str = "lz4"  # lz4 | gzip | none: delta and dead-letter messages (connectors.kafka_sink)
+    redis_fsync: str = "everysec"  # everysec | always | keep: Redis's AOF fsync policy (connectors.state)
     key_partitions: int | None = None  # tasks per keyed batch (None: Spark's default parallelism)
-    engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines a worker keeps between batches
+    engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines an engine host keeps between batches
     driver_host: str = "127.0.0.1"  # where executors reach the driver (spark.driver.host)
 
     @property

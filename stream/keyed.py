@@ -5,30 +5,29 @@ of an N-Quads update) has its own materialisation mat(P, F ∪ E_key) of the
 program P over the shared `--facts` F and the key's own explicit facts. Keys
 never join, so they are reasoned about independently, in Spark executor tasks:
 
-    driver (foreachBatch)                      executor tasks (Python workers)
-    df.repartition(n, key).mapInArrow(run) ->  group rows by key; per key: the cached
+    driver (foreachBatch)                      executor task -> its engine host (a process)
+    df.repartition(n, key).mapInArrow(run) ->  rows by key, relayed; per key: the cached
        .collect()  (one summary row a key)       engine (or rebuilt from Redis), one
     commit the batch's key-less dead letters     BatchProcessor.process: commit to Redis
     and its id (the namespace state)             under the key's hash tag, publish
                                                  the key's delta with its message key
 
-Each worker process keeps a bounded cache of engines (`_Engines`, least
-recently used first out, bounded by facts). A cached engine is used only when
-it is at the key's last committed batch in Redis (`last_batch`, one HGET);
-otherwise it is rebuilt from Redis (a miss), so any task may land anywhere,
-and a task that failed half-way drops its engine. Replays are per key: a
-replayed batch (Spark retries a task, or the whole batch after a crash) finds
-the key's stored batch id and re-publishes the key's stored output identically
+The engines live in engine hosts (stream.engine_host), one process per task
+partition on each executor host, so a key meets its engine again whichever
+Python worker Spark gives its task; the task only relays rows and summaries.
+Each host keeps a bounded cache of engines (`_Engines`, least recently used
+first out, bounded by facts). A cached engine is used only when it is at the
+key's last committed batch in Redis (`last_batch`, one HGET); otherwise it is
+rebuilt from Redis (a miss), so any task may land anywhere, and a key whose
+batch failed half-way drops its engine. Replays are per key: a replayed batch
+(Spark retries a task, or the whole batch after a crash) finds the key's
+stored batch id and re-publishes the key's stored output identically
 (stream.batch). A key's first batch commits the shared facts' materialisation
 with the batch's changes, and its first delta carries all of it.
 
 Updates without a key are dead letters: the executors hand them to the driver,
 which commits them with the batch id in the namespace's own state (so a replay
 re-publishes them identically) and publishes them.
-
-The engines live in engine hosts (stream.engine_host), one process per task
-partition on each executor host, so a key meets its engine again whichever
-Python worker Spark gives its task; the task only relays rows and summaries.
 
 Fault injection for tests: `FLUXMAT_FAIL_TASK=<batch>:<marker file>` makes the
 first task of that batch whose keys were processed fail once (the marker
@@ -53,7 +52,7 @@ NO_KEY = {
     "message-key": "update without a key: with --partition-by message-key every update needs a Kafka message key",
     "graph": "update without a named graph: with --partition-by graph every update is N-Quads in one named graph",
 }  # fmt: skip
-DEFAULT_CACHE_FACTS = 2_000_000  # facts of the engines one worker process keeps between batches
+DEFAULT_CACHE_FACTS = 2_000_000  # facts of the engines one engine host keeps between batches
 
 SUMMARY = ("kind string, key string, replayed boolean, updates long, adds long, deletes long, dead long, "
            "quarantined long, added long, removed long, seconds double, rebuild double, cache string, "
@@ -70,7 +69,11 @@ class _Entry:
 
 
 class _Engines:
-    """A worker's engines by key, least recently used first out, at most `max_facts` facts in all."""
+    """An engine host's engines by key, least recently used first out, at most `max_facts` facts in all.
+
+    Facts stand in for memory (an engine's size grows with its facts and log); one
+    engine larger than the bound alone is kept until the next key needs room.
+    """
 
     def __init__(self, max_facts: int):
         self.max_facts = max_facts
@@ -99,7 +102,7 @@ class _Engines:
 
 
 class _Worker:
-    """What one executor Python process keeps for a job: program, shared facts, clients, engines."""
+    """What an engine host (stream.engine_host) keeps for its job: program, shared facts, clients, engines."""
 
     def __init__(self, cfg):
         from connectors.kafka_sink import KafkaPublisher
@@ -160,7 +163,7 @@ class _Worker:
                 "detail": json.dumps(detail)}  # fmt: skip
 
 
-_WORKERS: dict[str, _Worker] = {}  # by the job's configuration: survives between tasks
+_WORKERS: dict[str, _Worker] = {}  # by the job's configuration: lives as long as the engine host
 
 
 def _worker(cfg) -> _Worker:

@@ -131,6 +131,26 @@ def test_publisher_splits_and_keeps_empty_batches(broker):
     assert msgs[3]["added"] == msgs[3]["removed"] == []
 
 
+def test_keyed_deltas_deferred_go_by_key_in_order(broker):
+    """Keyed deltas carry the key and are keyed by it; deferred sends are awaited at the block's end."""
+    bs = broker.bootstrap
+    deltas = fresh_topic(bs, partitions=3, prefix="kdeltas")
+    with KafkaPublisher(bs, deltas) as pub:
+        with pub.deferred():
+            for batch in range(4):
+                for key in ("t1", "t2", "t3"):
+                    pub.publish_delta(batch, f"{key}-{batch}", [["edge", key, batch]], [], key=key)
+            assert len(pub._deferred) == 12  # sent, not yet awaited
+        assert pub._deferred is None
+        pub.publish_delta(9, None, [], [])  # without a key: as before
+    msgs = read_deltas(bs, deltas)
+    keyed = [m for m in msgs if "key" in m]
+    assert len(keyed) == 12 and len(msgs) == 13
+    for key in ("t1", "t2", "t3"):  # one key's deltas in order (one partition per key)
+        assert [m["through"] for m in keyed if m["key"] == key] == [f"{key}-{b}" for b in range(4)]
+    assert list(keyed[0]) == ["key", "batch", "through", "part", "parts", "added", "removed"]
+
+
 def test_read_deltas_rebuilds_materialisation(broker):
     bs = broker.bootstrap
     deltas = fresh_topic(bs, prefix="deltas")

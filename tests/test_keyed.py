@@ -143,3 +143,11 @@ def test_engine_host_reports_errors_to_the_task(cfg, tmp_path):
     with pytest.raises(RuntimeError, match="engine host .*missing.dl"):
         engine_host.call(broken, 0, 0, {"k": rows(0, "k", {"add": [["edge", "a", "b"]]})})
     engine_host.stop_hosts(broken)
+
+
+def test_engine_sockets_live_where_only_this_user_may_enter(monkeypatch, tmp_path):
+    monkeypatch.setattr(engine_host.tempfile, "gettempdir", lambda: str(tmp_path))
+    assert oct(engine_host.socket_dir().stat().st_mode & 0o777) == "0o700"
+    (tmp_path / f"fluxmat-engines-{os.getuid()}").chmod(0o777)  # opened up by someone: refused
+    with pytest.raises(RuntimeError, match="no one else may enter"):
+        engine_host.socket_dir()

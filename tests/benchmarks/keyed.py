@@ -33,7 +33,8 @@ import urllib.request
 from pathlib import Path
 
 from tests.benchmarks import lubm_gen
-from tests.benchmarks.pipeline import PROGRAM, UpdateMaker, _expected
+from tests.benchmarks.pipeline import PROGRAM, UpdateMaker
+from tests.benchmarks.pipeline_measure import expected as _expected
 from tests.benchmarks.workloads import SEED, corpus_dir
 from tests.shared import series
 
