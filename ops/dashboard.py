@@ -417,7 +417,8 @@ def _handler(source, token: str | None, bound: str, request_timeout: float):
 
 def _view(source, query: dict) -> StateView:
     """The state a question is about: the job's, or with `--partition-by` the `?key=` one's."""
-    return source.view(query.get("key", [None])[0] or None)
+    key = query.get("key", [None])[0] or None
+    return source.view() if key is None else source.view(key)
 
 
 def _query(source, query: dict) -> dict:
