@@ -9,7 +9,35 @@ import time
 from pathlib import Path
 
 
+def _ephemeral() -> range:
+    """The kernel's range for outgoing connections' local ports (and for bind to port 0)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return range(low, high + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
+
+
 def free_port() -> int:
+    """A free loopback port outside the ephemeral range.
+
+    A port from `bind(("127.0.0.1", 0))` is an ephemeral one, which an outgoing
+    connection (a Kafka or Redis client) may take before the server that was
+    told to use it binds it: an "Address already in use" now and then.
+    """
+    import random
+
+    ephemeral = _ephemeral()
+    for _ in range(500):
+        port = random.randint(10000, 65000)
+        if port in ephemeral:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
