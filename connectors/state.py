@@ -63,6 +63,8 @@ class StateStore(Protocol):
 
     def maxmemory_bytes(self) -> int | None: ...
 
+    def memory(self) -> tuple[dict[str, int], int]: ...
+
     def namespace_bytes(self) -> int | None: ...
 
     def rebase(self) -> int: ...
@@ -122,6 +124,9 @@ class MemoryStateStore:
 
     def maxmemory_bytes(self) -> int | None:
         return None
+
+    def memory(self) -> tuple[dict[str, int], int]:
+        return {}, 0  # no Redis node
 
     def namespace_bytes(self) -> int | None:
         return None
@@ -247,12 +252,22 @@ class RedisStateStore:
 
     def memory_bytes(self) -> int | None:
         """Memory used by the Redis server (all namespaces): INFO's `used_memory` (summed over a cluster)."""
-        return sum(self.node_memory().values())
+        return sum(self.memory()[0].values())
 
     def maxmemory_bytes(self) -> int | None:
         """INFO's `maxmemory` (summed over a cluster's primaries); 0 when a node has no limit."""
-        limits = [int(info.get("maxmemory", 0)) for info in self._memory_info().values()]
-        return 0 if not limits or 0 in limits else sum(limits)
+        return self.memory()[1]
+
+    def memory(self) -> tuple[dict[str, int], int]:
+        """`used_memory` per node and the summed `maxmemory`, from one round of INFO memory.
+
+        Nodes are `host:port` (each primary of a cluster); the limit is 0 when a
+        node has none.
+        """
+        infos = self._memory_info()
+        limits = [int(info.get("maxmemory", 0)) for info in infos.values()]
+        used = {node: int(info["used_memory"]) for node, info in infos.items()}
+        return used, 0 if not limits or 0 in limits else sum(limits)
 
     def namespace_bytes(self) -> int | None:
         """Bytes of this namespace's own keys (`meta`, `E`, `I`, `log`, `out`): Redis `MEMORY USAGE`.
@@ -261,7 +276,7 @@ class RedisStateStore:
         sampling: exact for small hashes, an estimate for large ones, and
         O(MEMORY_SAMPLES) per key, never a walk over the state). With
         `--partition-by` the keys' states live under their own prefixes and
-        are not counted here (see `node_memory`).
+        are not counted here (see `memory`).
         """
 
         def usage():
@@ -269,10 +284,6 @@ class RedisStateStore:
             return sum(n or 0 for n in sizes)
 
         return self._retry(usage)
-
-    def node_memory(self) -> dict[str, int]:
-        """`used_memory` per Redis node (`host:port`; one entry unless a cluster)."""
-        return {node: int(info["used_memory"]) for node, info in self._memory_info().items()}
 
     def _memory_info(self) -> dict[str, dict]:
         """INFO memory per Redis node (`host:port`; each primary of a cluster)."""

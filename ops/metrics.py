@@ -162,10 +162,11 @@ class JobMetrics(JobObserver):
         `on_retry`, which takes the lock (a stall right after a commit must not
         block /healthz).
         """
-        read = {"fluxmat_redis_used_memory_bytes": store.memory_bytes(),
-                "fluxmat_redis_maxmemory_bytes": store.maxmemory_bytes(),
+        nodes, limit = store.memory()  # one round of INFO memory (each primary of a cluster)
+        read = {"fluxmat_redis_used_memory_bytes": sum(nodes.values()) if nodes else None,
+                "fluxmat_redis_maxmemory_bytes": limit if nodes else None,
                 # --partition-by: the keys' states are elsewhere (fluxmat_state_node_memory_bytes)
-                "fluxmat_state_namespace_bytes": None}  # fmt: skip
+                "fluxmat_state_namespace_bytes": None, "nodes": nodes}  # fmt: skip
         if processor is not None:  # --partition-by: the keys' sizes come with on_keys
             read.update(processor.reasoner.sizes(), entries=store.size(),
                         fluxmat_state_namespace_bytes=store.namespace_bytes())  # fmt: skip
@@ -185,6 +186,8 @@ class JobMetrics(JobObserver):
         for name, n in memory.items():
             if n is not None:
                 c[name].set(n)
+        for node, used in read["nodes"].items():
+            c["fluxmat_state_node_memory_bytes"].labels(node=node).set(used)
         self.now.update(facts=facts, explicit=explicit, log=log, state_entries=entries,
                         state_bytes=memory["fluxmat_state_namespace_bytes"],
                         redis_bytes=memory["fluxmat_redis_used_memory_bytes"],
@@ -300,9 +303,11 @@ class JobMetrics(JobObserver):
         }  # fmt: skip
 
     def on_keys(self, keys: list[dict], store, tasks: list[float] = ()) -> None:
-        """With `--partition-by`: the keys of a batch (stream.keyed summaries), its tasks, the Redis nodes."""
+        """With `--partition-by`: the keys of a batch (stream.keyed summaries) and its tasks.
+
+        (The Redis nodes' memory is read with the other sizes, after the batch: `_read_sizes`.)
+        """
         c = self.c
-        nodes = store.node_memory() if hasattr(store, "node_memory") else {}
         with self._lock:
             workers = self.key_workers
             for k in keys:
@@ -318,14 +323,11 @@ class JobMetrics(JobObserver):
             c["fluxmat_keys_active"].set(len(keys))
             c["fluxmat_keys_seen"].set(len(self.key_facts))
             c["fluxmat_engines_cached"].set(sum(workers.values()))
-            for node, used in nodes.items():
-                c["fluxmat_state_node_memory_bytes"].labels(node=node).set(used)
             self.now["facts"] = sum(self.key_facts.values())
             self.now["keys"] = {
                 "seen": len(self.key_facts), "active": len(keys), "engines": sum(workers.values()),
                 "largest": sorted(self.key_facts.items(), key=lambda kv: -kv[1])[:KEYS_SHOWN],
                 "busiest": sorted(self.key_updates.items(), key=lambda kv: -kv[1])[:KEYS_SHOWN],
-                "nodes": nodes,
             }  # fmt: skip
 
     def on_spark_batch(self, phases: dict[str, float]) -> None:

@@ -38,6 +38,9 @@ class _Store:
 
     maxmemory_bytes = namespace_bytes = memory_bytes
 
+    def memory(self):
+        return {}, 0  # no Redis node (as MemoryStateStore)
+
     def last_batch(self):
         return 0
 

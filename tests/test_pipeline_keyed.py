@@ -285,6 +285,9 @@ def test_standalone_cluster_caches_engines_in_workers(broker, cluster, tmp_path)
     assert metric(text, "fluxmat_keys_seen") == len(plan)
     assert metric(text, "fluxmat_task_seconds_count") >= metric(text, 'fluxmat_batches_total{outcome="applied"}') > 0
     assert metric(text, "fluxmat_engines_cached") == len(plan)  # every key's engine kept (two hosts)
+    nodes = {k: v for k, v in series(text).items() if k.startswith("fluxmat_state_node_memory_bytes{")}
+    assert sorted(nodes) == sorted(f'fluxmat_state_node_memory_bytes{{node="127.0.0.1:{n.port}"}}'
+                                   for n in cluster.nodes) and all(v > 0 for v in nodes.values())
 
 
 def test_partition_by_named_graph(broker, cluster, tmp_path):
