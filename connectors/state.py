@@ -39,7 +39,8 @@ SOCKET_TIMEOUT = 120.0  # seconds one Redis command may take before it fails (an
 KEEP_OUTPUTS = 16
 INITIAL = -1  # the batch id of the initial materialisation
 CHUNK = 5000
-STATE_KEYS = ("meta", "E", "I", "log", "out")  # a namespace's Redis keys, after its prefix
+PACK_OVER = 65_536  # bytes of output JSON above which it is stored compressed
+STATE_KEYS = ("meta", "E", "I", "log", "T", "out")  # a namespace's Redis keys, after its prefix
 MEMORY_SAMPLES = 64  # hash fields MEMORY USAGE samples per key (namespace_bytes)
 FSYNC_POLICIES = ("everysec", "always", "keep")  # fluxmat run --redis-fsync
 
@@ -81,7 +82,7 @@ class MemoryStateStore:
 
     def __init__(self) -> None:
         self.meta: dict[str, object] = {}
-        self.tables: dict[str, dict] = {"explicit": {}, "facts": {}, "log": {}}
+        self.tables: dict[str, dict] = {"explicit": {}, "facts": {}, "log": {}, "terms": {}}
         self.outputs: dict[int, dict] = {}
         self.commits = 0
 
@@ -89,7 +90,7 @@ class MemoryStateStore:
         if not self.meta:
             return None
         t = self.tables
-        return StateSnapshot(dict(self.meta), list(t["explicit"]), dict(t["facts"]), list(t["log"].values()))
+        return StateSnapshot(dict(self.meta), list(t["explicit"]), dict(t["facts"]), dict(t["log"]), dict(t["terms"]))
 
     def last_batch(self) -> int | None:
         b = self.meta.get("batch")
@@ -99,7 +100,7 @@ class MemoryStateStore:
         if changes.full:
             for t in self.tables.values():
                 t.clear()
-        for name in ("explicit", "facts", "log"):
+        for name in ("explicit", "facts", "log", "terms"):
             table = self.tables[name]
             for k, v in getattr(changes, name).items():
                 if v is None or v is False:
@@ -150,8 +151,10 @@ class RedisStateStore:
     """The engine state in Redis hashes, one MULTI/EXEC transaction per batch.
 
     Keys (prefix `fluxmat:<namespace>:`): `meta` (fingerprint, algorithm, clock,
-    seq, through, batch), `E` (explicit facts), `I` (fact -> birth stamp), `log`
-    (derivation-log key -> rule instance), `out` (batch -> output JSON).
+    seq, through, batch, format), `E` (explicit facts), `I` (fact -> birth stamp),
+    `log` (derivation-log key -> rule instance), `T` (term id -> JSON: the
+    dictionary of the facts' texts, engine.fd.snapshot), `out` (batch -> output
+    JSON, lz4-compressed when larger than `PACK_OVER` bytes).
     Connection problems at construction raise `ConnectionError` with the URL
     (password shown as `***`) within `CONNECT_TIMEOUT` seconds, TLS handshake
     included; during a run, commits are retried with backoff for `retry_seconds`,
@@ -199,8 +202,9 @@ class RedisStateStore:
                 return None
             explicit = [k for k, _ in self.client.hscan_iter(self._k("E"), count=CHUNK)]
             facts = dict(self.client.hscan_iter(self._k("I"), count=CHUNK))
-            log = [v for _, v in self.client.hscan_iter(self._k("log"), count=CHUNK)]
-            return StateSnapshot(_decode_meta(meta), explicit, facts, log)
+            log = dict(self.client.hscan_iter(self._k("log"), count=CHUNK))
+            terms = dict(self.client.hscan_iter(self._k("T"), count=CHUNK))
+            return StateSnapshot(_decode_meta(meta), explicit, facts, log, terms)
 
         return self._retry(read)
 
@@ -216,8 +220,8 @@ class RedisStateStore:
         def write():
             pipe = self.client.pipeline(transaction=True)
             if changes.full:
-                pipe.delete(self._k("E"), self._k("I"), self._k("log"))
-            for name, key in (("explicit", "E"), ("facts", "I"), ("log", "log")):
+                pipe.delete(self._k("E"), self._k("I"), self._k("log"), self._k("T"))
+            for name, key in (("explicit", "E"), ("facts", "I"), ("log", "log"), ("terms", "T")):
                 items = getattr(changes, name)
                 put = {k: (1 if v is True else v) for k, v in items.items() if v not in (None, False)}
                 gone = [k for k, v in items.items() if v is None or v is False]
@@ -231,7 +235,7 @@ class RedisStateStore:
             pipe.hset(self._k("meta"), mapping=meta)
             if self.keyed:  # a key's batches are sparse: only its last output can be replayed
                 pipe.delete(self._k("out"))
-            pipe.hset(self._k("out"), str(batch), json.dumps(output))
+            pipe.hset(self._k("out"), str(batch), pack_output(output))
             pipe.hdel(self._k("out"), str(batch - KEEP_OUTPUTS))
             pipe.execute()
 
@@ -239,12 +243,12 @@ class RedisStateStore:
 
     def output(self, batch: int) -> dict | None:
         raw = self._retry(lambda: self.client.hget(self._k("out"), str(batch)))
-        return None if raw is None else json.loads(raw)
+        return None if raw is None else unpack_output(raw)
 
     def size(self) -> int:
         def count():
             pipe = self.client.pipeline(transaction=False)
-            for key in ("E", "I", "log"):
+            for key in ("E", "I", "log", "T"):
                 pipe.hlen(self._k(key))
             return sum(pipe.execute())
 
@@ -270,7 +274,7 @@ class RedisStateStore:
         return used, 0 if not limits or 0 in limits else sum(limits)
 
     def namespace_bytes(self) -> int | None:
-        """Bytes of this namespace's own keys (`meta`, `E`, `I`, `log`, `out`): Redis `MEMORY USAGE`.
+        """Bytes of this namespace's own keys (`meta`, `E`, `I`, `log`, `T`, `out`): Redis `MEMORY USAGE`.
 
         Each hash is estimated from `MEMORY_SAMPLES` of its fields (Redis's own
         sampling: exact for small hashes, an estimate for large ones, and
@@ -391,6 +395,33 @@ def redis_client(url: str, cluster: bool = False, socket_timeout: float = SOCKET
         raise ConnectionError(f"cannot reach Redis at {shown}: {redact(str(exc))}") from None
     finally:
         probe.close()
+
+
+def pack_output(output: dict) -> str:
+    """A batch's output as stored: its JSON, or `lz4:` + base64 of the lz4 frame of it when large.
+
+    The initial output holds the whole materialisation (~120 bytes a fact as
+    JSON); compressed it takes ~6x less while it is kept (`KEEP_OUTPUTS`).
+    """
+    text = json.dumps(output)
+    if len(text) <= PACK_OVER:
+        return text
+    import base64
+
+    import lz4.frame
+
+    return "lz4:" + base64.b64encode(lz4.frame.compress(text.encode("utf-8"))).decode("ascii")
+
+
+def unpack_output(raw: str) -> dict:
+    """The output `pack_output` stored (plain JSON as stored before, too)."""
+    if raw.startswith("lz4:"):
+        import base64
+
+        import lz4.frame
+
+        return json.loads(lz4.frame.decompress(base64.b64decode(raw[4:])))
+    return json.loads(raw)
 
 
 def _decode_meta(meta: dict[str, str]) -> dict[str, object]:

@@ -1,4 +1,4 @@
-"""Issue 16: an engine keeps its facts' and log entries' texts across exports, byte for byte the same."""
+"""Issue 16: the stored state (term ids and texts, kept across exports) decodes to exactly the engine's state."""
 
 import json
 import random
@@ -8,25 +8,42 @@ import pytest
 from connectors.state import MemoryStateStore
 from engine.fd import snapshot
 from engine.fd.snapshot import export_changes
-from engine.wire import fact_json
+from engine.wire import value_from_json
 from tests.test_state_store import POOL, _engine
 
 
-def _text(fd, key) -> str:
-    return json.dumps(fact_json(fd.decode(*key)), ensure_ascii=False)
+def decoded(tables) -> dict[str, dict]:
+    """The stored tables with every text decoded through the stored terms (independently of the engine)."""
+    terms = {tid: json.loads(t) for tid, t in tables["terms"].items()}
+
+    def fact(text):
+        p, *args = text.split(",")
+        return (terms[p][0], *(value_from_json(terms[a]) for a in args))
+
+    def args(texts):  # a log entry's body facts: their arguments (the rule fixes the relations)
+        return tuple(tuple(value_from_json(terms[a]) for a in t.split(",") if a) for t in texts)
+
+    out = {"explicit": {fact(t): v for t, v in tables["explicit"].items()},
+           "facts": {fact(t): v for t, v in tables["facts"].items()}, "log": {}}
+    for k, v in tables["log"].items():
+        rid, *pos = k.split(";")
+        head, *neg = v.split(";")
+        out["log"][int(rid), args(pos)] = (fact(head), args(neg))
+    for name in ("explicit", "facts", "log"):  # no fact has two texts
+        assert len(out[name]) == len(tables[name]), name
+    return out
 
 
 def _expected(fd) -> dict[str, dict]:
-    """The whole state as texts, written with json.dumps as the export always wrote it."""
+    """The engine's whole state as Python facts."""
+    fact = lambda key: (key[0], *(fd.dictionary.values[i] for i in key[1]))  # noqa: E731 - the relation itself
     log = {}
     for lk, head in fd.log_entries():
         rid, h, pos, neg = fd.instance(lk, head)
-        body = [_text(fd, g) for g in pos]
-        log[json.dumps([rid, body], ensure_ascii=False)] = json.dumps(
-            [rid, _text(fd, h), body, [_text(fd, g) for g in neg]], ensure_ascii=False)
+        log[rid, tuple(fact(g)[1:] for g in pos)] = (fact(h), tuple(fact(g)[1:] for g in neg))
     return {
-        "explicit": {_text(fd, (p, f)): True for p, fs in fd.E.items() for f in fs},
-        "facts": {_text(fd, k): born for k, born in fd.born.items()},
+        "explicit": {fact((p, f)): True for p, fs in fd.E.items() for f in fs},
+        "facts": {fact(k): born for k, born in fd.born.items()},
         "log": log,
     }
 
@@ -44,6 +61,6 @@ def test_kept_texts_fold_into_the_texts_of_the_whole_state(monkeypatch, bound):
         fd.submit(add, set(rnd.sample(POOL, 3)) - add)  # facts come and go, and come back
         fd.run()
         store.commit(batch, export_changes(fd), {})
-        assert store.tables == _expected(fd), f"batch {batch}"
+        assert decoded(store.tables) == _expected(fd), f"batch {batch}"
     kept = fd.state_texts
     assert 0 < len(kept) <= bound and 0 < len(kept.entries) <= bound

@@ -1,5 +1,6 @@
 """State stores (DESIGN.md section 7): atomic absolute writes, restart from Redis, AOF."""
 
+import json
 import random
 import time
 
@@ -8,6 +9,7 @@ import pytest
 from connectors.state import MemoryStateStore, RedisStateStore, open_store
 from engine import Reasoner
 from engine.fd.snapshot import export_changes, restore
+from engine.wire import fact_json
 from tests.servers import RedisServer
 
 PROGRAM = (
@@ -82,7 +84,7 @@ def test_redis_state_survives_a_restart_with_aof(tmp_path):
         assert after.meta == before.meta
         assert sorted(after.explicit) == sorted(before.explicit)
         assert after.facts == before.facts
-        assert sorted(after.log) == sorted(before.log)
+        assert after.log == before.log and after.terms == before.terms
         b = _engine("fd-counting")
         restore(b, after)
         if a.quiescent:
@@ -199,3 +201,79 @@ def test_the_fsync_policy_is_set_or_a_refusal_is_a_warning(redis_server, tmp_pat
         locked.stop()
     assert line.startswith(f"WARNING: Redis at {locked.url} refused CONFIG SET appendfsync everysec (")
     assert "it keeps its own policy (policy unknown: CONFIG GET refused)" in line
+
+
+def _format_1(fd) -> dict[str, dict]:
+    """The engine's state as an earlier fluxmat stored it (format 1: facts as JSON texts, engine.wire)."""
+    text = lambda key: json.dumps(fact_json(fd.decode(*key)), ensure_ascii=False)  # noqa: E731
+    log = {}
+    for lk, head in fd.log_entries():
+        rid, h, pos, neg = fd.instance(lk, head)
+        body = [text(g) for g in pos]
+        log[json.dumps([rid, body], ensure_ascii=False)] = json.dumps(
+            [rid, text(h), body, [text(g) for g in neg]], ensure_ascii=False)
+    return {"E": {text((p, f)): 1 for p, fs in fd.E.items() for f in fs},
+            "I": {text(k): born for k, born in fd.born.items()}, "log": log}
+
+
+def test_a_format_1_state_is_restored_then_rewritten_compact(redis_server):
+    """A state written before the dictionary-encoded form: restored as it is, rewritten whole at the next commit."""
+    import redis
+
+    rnd = random.Random(5)
+    a = _engine("fd-counting")
+    a.load(rnd.sample(POOL, 8))
+    old = _format_1(a)
+    store = RedisStateStore(redis_server.url, "format1")
+    store.clear()
+    raw = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    try:
+        meta = {k: json.dumps(v) for k, v in export_changes(a).meta.items() if k != "format"}
+        raw.hset(store._k("meta"), mapping={**meta, "batch": "3"})
+        for name, table in old.items():
+            raw.hset(store._k(name), mapping=table)
+        b = _engine("fd-counting")
+        restore(b, store.load())
+        assert set(b.facts()) == set(a.facts()) and set(b.explicit()) == set(a.explicit())
+        assert b.log_size() == a.log_size() > 0
+        store.commit(4, export_changes(b), {"through": 4, "added": [], "removed": [], "dead": []})
+        assert json.loads(raw.hget(store._k("meta"), "format")) == 2
+        for name, table in old.items():  # every old text is gone, the new ones are term ids
+            assert not set(raw.hkeys(store._k(name))) & set(table)
+        assert raw.hlen(store._k("I")) == len(old["I"]) and raw.hlen(store._k("log")) == len(old["log"])
+        c = _engine("fd-counting")
+        restore(c, store.load())
+        assert set(c.facts()) == set(a.facts()) and c.log_size() == a.log_size()
+        dec = lambda m: {m.decode(*k): v for k, v in m.support_counts().items()}  # noqa: E731
+        assert dec(c) == dec(a)
+    finally:
+        store.clear()
+        store.close()
+        raw.close()
+
+
+def test_large_outputs_are_stored_compressed(redis_server):
+    """The initial output (the whole materialisation) is kept lz4-compressed; outputs read back exactly."""
+    import redis
+
+    from connectors.state import PACK_OVER
+
+    store = RedisStateStore(redis_server.url, "packed")
+    store.clear()
+    raw = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    e = _engine("fd-dred")
+    e.load([])
+    try:
+        big = {"through": None, "added": [["edge", f"<http://example.org/n{i}>", i] for i in range(20_000)],
+               "removed": [], "dead": []}  # fmt: skip
+        small = {"through": 0, "added": [["x", "é"]], "removed": [], "dead": []}
+        store.commit(-1, export_changes(e), big)
+        store.commit(0, export_changes(e), small)
+        stored = raw.hget(store._k("out"), "-1")
+        assert stored.startswith("lz4:") and len(json.dumps(big)) > max(PACK_OVER, 2 * len(stored))
+        assert raw.hget(store._k("out"), "0") == json.dumps(small)  # small ones stay readable JSON
+        assert store.output(-1) == big and store.output(0) == small
+    finally:
+        store.clear()
+        store.close()
+        raw.close()

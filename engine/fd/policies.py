@@ -147,7 +147,7 @@ class FDCounting(FullyDynamic):
         for rule, triples in self.ev.derive(ids, self.OLD, self.OLD, instances=True):
             rid, hp = rule.id, rule.head.pred
             for h, pf, nf in triples:
-                self._log((rid, *pf, *nf), (hp, h))
+                self.log_instance((rid, *pf, *nf), (hp, h))
 
     @staticmethod
     def _lk(inst: Inst) -> tuple:
@@ -155,10 +155,10 @@ class FDCounting(FullyDynamic):
 
     def log_applied(self, inst: Inst) -> None:
         """Log an applied instance (no-op when logged): whether it supports its head is fixed now."""
-        self._log(self._lk(inst), inst[1])
+        self.log_instance(self._lk(inst), inst[1])
 
-    def _log(self, lk: tuple, head: Key) -> None:
-        """`log_applied` for the instance `lk` (flat) deriving `head`."""
+    def log_instance(self, lk: tuple, head: Key) -> None:
+        """`log_applied` for the instance `lk` (flat: rule id, positive then negated body arguments) deriving `head`."""
         pred, f = head
         d = self.heads.get(pred)
         if d is None:
@@ -225,14 +225,14 @@ class FDCounting(FullyDynamic):
         return self._support(key) == 0
 
     def on_present(self, key: Key, lk: tuple) -> None:
-        self._log(lk, key)
+        self.log_instance(lk, key)
 
     def on_blocked(self, wave: Wave, key: Key, lk: tuple) -> None:
         wave.candidates.setdefault(key, []).append(lk)
 
     def on_inserted(self, key: Key, lk: tuple | None) -> None:
         if lk is not None:
-            self._log(lk, key)
+            self.log_instance(lk, key)
 
     def on_deleted(self, key: Key, wave: Wave, used: list) -> None:
         pred, f = key
@@ -270,4 +270,4 @@ class FDCounting(FullyDynamic):
         """Log every candidate that still fires: they are applied derivations of `key`."""
         for lk in wave.candidates.get(key, ()):
             if self._fires(lk):
-                self._log(lk, key)
+                self.log_instance(lk, key)

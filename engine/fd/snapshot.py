@@ -1,4 +1,4 @@
-"""Exporting and restoring the fully dynamic engine's state as plain JSON values.
+"""Exporting and restoring the fully dynamic engine's state as plain text values.
 
 The stream keeps this state in Redis (connectors.state); this module knows
 nothing about Redis. State = the program fingerprint, the logical clock, the
@@ -10,10 +10,20 @@ function of the log and the birth stamps and are recomputed on restore.
 the previous export (a fact's birth stamp or None when it is gone), so writing
 them is idempotent: replaying a write after a crash gives the same state.
 
-Facts are encoded as JSON text of `[pred, arg, ...]` by engine.wire (the one
-codec: IRIs as "<...>", as on the wire), which is also their Redis hash field.
-An engine keeps the texts of the facts and log entries it exported (up to
-`TEXT_CACHE` of each), so one changed in many batches is encoded once.
+The stored form is dictionary-encoded (format 2). Each relation and constant
+has a *term id* (decimal text, numbered by the state from 0, never reused),
+with its JSON by engine.wire (the one codec: IRIs as "<...>") in `terms`; a
+relation's JSON is the list `[name]`, which no constant's JSON is. A fact is
+the text `p,a1,...,an` of its term ids (also its entry's key); a log entry is
+keyed by `rule;fact;...` (the rule id and the positive body facts, which fix
+the instance) with the value `head;negfact;...`. So a LUBM fact of three IRIs
+takes ~15 bytes instead of ~150, and a log entry does not repeat its facts'
+IRIs. An engine keeps its term ids (`fd.state_terms`) and the texts of the
+facts and log entries it exported (up to `TEXT_CACHE` of each), so one changed
+in many batches is encoded once.
+
+A state written by an earlier fluxmat (format 1: facts as JSON texts) is still
+restored; the next export then rewrites it whole in format 2.
 """
 
 from __future__ import annotations
@@ -26,6 +36,9 @@ from engine import wire
 from engine.errors import FluxmatError
 from engine.fd.core import FullyDynamic
 from engine.fd.records import Journal, Key
+from engine.storage import paused_gc
+
+FORMAT = 2  # the stored form (meta "format"); a state without it is format 1
 
 
 def fingerprint(fd: FullyDynamic) -> str:
@@ -36,28 +49,19 @@ def fingerprint(fd: FullyDynamic) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def fact_text(fd: FullyDynamic, key: Key) -> str:
-    """An encoded fact as its stored text (engine.wire)."""
-    return wire.fact_text(fd.decode(*key))
-
-
-def fact_key(fd: FullyDynamic, text: str) -> Key:
-    """The encoded fact of a stored text (engine.wire)."""
-    return fd.encode(wire.fact_from_text(text))
-
-
 @dataclass
 class StateChanges:
-    """Absolute values to write: None means "remove this entry"."""
+    """Absolute values to write: None means "remove this entry"; `terms` only grow."""
 
     meta: dict[str, object]
     explicit: dict[str, bool] = field(default_factory=dict)
     facts: dict[str, int | None] = field(default_factory=dict)
     log: dict[str, str | None] = field(default_factory=dict)
+    terms: dict[str, str] = field(default_factory=dict)  # term id -> JSON (new since the last export)
     full: bool = False  # replace everything stored (first write, or a rebuild)
 
     def size(self) -> int:
-        return len(self.explicit) + len(self.facts) + len(self.log)
+        return len(self.explicit) + len(self.facts) + len(self.log) + len(self.terms)
 
 
 @dataclass
@@ -67,60 +71,102 @@ class StateSnapshot:
     meta: dict[str, object]
     explicit: list[str]
     facts: dict[str, int]
-    log: list[str]
+    log: dict[str, str]  # entry key -> entry
+    terms: dict[str, str] = field(default_factory=dict)  # term id -> JSON (format 2)
 
 
 TEXT_CACHE = 65_536  # fact (and log entry) texts an engine keeps between exports, then starts over
 
+_dumps = json.JSONEncoder(ensure_ascii=False).encode  # = json.dumps(x, ensure_ascii=False), built once
 
-class _Texts(dict):
-    """Fact texts, each encoded once (log entries share their body facts).
 
-    A fact's text is a function of its key and the engine's dictionary, which
-    only grows (ids are never reused), so texts stay true across exports; so
-    are a logged instance's key and value texts (`entries`, by log key and
-    head). With `bound`, each cache is cleared when it holds that many texts.
+class _Terms:
+    """The term ids of an engine's relations and constants (the stored state's dictionary).
+
+    Ids are given in the order terms are first exported; `new` holds the terms
+    given since the last export (what the next commit must write).
     """
 
-    def __init__(self, fd: FullyDynamic, bound: int | None = None):
-        super().__init__()
-        self.fd = fd
+    __slots__ = ("dictionary", "values", "preds", "next", "new")
+
+    def __init__(self, fd: FullyDynamic, values: dict[int, str] | None = None,
+                 preds: dict[str, str] | None = None, next_id: int = 0):  # fmt: skip
         self.dictionary = fd.dictionary
+        self.values = values if values is not None else {}  # engine constant id -> term id
+        self.preds = preds if preds is not None else {}  # relation -> term id
+        self.next = next_id
+        self.new: dict[str, str] = {}
+
+    def value(self, eid: int) -> str:
+        tid = self.values.get(eid)
+        if tid is None:
+            tid = str(self.next)
+            self.next += 1
+            self.new[tid] = _dumps(wire.json_value(self.dictionary.values[eid]))
+            self.values[eid] = tid
+        return tid
+
+    def pred(self, pred: str) -> str:
+        tid = self.preds.get(pred)
+        if tid is None:
+            tid = str(self.next)
+            self.next += 1
+            self.new[tid] = _dumps([pred])
+            self.preds[pred] = tid
+        return tid
+
+
+class _Texts(dict):
+    """Fact texts (`p,a1,...` of term ids), each encoded once (log entries share their facts).
+
+    A fact's text is a function of its key and the term ids, which only grow
+    (never reused), so texts stay true across exports; so are a logged
+    instance's key and value texts (`entries`, by log key and head). With
+    `bound`, each cache is cleared when it holds that many texts.
+    """
+
+    def __init__(self, terms: _Terms, bound: int | None = None):
+        super().__init__()
+        self.terms = terms
         self.bound = bound
         self.entries: dict[tuple, list] = {}  # (log key, head) -> [key text, value text or None]
 
     def __missing__(self, key: Key) -> str:
         if self.bound is not None and len(self) >= self.bound:
             self.clear()
-        text = self[key] = fact_text(self.fd, key)
+        terms = self.terms
+        value = terms.value
+        text = self[key] = ",".join([terms.pred(key[0]), *[value(i) for i in key[1]]])
         return text
 
 
-def _kept_texts(fd: FullyDynamic) -> _Texts:
-    """The engine's text cache across exports (a new one for a new dictionary)."""
+def _kept_texts(fd: FullyDynamic, full: bool) -> _Texts:
+    """The engine's text cache across exports; a full export numbers the terms afresh."""
     texts = getattr(fd, "state_texts", None)
-    if texts is None or texts.dictionary is not fd.dictionary:
-        texts = fd.state_texts = _Texts(fd, TEXT_CACHE)
+    if full or texts is None or texts.terms.dictionary is not fd.dictionary:
+        texts = fd.state_texts = _Texts(_Terms(fd), TEXT_CACHE)
     return texts
 
 
-_dumps = json.JSONEncoder(ensure_ascii=False).encode  # = json.dumps(x, ensure_ascii=False), built once
+def _args(text: str) -> str:
+    """The arguments of a fact text (`a1,...,an`; the rule fixes a body fact's relation)."""
+    return text.partition(",")[2]
 
 
 def _log_entry(fd: FullyDynamic, lk, head: Key, texts: _Texts) -> tuple[str, str | None]:
-    """The log key as text, and the instance as text (None when not logged)."""
+    """The log entry's key text, and its value text (None when not logged)."""
     entries = texts.entries
     found = entries.get((lk, head))
     if found is None:
         if texts.bound is not None and len(entries) >= texts.bound:
             entries.clear()
         inst = fd.instance(lk, head)  # type: ignore[attr-defined]
-        found = entries[lk, head] = [_dumps([inst[0], [texts[g] for g in inst[2]]]), None]
+        found = entries[lk, head] = [";".join([str(inst[0]), *[_args(texts[g]) for g in inst[2]]]), None]
     if not fd.is_logged(lk, head):  # type: ignore[attr-defined]
         return found[0], None
     if found[1] is None:
-        rid, h, pos, neg = fd.instance(lk, head)  # type: ignore[attr-defined]
-        found[1] = _dumps([rid, texts[h], [texts[g] for g in pos], [texts[g] for g in neg]])
+        _, h, _, neg = fd.instance(lk, head)  # type: ignore[attr-defined]
+        found[1] = ";".join([texts[h], *[_args(texts[g]) for g in neg]])
     return found[0], found[1]
 
 
@@ -128,6 +174,7 @@ def meta(fd: FullyDynamic) -> dict[str, object]:
     return {
         "fingerprint": fingerprint(fd),
         "algorithm": fd.name,
+        "format": FORMAT,
         "clock": fd.clock,
         "seq": fd.last_seq,
         "through": fd.last_id,
@@ -141,25 +188,28 @@ def export_changes(fd: FullyDynamic) -> StateChanges:
     """What changed since the previous export, as absolute values; clears the journal."""
     j: Journal = fd.journal
     out = StateChanges(meta(fd), full=j.full)
-    # a full export may hold more facts than the cache: its own texts, as many as it needs
-    texts = _Texts(fd) if j.full else _kept_texts(fd)
-    if j.full:
-        for pred, fs in fd.E.items():
-            for f in fs:
-                out.explicit[texts[(pred, f)]] = True
-        for key, born in fd.born.items():
-            out.facts[texts[key]] = born
-        for lk, head in fd.log_entries() if hasattr(fd, "log_entries") else ():
-            k, v = _log_entry(fd, lk, head, texts)
-            out.log[k] = v
-    else:
-        for key in j.explicit:
-            out.explicit[texts[key]] = key[1] in fd.E.get(key[0], ())
-        for key in j.facts:
-            out.facts[texts[key]] = fd.born.get(key)
-        for lk, head in j.log.items():
-            k, v = _log_entry(fd, lk, head, texts)
-            out.log[k] = v
+    texts = _kept_texts(fd, j.full)
+    if j.full:  # its own texts, as many as it needs (the cache is for small exports)
+        texts = _Texts(texts.terms)
+    with paused_gc():
+        if j.full:
+            for pred, fs in fd.E.items():
+                for f in fs:
+                    out.explicit[texts[(pred, f)]] = True
+            for key, born in fd.born.items():
+                out.facts[texts[key]] = born
+            for lk, head in fd.log_entries() if hasattr(fd, "log_entries") else ():
+                k, v = _log_entry(fd, lk, head, texts)
+                out.log[k] = v
+        else:
+            for key in j.explicit:
+                out.explicit[texts[key]] = key[1] in fd.E.get(key[0], ())
+            for key in j.facts:
+                out.facts[texts[key]] = fd.born.get(key)
+            for lk, head in j.log.items():
+                k, v = _log_entry(fd, lk, head, texts)
+                out.log[k] = v
+    out.terms, texts.terms.new = texts.terms.new, {}
     j.clear()
     return out
 
@@ -184,40 +234,119 @@ def restore(fd: FullyDynamic, snap: StateSnapshot) -> None:
 
     Pending work is discarded and the arities are those of the program and the
     stored facts, so an engine abandoned mid-update (a limit ran out) is the
-    same after `restore` as a freshly started one.
+    same after `restore` as a freshly started one. A format 1 state is read and
+    marked for a full rewrite at the next export.
     """
     fd.discard_pending()
     fd.arity = dict(fd.analysis.arity)
     fd.I.clear()
     fd.E.clear()
     fd.born.clear()
-    keys: dict[str, Key] = {}  # each stored text decoded once (log entries repeat their facts)
-
-    def key_of(text: str) -> Key:
-        key = keys.get(text)
-        if key is None:
-            key = keys[text] = fact_key(fd, text)
-        return key
-
-    for text in snap.explicit:
-        pred, f = key_of(text)
-        fd.E.setdefault(pred, set()).add(f)
-    for text, born in snap.facts.items():
-        key = key_of(text)
-        fd.rel(key[0]).add(key[1])
-        fd.born[key] = int(born)
-    fd.clock = int(snap.meta.get("clock", 0) or 0)
-    fd.last_seq = int(snap.meta.get("seq", 0) or 0)
-    fd.last_id = snap.meta.get("through")
-    fd.seq = fd.last_seq
-    if hasattr(fd, "log_entries"):
-        fd.clear_log()
-        for text in snap.log:
-            rid, head, pos, neg = json.loads(text)
-            inst = (rid, key_of(head), tuple(map(key_of, pos)), tuple(map(key_of, neg)))
-            fd.log_applied(inst)
-    fd.rebuild_closures()
-    fd.prepare()
+    v1 = int(snap.meta.get("format", 1) or 1) < FORMAT
+    with paused_gc():  # millions of tuples and no cycles: the collector would rescan them all
+        keys = _V1Keys(fd) if v1 else _decoder(fd, snap.terms)
+        for text in snap.explicit:
+            pred, f = keys[text]
+            fd.E.setdefault(pred, set()).add(f)
+        by_pred: dict[str, list] = {}
+        born = fd.born
+        for text, stamp in snap.facts.items():
+            key = keys[text]
+            born[key] = int(stamp)
+            found = by_pred.get(key[0])
+            if found is None:
+                found = by_pred[key[0]] = []
+            found.append(key[1])
+        for pred, facts in by_pred.items():
+            fd.rel(pred).update(facts)
+        fd.clock = int(snap.meta.get("clock", 0) or 0)
+        fd.last_seq = int(snap.meta.get("seq", 0) or 0)
+        fd.last_id = snap.meta.get("through")
+        fd.seq = fd.last_seq
+        if hasattr(fd, "log_entries"):
+            fd.clear_log()
+            (_v1_log if v1 else _log)(fd, snap.log, keys)
+        fd.rebuild_closures()
+        fd.prepare()
     fd.dirty.clear()
     fd.changed_by.clear()
-    fd.journal = Journal(full=False)
+    fd.journal = Journal(full=v1)
+
+
+class _Keys(dict):
+    """Fact keys of format 2 texts (`p,a1,...`), each decoded once; `args` the same for argument texts."""
+
+    def __init__(self, preds: dict[str, str], values: dict[str, int], arity: dict[str, int]):
+        super().__init__()
+        self.preds = preds
+        self.args = _ArgTexts(values)
+        self.arity = arity
+
+    def __missing__(self, text: str) -> Key:
+        p, _, rest = text.partition(",")
+        pred = self.preds[p]
+        key = self[text] = (pred, self.args[rest])
+        if pred not in self.arity:
+            self.arity[pred] = len(key[1])
+        return key
+
+
+class _ArgTexts(dict):
+    """Argument tuples of texts `a1,...,an` (term ids), each decoded once and shared."""
+
+    def __init__(self, values: dict[str, int]):
+        super().__init__()
+        self.values = values
+
+    def __missing__(self, text: str) -> tuple:
+        values = self.values
+        args = self[text] = tuple([values[a] for a in text.split(",")]) if text else ()
+        return args
+
+
+def _decoder(fd: FullyDynamic, terms: dict[str, str]) -> _Keys:
+    """The decoder of format 2 texts over the stored terms; sets the engine's term ids (`fd.state_texts`)."""
+    intern = fd.dictionary.intern
+    preds: dict[str, str] = {}
+    values: dict[str, int] = {}
+    for tid, text in terms.items():
+        item = json.loads(text)
+        if isinstance(item, list):
+            preds[tid] = item[0]
+        else:
+            values[tid] = intern(wire.value_from_json(item))
+    known = _Terms(fd, {eid: tid for tid, eid in values.items()}, {p: tid for tid, p in preds.items()},
+                   1 + max(map(int, terms), default=-1))  # fmt: skip
+    fd.state_texts = _Texts(known, TEXT_CACHE)
+    return _Keys(preds, values, fd.arity)
+
+
+def _log(fd: FullyDynamic, log: dict[str, str], keys: _Keys) -> None:
+    """Log every stored instance (`rule;args;...` -> `head;negargs;...`) as applied."""
+    log_instance, args, rids = fd.log_instance, keys.args.__getitem__, {}  # type: ignore[attr-defined]
+    for k, v in log.items():
+        rid, *pos = k.split(";")
+        head, *neg = v.split(";")
+        r = rids.get(rid)
+        if r is None:
+            r = rids[rid] = int(rid)
+        log_instance((r, *map(args, pos), *map(args, neg)), keys[head])
+
+
+class _V1Keys(dict):
+    """Fact keys of format 1 texts (JSON facts, engine.wire), each decoded once."""
+
+    def __init__(self, fd: FullyDynamic):
+        super().__init__()
+        self.fd = fd
+
+    def __missing__(self, text: str) -> Key:
+        key = self[text] = self.fd.encode(wire.fact_from_text(text))
+        return key
+
+
+def _v1_log(fd: FullyDynamic, log: dict[str, str], keys: _V1Keys) -> None:
+    """Log every stored format 1 instance (`[rule, head, [pos...], [neg...]]` of JSON fact texts)."""
+    for v in log.values():
+        rid, head, pos, neg = json.loads(v)
+        fd.log_applied((rid, keys[head], tuple(map(keys.__getitem__, pos)), tuple(map(keys.__getitem__, neg))))
