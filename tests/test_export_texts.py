@@ -20,7 +20,7 @@ def decoded(tables) -> dict[str, dict]:
         p, *args = text.split(",")
         return (terms[p][0], *(value_from_json(terms[a]) for a in args))
 
-    def args(texts):  # a log entry's body facts: their arguments (the rule fixes the relations)
+    def args(texts):  # body facts' arguments (the rule fixes their relations)
         return tuple(tuple(value_from_json(terms[a]) for a in t.split(",") if a) for t in texts)
 
     out = {"explicit": {fact(t): v for t, v in tables["explicit"].items()},

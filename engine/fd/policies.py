@@ -166,15 +166,8 @@ class FDCounting(FullyDynamic):
         rec = d.get(f)
         if rec is not None and lk in rec[1]:
             return
-        supporting = True
         same = self._same[lk[0]]
-        if same:  # supporting iff its same-stratum positive facts are older than the head
-            born = self.born
-            level = born[head]
-            for i, p in same:
-                if born[(p, lk[i])] >= level:
-                    supporting = False
-                    break
+        supporting = not same or self._older(same, lk, head)
         if rec is None:
             d[f] = [1 if supporting else 0, {lk: supporting}]
         else:
@@ -183,6 +176,32 @@ class FDCounting(FullyDynamic):
                 rec[0] += 1
         self.journal.log[lk] = head
         self.log_by_rule[lk[0]] = self.log_by_rule.get(lk[0], 0) + 1
+
+    def _older(self, same: tuple, lk: tuple, head: Key) -> bool:
+        """Whether the instance's same-stratum positive facts are older than its head (it supports it)."""
+        born = self.born
+        level = born[head]
+        return all(born[(p, lk[i])] < level for i, p in same)
+
+    def restore_log(self, entries) -> None:
+        """`log_instance` for each `(lk, head)` of a stored log, in bulk (restoring: no journal)."""
+        heads, same_of, older, by_rule = self.heads, self._same, self._older, self.log_by_rule
+        for lk, head in entries:
+            pred, f = head
+            d = heads.get(pred)
+            if d is None:
+                d = heads[pred] = {}
+            same = same_of[lk[0]]
+            supporting = not same or older(same, lk, head)
+            rec = d.get(f)
+            if rec is None:
+                d[f] = [1 if supporting else 0, {lk: supporting}]
+            elif lk in rec[1]:
+                continue
+            else:
+                rec[1][lk] = supporting
+                rec[0] += supporting
+            by_rule[lk[0]] = by_rule.get(lk[0], 0) + 1
 
     def _retract(self, lk: tuple, head: Key, d: dict, rec: list, wave: int) -> None:
         """Remove the logged `lk` (in `rec` = d[head's fact]); del(head) in `wave` if it lost its last support."""

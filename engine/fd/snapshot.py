@@ -14,13 +14,14 @@ The stored form is dictionary-encoded (format 2). Each relation and constant
 has a *term id* (decimal text, numbered by the state from 0, never reused),
 with its JSON by engine.wire (the one codec: IRIs as "<...>") in `terms`; a
 relation's JSON is the list `[name]`, which no constant's JSON is. A fact is
-the text `p,a1,...,an` of its term ids (also its entry's key); a log entry is
-keyed by `rule;fact;...` (the rule id and the positive body facts, which fix
-the instance) with the value `head;negfact;...`. So a LUBM fact of three IRIs
-takes ~15 bytes instead of ~150, and a log entry does not repeat its facts'
-IRIs. An engine keeps its term ids (`fd.state_terms`) and the texts of the
-facts and log entries it exported (up to `TEXT_CACHE` of each), so one changed
-in many batches is encoded once.
+the text `p,a1,...,an` of its term ids (also its entry's key). A log entry
+is keyed by `rule;args;...` (the rule id and its positive body facts'
+arguments: the rule fixes their relations, and they fix the instance), its
+value is `head;negargs;...` (the head fact, then the negated facts'
+arguments). So a LUBM fact of three IRIs takes ~15 bytes instead of ~150, and
+the log does not repeat IRIs. An engine keeps its term ids and the texts of
+the facts and log entries it exported (`fd.state_texts`, up to `TEXT_CACHE`
+of each), so one changed in many batches is encoded once.
 
 A state written by an earlier fluxmat (format 1: facts as JSON texts) is still
 restored; the next export then rewrites it whole in format 2.
@@ -117,12 +118,11 @@ class _Terms:
 
 
 class _Texts(dict):
-    """Fact texts (`p,a1,...` of term ids), each encoded once (log entries share their facts).
+    """Fact texts (`p,a1,...` of term ids), each encoded once; `entries`: log entries' texts.
 
-    A fact's text is a function of its key and the term ids, which only grow
-    (never reused), so texts stay true across exports; so are a logged
-    instance's key and value texts (`entries`, by log key and head). With
-    `bound`, each cache is cleared when it holds that many texts.
+    A text is a function of its fact (or instance) and the term ids, which only
+    grow (never reused), so texts stay true across exports. With `bound`, each
+    cache is cleared when it holds that many texts.
     """
 
     def __init__(self, terms: _Terms, bound: int | None = None):
@@ -139,6 +139,10 @@ class _Texts(dict):
         text = self[key] = ",".join([terms.pred(key[0]), *[value(i) for i in key[1]]])
         return text
 
+    def args(self, f: tuple) -> str:
+        """`a1,...,an`: the term ids of a body fact's arguments."""
+        return ",".join(map(self.terms.value, f))
+
 
 def _kept_texts(fd: FullyDynamic, full: bool) -> _Texts:
     """The engine's text cache across exports; a full export numbers the terms afresh."""
@@ -148,25 +152,24 @@ def _kept_texts(fd: FullyDynamic, full: bool) -> _Texts:
     return texts
 
 
-def _args(text: str) -> str:
-    """The arguments of a fact text (`a1,...,an`; the rule fixes a body fact's relation)."""
-    return text.partition(",")[2]
+def _log_entry(fd: FullyDynamic, lk: tuple, head: Key, texts: _Texts) -> tuple[str, str | None]:
+    """The log entry's key text, and its value text (None when not logged).
 
-
-def _log_entry(fd: FullyDynamic, lk, head: Key, texts: _Texts) -> tuple[str, str | None]:
-    """The log entry's key text, and its value text (None when not logged)."""
+    `lk` is the flat log key: the rule id, then its positive and negated body
+    facts' argument tuples (`shape` tells how many of each).
+    """
     entries = texts.entries
     found = entries.get((lk, head))
     if found is None:
         if texts.bound is not None and len(entries) >= texts.bound:
             entries.clear()
-        inst = fd.instance(lk, head)  # type: ignore[attr-defined]
-        found = entries[lk, head] = [";".join([str(inst[0]), *[_args(texts[g]) for g in inst[2]]]), None]
+        n = len(fd.shape[lk[0]][0]) + 1  # type: ignore[attr-defined]
+        found = entries[lk, head] = [";".join([str(lk[0]), *map(texts.args, lk[1:n])]), None]
     if not fd.is_logged(lk, head):  # type: ignore[attr-defined]
         return found[0], None
     if found[1] is None:
-        _, h, _, neg = fd.instance(lk, head)  # type: ignore[attr-defined]
-        found[1] = ";".join([texts[h], *[_args(texts[g]) for g in neg]])
+        n = len(fd.shape[lk[0]][0]) + 1  # type: ignore[attr-defined]
+        found[1] = ";".join([texts[head], *map(texts.args, lk[n:])])
     return found[0], found[1]
 
 
@@ -299,8 +302,7 @@ class _ArgTexts(dict):
         self.values = values
 
     def __missing__(self, text: str) -> tuple:
-        values = self.values
-        args = self[text] = tuple([values[a] for a in text.split(",")]) if text else ()
+        args = self[text] = tuple(map(self.values.__getitem__, text.split(","))) if text else ()
         return args
 
 
@@ -323,14 +325,18 @@ def _decoder(fd: FullyDynamic, terms: dict[str, str]) -> _Keys:
 
 def _log(fd: FullyDynamic, log: dict[str, str], keys: _Keys) -> None:
     """Log every stored instance (`rule;args;...` -> `head;negargs;...`) as applied."""
-    log_instance, args, rids = fd.log_instance, keys.args.__getitem__, {}  # type: ignore[attr-defined]
-    for k, v in log.items():
-        rid, *pos = k.split(";")
-        head, *neg = v.split(";")
-        r = rids.get(rid)
-        if r is None:
-            r = rids[rid] = int(rid)
-        log_instance((r, *map(args, pos), *map(args, neg)), keys[head])
+    args, rids = keys.args.__getitem__, {}
+
+    def entries():
+        for k, v in log.items():
+            rid, *pos = k.split(";")
+            head, *neg = v.split(";")
+            r = rids.get(rid)
+            if r is None:
+                r = rids[rid] = int(rid)
+            yield (r, *map(args, pos), *map(args, neg)), keys[head]
+
+    fd.restore_log(entries())  # type: ignore[attr-defined]
 
 
 class _V1Keys(dict):
