@@ -85,7 +85,10 @@ class _Terms:
     """The term ids of an engine's relations and constants (the stored state's dictionary).
 
     Ids are given in the order terms are first exported; `new` holds the terms
-    given since the last export (what the next commit must write).
+    given since the last export (what the next commit must write). Like the
+    journal, they are the export's from then on: after a failed commit the
+    engine must be rebuilt from the store (the job stops; a key's engine is
+    dropped), as it already must for the facts that export carried.
     """
 
     __slots__ = ("dictionary", "values", "preds", "next", "new")
