@@ -115,6 +115,16 @@ def _decode(raw: bytes | None) -> str | None:
     return None if raw is None else raw.decode("utf-8", errors="replace")
 
 
+def _text(raw: bytes | None) -> tuple[str | None, bool]:
+    """`(_decode(raw), _valid_utf8(raw))`, decoding a valid value once."""
+    if raw is None:
+        return None, True
+    try:
+        return raw.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="replace"), False
+
+
 def _valid_utf8(raw: bytes | None) -> bool:
     """Whether a value is valid UTF-8 (the `utf8` column; consumers reject it if not)."""
     if raw is None:
@@ -463,9 +473,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 value = rec.value
                 size = None if value is None else len(value)
                 if size is not None and self.max_value is not None and size > self.max_value:
-                    value = value[: self.max_value]
-                rows.append((partition.partition, rec.offset, _decode(rec.key),
-                             _decode(value), rec.timestamp, _valid_utf8(rec.value), size))
+                    text, utf8 = _decode(value[: self.max_value]), _valid_utf8(value)
+                else:
+                    text, utf8 = _text(value)
+                rows.append((partition.partition, rec.offset, _decode(rec.key), text, rec.timestamp, utf8, size))
                 pos = rec.offset + 1
             if rows:
                 yield rows
