@@ -277,3 +277,26 @@ def test_large_outputs_are_stored_compressed(redis_server):
         store.clear()
         store.close()
         raw.close()
+
+
+def test_a_damaged_state_is_a_clear_error(redis_server):
+    """A stored fact naming a term the state does not hold: one error saying the state is damaged."""
+    import redis
+
+    from engine import FluxmatError
+
+    a = _engine("fd-counting")
+    a.load(POOL[:6])
+    store = RedisStateStore(redis_server.url, "damaged")
+    store.clear()
+    raw = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    try:
+        store.commit(-1, export_changes(a), {"through": None, "added": [], "removed": [], "dead": []})
+        restore(_engine("fd-counting"), store.load())  # whole: fine
+        raw.hdel(store._k("T"), "0")  # the first term (a relation) is gone
+        with pytest.raises(FluxmatError, match=r"the stored state is damaged \(format 2: KeyError '0'\)"):
+            restore(_engine("fd-counting"), store.load())
+    finally:
+        store.clear()
+        store.close()
+        raw.close()

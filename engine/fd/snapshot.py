@@ -224,6 +224,10 @@ class StateMismatch(FluxmatError):
     """A stored state was built for another program or algorithm."""
 
 
+class StateDamaged(FluxmatError):
+    """A stored state that cannot be decoded (an entry naming a term the state does not hold)."""
+
+
 def check_fingerprint(fd: FullyDynamic, snap: StateSnapshot) -> None:
     """Raise `StateMismatch` unless `snap` was built for this engine's program and algorithm."""
     mine, theirs = fingerprint(fd), snap.meta.get("fingerprint")
@@ -250,33 +254,42 @@ def restore(fd: FullyDynamic, snap: StateSnapshot) -> None:
     fd.born.clear()
     v1 = int(snap.meta.get("format", 1) or 1) < FORMAT
     with paused_gc():  # millions of tuples and no cycles: the collector would rescan them all
-        keys = _V1Keys(fd) if v1 else _decoder(fd, snap.terms)
-        for text in snap.explicit:
-            pred, f = keys[text]
-            fd.E.setdefault(pred, set()).add(f)
-        by_pred: dict[str, list] = {}
-        born = fd.born
-        for text, stamp in snap.facts.items():
-            key = keys[text]
-            born[key] = int(stamp)
-            found = by_pred.get(key[0])
-            if found is None:
-                found = by_pred[key[0]] = []
-            found.append(key[1])
-        for pred, facts in by_pred.items():
-            fd.rel(pred).update(facts)
-        fd.clock = int(snap.meta.get("clock", 0) or 0)
-        fd.last_seq = int(snap.meta.get("seq", 0) or 0)
-        fd.last_id = snap.meta.get("through")
-        fd.seq = fd.last_seq
-        if hasattr(fd, "log_entries"):
-            fd.clear_log()
-            (_v1_log if v1 else _log)(fd, snap.log, keys)
+        try:
+            _decode(fd, snap, v1)
+        except (KeyError, ValueError, IndexError) as exc:  # a text naming no stored term (or fact), or no text
+            raise StateDamaged(f"the stored state is damaged (format {1 if v1 else FORMAT}: "
+                               f"{type(exc).__name__} {exc}); restore the Redis data or reset the state") from None
         fd.rebuild_closures()
         fd.prepare()
     fd.dirty.clear()
     fd.changed_by.clear()
     fd.journal = Journal(full=v1)
+
+
+def _decode(fd: FullyDynamic, snap: StateSnapshot, v1: bool) -> None:
+    """The snapshot's facts, explicit facts, clock and log into the (cleared) engine."""
+    keys = _V1Keys(fd) if v1 else _decoder(fd, snap.terms)
+    for text in snap.explicit:
+        pred, f = keys[text]
+        fd.E.setdefault(pred, set()).add(f)
+    by_pred: dict[str, list] = {}
+    born = fd.born
+    for text, stamp in snap.facts.items():
+        key = keys[text]
+        born[key] = int(stamp)
+        found = by_pred.get(key[0])
+        if found is None:
+            found = by_pred[key[0]] = []
+        found.append(key[1])
+    for pred, facts in by_pred.items():
+        fd.rel(pred).update(facts)
+    fd.clock = int(snap.meta.get("clock", 0) or 0)
+    fd.last_seq = int(snap.meta.get("seq", 0) or 0)
+    fd.last_id = snap.meta.get("through")
+    fd.seq = fd.last_seq
+    if hasattr(fd, "log_entries"):
+        fd.clear_log()
+        (_v1_log if v1 else _log)(fd, snap.log, keys)
 
 
 class _Keys(dict):
