@@ -18,7 +18,7 @@ from itertools import islice
 
 from connectors.files import read_facts
 from connectors.redact import redact
-from connectors.state import open_store
+from connectors.state import INITIAL, open_store
 from engine import EngineOptions, FluxmatError, Limits, Reasoner, atom_to_fact
 from engine.parser import parse_facts, parse_pattern
 from engine.why import is_capped, proof_size, render, to_json
@@ -200,6 +200,37 @@ def from_store(program: str | None, url: str, namespace: str = "default", ontolo
     reasoner = _reasoner(program, EngineOptions(algorithm=algorithm), ontologies)
     reasoner.restore(snap)
     return StateView(reasoner)
+
+
+def export_facts(program: str | None, url: str, namespace: str = "default", ontologies=(),
+                 key: str | None = None, cluster: bool = False, everything: bool = False) -> tuple[int, list[str]]:  # fmt: skip
+    """The stored explicit facts (with `everything`, the whole materialisation) as sorted JSON Lines.
+
+    Returns the batch whose state they are, and the lines: `["pred", arg, ...]`
+    by engine.wire (predicates compacted with the program's prefixes where they
+    read back the same), the `--facts` format of a `.jsonl` file. The stored
+    state is dictionary-encoded, so this (not the Redis hash fields) is how to
+    take the facts out. Raises if the job committed a batch while the state
+    was read (the copy would mix two batches): stop the job, or run it again.
+    """
+    from engine.printer import FactPrinter
+    from engine.wire import fact_json
+
+    store = open_store(url, namespace, key=key, cluster=cluster)
+    try:
+        before = store.last_batch()
+        view = from_store(program, url, namespace, ontologies, store=store, key=key, cluster=cluster)
+        after = store.last_batch()
+    finally:
+        store.close()
+    if before != after:
+        raise FluxmatError(f"the job committed batch {after} while batch {before}'s state was read; "
+                           "stop the job (or run the export again)")  # fmt: skip
+    reasoner = view.reasoner
+    printer = FactPrinter(reasoner.program.prefixes)
+    facts = reasoner.facts() if everything else reasoner.explicit()
+    lines = sorted(json.dumps(fact_json(f, printer), ensure_ascii=False) for f in facts)
+    return (INITIAL if before is None else before), lines
 
 
 def from_files(program: str | None, facts: list[str], algorithm: str = "remat", ontologies=(),

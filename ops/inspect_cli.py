@@ -1,10 +1,11 @@
-"""`fluxmat query`, `fluxmat why` and `fluxmat dashboard`: questions about a materialisation.
+"""`fluxmat query`, `fluxmat why`, `fluxmat export` and `fluxmat dashboard`: questions about a materialisation.
 
 The state is the streaming job's (`--redis URL [--namespace NS]`, env
 FLUXMAT_REDIS / FLUXMAT_NAMESPACE) or, with `--facts FILE`, mat(P, E) computed
 from files. `query` prints the matching facts, sorted, one per line (a count on
 stderr); `why` prints a proof tree down to explicit facts; `--json` prints the
-dashboard API's JSON instead.
+dashboard API's JSON instead. `export` prints the job's stored explicit facts
+(`--all`: the materialisation) as JSON Lines, sorted, with the batch on stderr.
 """
 
 from __future__ import annotations
@@ -50,6 +51,17 @@ def add_parsers(sub) -> None:
     w = sub.add_parser("why", help="explain why a fact is in the materialisation")
     _source_flags(w)
     w.add_argument("fact", help="a ground fact such as 'path(a, b)'")
+    x = sub.add_parser("export", help="print the job's stored explicit facts as JSON Lines (the --facts format)")
+    x.add_argument("program", nargs="?",
+                   help="the Datalog program the state was built for (may be left out with --ontology)")
+    x.add_argument("--redis", default=os.environ.get("FLUXMAT_REDIS"), required=not os.environ.get("FLUXMAT_REDIS"),
+                   help="the job's state store redis://HOST:PORT/DB (env FLUXMAT_REDIS)")
+    x.add_argument("--namespace", default=os.environ.get("FLUXMAT_NAMESPACE", "default"),
+                   help="the job's namespace (env FLUXMAT_NAMESPACE; default: %(default)s)")
+    _key_flags(x)
+    x.add_argument("--all", action="store_true", help="the whole materialisation, not only the explicit facts")
+    x.add_argument("--ontology", action="append", default=[], metavar="FILE",
+                   help="the ontologies the job was started with (repeatable)")
     d = sub.add_parser("dashboard", help="serve the live dashboard over the job's Redis state")
     d.add_argument("program", help="the Datalog program the job runs")
     d.add_argument("--redis", default=os.environ.get("FLUXMAT_REDIS"), required=not os.environ.get("FLUXMAT_REDIS"),
@@ -124,4 +136,16 @@ def cmd_dashboard(ns: argparse.Namespace) -> None:
         server.shutdown()
 
 
-COMMANDS = {"query": cmd_query, "why": cmd_why, "dashboard": cmd_dashboard}
+def cmd_export(ns: argparse.Namespace) -> None:
+    from ops.inspect import export_facts
+
+    if ns.program is None and not ns.ontology:
+        raise FluxmatError("give the program the job runs (or its --ontology)")
+    batch, lines = export_facts(ns.program, ns.redis, ns.namespace, ns.ontology, key=ns.key,
+                                cluster=ns.redis_cluster, everything=ns.all)  # fmt: skip
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    what = "facts" if ns.all else "explicit facts"
+    print(f"{len(lines)} {what} of batch {batch}", file=sys.stderr)
+
+
+COMMANDS = {"query": cmd_query, "why": cmd_why, "export": cmd_export, "dashboard": cmd_dashboard}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import redis
 
 from connectors.kafka_sink import read_deltas
+from connectors.state import STATE_KEYS
 from stream.job import checkpoint_last_commit
 from tests.test_pipeline import (
     INITIAL,
@@ -78,7 +79,7 @@ def test_new_checkpoint_old_state_empty_state_old_checkpoint_and_resuming(broker
     assert batches == sorted(batches), batches
 
     # 3. the state emptied (Redis lost) while the checkpoint has read batches: refused
-    client.delete(*(f"fluxmat:{s.namespace}:{k}" for k in ("meta", "E", "I", "log", "out")))
+    client.delete(*(f"fluxmat:{s.namespace}:{k}" for k in STATE_KEYS))
     s.checkpoint = old_checkpoint
     assert_refused(start_job(s, "empty-state"), "is empty")
     assert client.hgetall(f"fluxmat:{s.namespace}:meta") == {}, "the refused job wrote a state"

@@ -21,8 +21,8 @@ from engine import Reasoner
 from engine.fd.snapshot import export_changes, restore
 from engine.limits import FactLimitExceeded, Limits, WorkLimitExceeded
 from stream.batch import BatchProcessor
-from tests.test_poison import Recorder
 from tests.test_export_texts import decoded
+from tests.test_poison import Recorder
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = (ROOT / "tests/golden/builtins/path_lengths.dl").read_text(encoding="utf-8")

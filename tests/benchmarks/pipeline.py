@@ -317,7 +317,7 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
 
         # state size and memory, before stopping the job
         client = redis.Redis.from_url(redis_srv.url, decode_responses=True)
-        for key in ("E", "I", "log"):
+        for key in ("E", "I", "log", "T"):
             info[f"redis_hlen_{key}"] = client.hlen(f"fluxmat:{NAMESPACE}:{key}")
         info["redis_used_memory"] = client.info("memory")["used_memory"]
         client.close()
