@@ -392,14 +392,11 @@ def rebuild(msgs: list[dict]) -> set[tuple]:
 
 
 def stored_explicit(s: Setup) -> set[tuple]:
-    """The explicit facts the job committed to Redis."""
-    import redis
+    """The explicit facts the job committed to Redis (as `fluxmat export` takes them out: JSON values)."""
+    from ops.inspect import export_facts
 
-    client = redis.Redis.from_url(s.redis_url, decode_responses=True)
-    try:
-        return {tuple(json.loads(k)) for k in client.hkeys(f"fluxmat:{s.namespace}:E")}
-    finally:
-        client.close()
+    _batch, lines = export_facts(str(s.program), s.redis_url, s.namespace)
+    return {tuple(json.loads(line)) for line in lines}
 
 
 def explain_mismatch(s: Setup, rebuilt: set, explicit: set, msgs: list[dict]) -> str:
