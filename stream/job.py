@@ -217,7 +217,7 @@ class Job:
                 max_message_bytes=cfg.max_message_bytes or sys.maxsize, delta_format=cfg.delta_format,
             )  # fmt: skip
             with self.lock:
-                self.log(processor.start(facts))  # refuses a state built for another program
+                self.log(processor.start(facts, say=self.log))  # refuses a state built for another program
                 if rebase:
                     processor.base = store.rebase()
                     self.log(f"continuing the stored state with a new checkpoint from offsets "

@@ -1,6 +1,7 @@
 """Issue 15: one codec (engine.wire) -- every constant survives every path, a restart from Redis included."""
 
 import json
+import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -90,7 +91,12 @@ def test_constants_survive_a_restart_from_redis(redis_server, edges, n):
     store.close()
     store = RedisStateStore(redis_server.url, namespace=namespace)
     second = BatchProcessor(Reasoner.from_text(PROGRAM, "fd-counting"), store, Publisher())
-    assert second.start([]).startswith("restored state")
+    said: list[str] = []
+    done = second.start([], say=said.append)
+    assert re.fullmatch(r"restored state of batch \d+: \d+ facts \(read \d+\.\d s, restored in \d+\.\d s\)", done), done
+    n = len(first.reasoner.maintainer.born)  # a restore says what it restores before it starts
+    assert len(said) == 1 and re.fullmatch(rf"restoring the state of batch \d+ from the store: {n:,} facts, "
+                                           r"[\d,]+ log entries \(read in \d+\.\d s\)", said[0]), said  # fmt: skip
     assert second.facts() == before
     store.clear()
     store.close()
