@@ -1,7 +1,8 @@
 """End-to-end pipeline benchmark: Kafka updates -> `fluxmat run` (Spark) -> Kafka deltas.
 
     python3 -m tests.benchmarks.pipeline [--backlog N] [--rate OPS] [--steady-seconds S]
-                                         [--redis-fsync everysec|always] [--markdown] [--json OUT]
+                                         [--redis-fsync everysec|always] [--universities N]
+                                         [--markdown] [--json OUT]
     python3 -m tests.benchmarks.run --workload pipeline [--markdown] [--json OUT.json]
 
 Needs real servers, so it is not part of `--workload all`. Starts, on 127.0.0.1:
@@ -12,8 +13,9 @@ Needs real servers, so it is not part of `--workload all`. Starts, on 127.0.0.1:
 * `fluxmat run` as a subprocess: `--algorithm fd-counting`, Redis state,
   `--trigger-interval 200ms`, no `--max-updates-per-batch` (a batch takes all
   that has arrived), metrics on a free port, the corpus program `lubm.dlog` and
-  generated LUBM data (`lubm_gen.generate(1, 2)`, minus `HELD_OUT` held-out
-  facts) as the initial facts, written to a temporary JSON Lines facts file.
+  generated LUBM data (`lubm_gen.generate(1, 2)`, or with `--universities N`
+  LUBM-N, `generate(N)`; minus `HELD_OUT` held-out facts) as the initial
+  facts, written to a temporary JSON Lines facts file.
 
 Every update carries a sequential id `u000000`, `u000001`, ... on one
 partition. Update `u000000` is a warm-up (1 add + 1 delete, not measured): the
@@ -209,8 +211,13 @@ def _scenarios(backlog: int, rate: float, steady_seconds: float) -> list[tuple[S
 
 
 def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: float = STEADY_SECONDS,
-                 redis_fsync: str = "everysec", log=None) -> tuple[dict, list[ScenarioRow]]:  # fmt: skip
-    """Run the scenarios against one `fluxmat run`; returns (info, rows)."""
+                 redis_fsync: str = "everysec", log=None,
+                 universities: int | None = None) -> tuple[dict, list[ScenarioRow]]:  # fmt: skip
+    """Run the scenarios against one `fluxmat run`; returns (info, rows).
+
+    `universities`: LUBM-N data (`generate(N)`, 15-25 departments each) instead
+    of LUBM-1 with two departments.
+    """
     import redis
     from kafka import KafkaProducer
 
@@ -220,10 +227,13 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
 
     say = log or (lambda m: print(f"# pipeline: {m}", file=sys.stderr, flush=True))
     program = corpus_dir() / PROGRAM
-    generated = generate(UNIVERSITIES, DEPARTMENTS)
+    if universities:
+        generated, label = generate(universities), f"generate({universities})"
+    else:
+        generated, label = generate(UNIVERSITIES, DEPARTMENTS), f"generate({UNIVERSITIES}, {DEPARTMENTS})"
     maker = UpdateMaker(generated, HELD_OUT)
     info: dict = {
-        "source": f"{PROGRAM} over lubm_gen.generate({UNIVERSITIES}, {DEPARTMENTS}): "
+        "source": f"{PROGRAM} over lubm_gen.{label}: "
         f"{len(generated):,} generated, {HELD_OUT} held out",
         "initial_facts": len(maker.initial),
         "algorithm": "fd-counting",
@@ -379,10 +389,13 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"steady: seconds of offered load (default {STEADY_SECONDS:g})")  # fmt: skip
     ap.add_argument("--redis-fsync", default="everysec", choices=["everysec", "always"],
                     help="the job's --redis-fsync (the issue's baseline ran with always)")
+    ap.add_argument("--universities", type=int, default=None, metavar="N",
+                    help="LUBM-N data (e.g. 5: ~750k explicit facts) instead of LUBM-1 with two departments")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json", metavar="OUT.json")
     args = ap.parse_args(argv)
-    info, rows = run_pipeline(args.backlog, args.rate, args.steady_seconds, args.redis_fsync)
+    info, rows = run_pipeline(args.backlog, args.rate, args.steady_seconds, args.redis_fsync,
+                              universities=args.universities)  # fmt: skip
     print(summary(info))
     print(pipeline_table(rows, args.markdown))
     print(phases_table(rows, args.markdown))
