@@ -216,13 +216,13 @@ class BatchProcessor:
         snap = self.store.load()
         read = time.perf_counter() - started
         if snap is not None:
+            batch = snap.meta.get("batch")  # the state's own: no second read of the store
             if say is not None:
-                say(f"restoring the state of batch {snap.meta.get('batch')} from the store: {len(snap.facts):,} "
+                say(f"restoring the state of batch {batch} from the store: {len(snap.facts):,} "
                     f"facts, {len(snap.log):,} log entries (read in {read:.1f} s)")  # fmt: skip
             started = time.perf_counter()
             self.reasoner.restore(snap)
             self.base = int(snap.meta.get("base", 0) or 0)
-            batch = self.store.last_batch()
             return (f"restored state of batch {batch}: {self.reasoner.sizes()['facts']} facts "
                     f"(read {read:.1f} s, restored in {time.perf_counter() - started:.1f} s)")  # fmt: skip
         self.reasoner.load(initial_facts)
