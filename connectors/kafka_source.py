@@ -1,7 +1,7 @@
 """Kafka source for Spark Structured Streaming, as a PySpark Python Data Source.
 
 Spark's JVM Kafka connector needs jars from Maven Central, so the job reads
-Kafka with this `DataSourceStreamReader` built on kafka-python (DESIGN.md §6)::
+Kafka with this `DataSourceStreamReader` built on kafka-python (docs/streaming.md, "Source")::
 
     register(spark)
     df = (spark.readStream.format("fluxmat-kafka")
@@ -395,7 +395,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"topic {self.topic!r} on {self.bootstrap} ends before the checkpointed "
                 f"offsets (partition: (checkpoint, broker end) = {lost}): the broker lost data "
                 "(in-memory broker restarted?); start over with a new checkpoint and a new state "
-                "namespace, or continue the state with --starting-offsets (see ops/RUNBOOK.md)")
+                "namespace, or continue the state with --starting-offsets (see docs/operations/runbook.md)")
         if self._target is not None:
             high = {p: min(h, self._target.get(p, 0)) for p, h in high.items()}
         high = {p: max(h, start.get(p, 0)) for p, h in high.items()}  # never backwards

@@ -8,7 +8,7 @@ text -> `Program` (engine.parser / engine.syntax) -> `Analysis` (engine.analysis
 `Maintainer` interface (engine.maintainer; the algorithms in engine.maintain and
 engine.fd, specialised modules in engine.modules). `Reasoner` (engine.reasoner),
 built from one `EngineOptions`, is the one door the CLI, the stream and the
-dashboard use. engine/ALGORITHMS.md describes the layout and the algorithms.
+dashboard use. docs/algorithms.md describes the layout and the algorithms.
 
 Not here: reading or writing Kafka, Redis or files of facts (connectors), the
 streaming job (stream), the CLI and operations (ops).

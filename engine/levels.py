@@ -1,6 +1,6 @@
 """Levels and well-founded counters: where `dredc`'s overdeletion may stop.
 
-Our addition to DRed^c (engine/ALGORITHMS.md, "Levels in DRed^c"). In a
+Our addition to DRed^c (docs/algorithms.md, "Levels in DRed^c"). In a
 levelled stratum (recursive, no modules) every fact has a level, the
 semi-naive round that put it into I, and a third counter C_wf: its instances
 of the stratum's recursive rules whose body facts of the same stratum all have

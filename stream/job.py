@@ -147,7 +147,7 @@ def _interval(text: str) -> str:
 def _batch_failed(exc: BaseException) -> FluxmatError:
     """The one error line of a job stopped by a failed batch (Spark's own report is in the log)."""
     return FluxmatError(f"a batch failed: {type(exc).__name__}: {redact(str(exc))}; it was not "
-                        "acknowledged, so restarting the job retries it (see ops/RUNBOOK.md)")
+                        "acknowledged, so restarting the job retries it (see docs/operations/runbook.md)")
 
 
 class Job:
@@ -349,7 +349,7 @@ class Job:
             raise FluxmatError(
                 f"{where} is empty, but checkpoint {cfg.checkpoint} has read batches up to {planned}: "
                 "the updates already read would be lost. Restore the state (Redis AOF or backup), "
-                "or rebuild it with a new checkpoint, which re-reads the topic (see ops/RUNBOOK.md)"
+                "or rebuild it with a new checkpoint, which re-reads the topic (see docs/operations/runbook.md)"
             )
         if last is None:
             return False
@@ -361,7 +361,7 @@ class Job:
                 "restarted after an OS crash with --redis-fsync everysec, or restored from an older "
                 "backup), and Spark will not run those batches again, so their updates would be skipped. "
                 "Restore a Redis backup taken with this checkpoint, or rebuild the state from the updates "
-                "topic with a new namespace and a new checkpoint (ops/RUNBOOK.md, 'Recover from Redis loss')"
+                "topic with a new namespace and a new checkpoint (docs/operations/runbook.md, 'Recover from Redis loss')"
             )
         if last < 0:
             return False
@@ -371,7 +371,7 @@ class Job:
                     f"{where} is at batch {last}, but checkpoint {cfg.checkpoint} is new: batch ids "
                     "would restart and updates would be skipped as replays. Use the checkpoint the "
                     "state was built with, a new namespace, or --starting-offsets to continue this "
-                    "state from chosen offsets (see ops/RUNBOOK.md)"
+                    "state from chosen offsets (see docs/operations/runbook.md)"
                 )
             return True
         elif last - (base := store.batch_base()) > planned:
@@ -379,7 +379,7 @@ class Job:
                 f"{where} is at batch {last}, ahead of checkpoint {cfg.checkpoint} "
                 f"(batch {planned + base}): "
                 "they belong to different runs. Use the checkpoint the state was built with, or a "
-                "new namespace (see ops/RUNBOOK.md)"
+                "new namespace (see docs/operations/runbook.md)"
             )
         return False
 

@@ -1,4 +1,4 @@
-"""Static checks of the deployment files (issue 5): docker/, ops/prometheus, ops/grafana, ops/RUNBOOK.md.
+"""Static checks of the deployment files (issue 5): docker/, ops/prometheus, ops/grafana, docs/operations/runbook.md.
 
 No Docker engine is needed. The files are cross-checked against the code (every
 FLUXMAT_* variable is a `fluxmat run` flag, every metric in a panel or an alert is
@@ -34,7 +34,7 @@ DOCKERFILE = DOCKER / "Dockerfile"
 PROM = ROOT / "ops" / "prometheus"
 GRAFANA = ROOT / "ops" / "grafana"
 DASHBOARD = GRAFANA / "dashboards" / "fluxmat.json"
-RUNBOOK = ROOT / "ops" / "RUNBOOK.md"
+RUNBOOK = ROOT / "docs" / "operations" / "runbook.md"
 JOB = "fluxmat"  # the compose service that runs `fluxmat run`
 RUN_ENV = {f"FLUXMAT_{env}" for _, env, _, _ in RUN_FLAGS}
 METRIC_RE = re.compile(r"\bfluxmat_[A-Za-z0-9_]+")
@@ -214,7 +214,7 @@ def runbook_problems(alerts: dict, runbook: str) -> list[str]:
             problems.append(f"{rule['alert']}: no {', '.join(missing)}")
             continue
         path, _, anchor = ann["runbook_url"].partition("#")
-        if path != "ops/RUNBOOK.md" or anchor not in have:
+        if path != "docs/operations/runbook.md" or anchor not in have:
             problems.append(f"{rule['alert']}: runbook_url {ann['runbook_url']} has no heading")
     return problems
 
@@ -595,7 +595,7 @@ def test_every_alert_links_to_its_runbook_section(alerts):
 def test_runbook_check_detects_a_missing_section(alerts):
     text = RUNBOOK.read_text(encoding="utf-8").replace("### FluxmatDeadLetters", "### Dead letters")
     assert runbook_problems(alerts, text) == [
-        "FluxmatDeadLetters: runbook_url ops/RUNBOOK.md#fluxmatdeadletters has no heading"]
+        "FluxmatDeadLetters: runbook_url docs/operations/runbook.md#fluxmatdeadletters has no heading"]
 
 
 def test_runbook_alert_sections_are_alerts(alerts):

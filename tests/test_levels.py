@@ -1,6 +1,6 @@
 """`dredc`'s levels: overdeletion stops at facts that keep a well-founded derivation.
 
-engine/ALGORITHMS.md, "Levels in DRed^c". Every fact of a recursive stratum
+docs/algorithms.md, "Levels in DRed^c". Every fact of a recursive stratum
 without modules has a level (the round that first derived it) and C_wf, the
 number of its instances whose same-stratum body facts all have lower levels. The
 tests check the invariant that makes this sound (every fact keeps C_nr > 0 or

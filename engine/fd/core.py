@@ -25,14 +25,14 @@ addition and its endless delete/re-add cycle. Facts of the wave that still have
 a derivation are rederived when the wave completes.
 
 The policies (engine.fd.policies) decide what a deletion propagates to and how
-rederivation finds support. engine/ALGORITHMS.md states the invariants and why a
+rederivation finds support. docs/algorithms.md states the invariants and why a
 quiescent state equals mat(P, E_n).
 
 Limits (engine.limits, `set_limits`): every unit of work is charged to the
 update whose queue it came from; the work and the materialisation's size are
 checked after every round of units (one update's). A budget that runs out raises with the charged update (`.update`)
 and leaves the engine mid-way: the caller rebuilds it (engine.fd.snapshot.restore).
-engine/ALGORITHMS.md says when the charge is exact.
+docs/algorithms.md says when the charge is exact.
 """
 
 from __future__ import annotations

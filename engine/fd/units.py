@@ -5,7 +5,7 @@ waves and the queues). An `add` item carries its justification: a rule instance
 as the flat tuple `(rule id, positive body facts..., negated facts...)` (the
 derivation log's key: predicates follow from the rule), None (explicit) or
 `MODULE`. The operations a unit implies are determined when it runs, against
-the state at that moment (engine/ALGORITHMS.md): the instances a fact takes
+the state at that moment (docs/algorithms.md): the instances a fact takes
 part in come from `forward` (engine.fd.forward), the compiled delta plans over
 views built once.
 

@@ -6,7 +6,7 @@ rederivation checks the recursive counter C_r instead of evaluating rules
 backwards; counters are decremented during overdeletion and incremented during
 insertion. On a non-recursive program it performs exactly Counting's inferences.
 
-Levels (our addition; engine.levels and engine/ALGORITHMS.md,
+Levels (our addition; engine.levels and docs/algorithms.md,
 "Levels in DRed^c"): in a recursive stratum without modules overdeletion stops
 at facts that keep a well-founded derivation. A levelled stratum whose update
 would change too much is evaluated from scratch instead (`recompute`).
