@@ -2,7 +2,7 @@
 
 Spark hands a task to whichever of its idle Python workers comes first, so a
 key's engine cached in one worker process is found again only about 1 / N of
-the time with N workers (../shared/notes: 41-65% on local[2]); every other
+the time with N workers (measured: 41-65% on local[2]); every other
 batch would rebuild it from Redis. The keyed operator (stream.keyed) therefore
 keeps its engines in an *engine host*: a process of its own, one per job and
 task partition index on each host, started by the first task that needs it and

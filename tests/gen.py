@@ -179,7 +179,7 @@ class _RuleBuilder:
             if roll == 0:
                 args.append("_")
             elif roll == 1 and not local:
-                # a variable local to this negated atom, quantified inside it (DESIGN.md 3)
+                # a variable local to this negated atom, quantified inside it (docs/reference/language.md)
                 local = True
                 self.locals += 1
                 args.append(f"Loc{self.locals}")

@@ -1,4 +1,4 @@
-"""stc modules in the fully dynamic algorithms (engine.fd.closure).
+"""stc modules in the fully dynamic algorithms (engine.fd.upkeep, engine.modules.components).
 
 Random programs and interleavings are in tests/test_fd_properties.py
 (`test_quiescent_states_equal_remat_stc_module`); here: where the module is

@@ -155,7 +155,7 @@ def test_quiescent_states_equal_remat_sequential(algorithm, case, schedule):
 @hgiven(case=scenarios(closure="stc"), schedule=schedules)
 def test_quiescent_states_equal_remat_stc_module(algorithm, case, schedule):
     """The same with p1 symmetric-transitive: its stc module is kept operation by
-    operation (engine.fd.closure), its rules never evaluated."""
+    operation (engine.fd.upkeep, engine.modules.components), its rules never evaluated."""
     drive(algorithm, case, schedule, interleaved=True, module="p1")
 
 
@@ -164,5 +164,5 @@ def test_quiescent_states_equal_remat_stc_module(algorithm, case, schedule):
 @hgiven(case=scenarios(closure="tc"), schedule=schedules)
 def test_quiescent_states_equal_remat_tc_module(algorithm, case, schedule):
     """The same with p1 transitive: its tc module is kept operation by operation as
-    reachability (engine.fd.closure.Reachability), its rule never evaluated."""
+    reachability (engine.modules.reach.Reachability), its rule never evaluated."""
     drive(algorithm, case, schedule, interleaved=True, module="p1")

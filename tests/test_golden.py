@@ -1,6 +1,6 @@
 """Golden corpus: every program in tests/golden/<group>/<name>.dl, in every mode.
 
-Adding a case adds files, not code (STYLE.md, Tests 12-14):
+Adding a case adds files, not code (as in Nemo's and Soufflé's test corpora):
 
 * `<group>/<name>.dl` is a program with its explicit facts inline and
   `<name>.out` the expected materialisation exactly as `fluxmat materialise`

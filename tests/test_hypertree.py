@@ -1,6 +1,7 @@
 """Hypertree decompositions for cyclic rules (Zhang et al. 2023), combined mode.
 
-Paper: ../shared/papers/zhang-et-al-2023-hypertree-decompositions.txt.
+Paper: Zhang, Hu, Nenov & Horrocks, "Enhancing Datalog Reasoning with Hypertree
+Decompositions" (2023).
 Checked here: which rules get a decomposition (only cyclic ones), the
 PossibleCollaborator example of section 3 (its decomposition, its result, and
 the O(n k) vs O(n k^2) work of the decomposed vs the left-to-right plan), and

@@ -1,4 +1,4 @@
-"""Kafka connectors against a real tansu broker and a real local Spark (DESIGN.md §6).
+"""Kafka connectors against a real tansu broker and a real local Spark.
 
 One broker and one SparkSession per module keep the runtime small.
 """

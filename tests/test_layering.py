@@ -1,4 +1,4 @@
-"""DESIGN.md section 2: engine/ imports no Spark, Kafka or Redis (and nothing above it)."""
+"""Layering (docs/architecture.md): engine/ imports no Spark, Kafka or Redis (and nothing above it)."""
 
 import ast
 from pathlib import Path

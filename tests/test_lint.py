@@ -1,4 +1,4 @@
-"""STYLE.md 16: one docstring convention (Google), enforced by ruff, on all packages."""
+"""One docstring convention (Google), enforced by ruff, on all packages."""
 
 import shutil
 import subprocess
@@ -19,7 +19,7 @@ def test_ruff_passes():
 
 
 def test_modules_stay_small():
-    """STYLE.md 19: modules under ~600 lines."""
+    """Modules stay under ~600 lines."""
     big = [
         (str(p.relative_to(ROOT)), n)
         for pkg in ("engine", "connectors", "stream", "ops")

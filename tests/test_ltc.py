@@ -8,7 +8,7 @@ the strongly connected components, and with one search per source (both forced).
 And `dredc`'s upkeep of the same closure as reachability (engine.modules.reach),
 with node sets as bitsets and as sets, against generic evaluation: facts,
 reports and counters after every update; and the fully dynamic algorithms'
-upkeep of it operation by operation (engine.fd.closure), under random
+upkeep of it operation by operation (engine.fd.upkeep, engine.modules.reach), under random
 interleavings, against `remat` at every quiescent state.
 """
 

@@ -1,6 +1,6 @@
 """Transitive-closure and symmetric-transitive-closure modules (Hu, Motik & Horrocks 2019).
 
-Paper: ../shared/papers/hu-motik-horrocks-2019-modular-materialisation-tc-stc.txt.
+Paper: Hu, Motik & Horrocks, "Modular Materialisation of Datalog Programs" (2019).
 Checked here: the pattern matcher (which rules form tc(R) / stc(R) modules),
 the selection of modules per algorithm, and the work of Examples 1 and 2 --
 semi-naive evaluation considers O(n^3) rule instances (`Report.rule_applications`),

@@ -1,7 +1,7 @@
 """External oracle: fluxmat's materialisation against clingo's unique stable model.
 
 A stratified program has exactly one stable model, and it is the materialisation
-mat(P, E) (DESIGN.md section 3: stratified negation, `not q(X, _)` meaning "no
+mat(P, E) (docs/reference/language.md: stratified negation, `not q(X, _)` meaning "no
 q(X, .) exists", comparisons and arithmetic assignment). Each program is
 translated from fluxmat's AST into clingo syntax, grounded and solved; the model
 must be unique and equal, predicate by predicate, to fluxmat's facts (internal
@@ -111,7 +111,7 @@ class _RuleTranslator:
         return f"{pred}({', '.join(self.term(a, anonymous) for a in atom.args)})"
 
     def negation(self, index: int, neg: Negation) -> str:
-        # DESIGN.md 3: a variable occurring only inside one negated atom is quantified
+        # docs/reference/language.md: a variable occurring only inside one negated atom is quantified
         # inside the negation; in clingo that is `_`, provided it occurs there once.
         elsewhere = set(_literal_vars(self.rule.head))
         for j, other in enumerate(self.rule.body):

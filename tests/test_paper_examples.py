@@ -1,6 +1,6 @@
 """The worked examples of Hu, Motik & Horrocks (AAAI 2018), and update semantics.
 
-Paper: ../shared/papers/hu-motik-horrocks-2018-optimised-maintenance-dred-c-bf-c.txt.
+Paper: Hu, Motik & Horrocks, "Optimised Maintenance of Datalog Materialisations" (2018).
 Predicates are written in lower case (fluxmat syntax): the paper's A, B, R, S, D
 are a, b, r, s, d.
 

@@ -1,4 +1,4 @@
-"""End-to-end pipeline tests with real parts only (DESIGN.md section 6).
+"""End-to-end pipeline tests with real parts only (docs/streaming.md).
 
 A real tansu broker, a real redis-server (AOF) and a local Spark, with the job
 started as a user would: `python -m ops.cli run ...` in a subprocess. One broker

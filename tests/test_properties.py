@@ -1,6 +1,6 @@
 """Oracle property tests: every maintenance algorithm against plain rematerialisation.
 
-As in differential dataflow's `tests/bfs.rs` (STYLE.md, Tests 14): after the
+As in differential dataflow's `tests/bfs.rs`: after the
 initial load and after EVERY update of a random sequence, the incremental
 materialisation must equal mat(P, E_n) computed from scratch by a fresh `remat`
 maintainer over the current explicit facts E_n (never by the incremental remat

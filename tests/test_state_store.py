@@ -1,4 +1,4 @@
-"""State stores (DESIGN.md section 7): atomic absolute writes, restart from Redis, AOF."""
+"""State stores (docs/architecture.md, "The state in Redis"): atomic absolute writes, restart from Redis, AOF."""
 
 import json
 import random

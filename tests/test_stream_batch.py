@@ -1,4 +1,4 @@
-"""The per-batch function of the streaming job, without Spark (DESIGN.md section 6).
+"""The per-batch function of the streaming job, without Spark (docs/streaming.md).
 
 Crashes are simulated at each point of the commit protocol; after a restart from
 the state store and Spark's replay of the batch, consumers that deduplicate by

@@ -55,6 +55,15 @@ from tests.benchmarks.suite import Entry, run_entry, run_streams_child
 from tests.benchmarks.tasks import LARGE, SMALL
 from tests.benchmarks.workloads import LUBM_DEPARTMENTS, LUBM_UNIVERSITIES, SEED, WORKLOADS
 
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _relative(path) -> str:
+    """A results path as bench.json records it: relative to the repository when inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(_ROOT)) if path.is_relative_to(_ROOT) else str(path)
+
+
 STREAMS = "streams"  # --workload streams: tests/benchmarks/fd_streams.py
 EQUALITY = "equality"  # --workload equality: tests/benchmarks/equality.py
 PIPELINE = "pipeline"  # --workload pipeline: tests/benchmarks/pipeline.py (servers; not in all)
@@ -170,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_plots and rs:
             path = plot(e.label, rs, args.out)
             if path:
-                info["plot"] = str(path)
+                info["plot"] = _relative(path)
                 print(f"plot: {path}")
         sys.stdout.flush()
     if rows:
