@@ -177,3 +177,19 @@ def test_readme_is_a_first_page():
     text = "\n".join(lines)
     assert text.index("make demo") < text.index("## ")  # the two commands come first
     assert "make test" in text and "from fluxmat import Reasoner" in text
+
+
+def _real_environment_variables() -> set[str]:
+    """Every FLUXMAT_* variable the code, the tests, the Makefile or a flag reads."""
+    texts = [cli_reference.render().replace("\\_", "_"), (ROOT / "Makefile").read_text()]
+    texts += [p.read_text(encoding="utf-8") for d in ("engine", "connectors", "stream", "ops", "tests")
+              for p in (ROOT / d).rglob("*.py") if p.name != "test_docs.py"]  # fmt: skip
+    return set(re.findall(r"FLUXMAT_[A-Z_]*[A-Z]", "\n".join(texts)))
+
+
+def test_docs_name_only_real_environment_variables():
+    real = _real_environment_variables()
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").rglob("*.md")]
+    named = {(p.name, v) for p in pages
+             for v in re.findall(r"FLUXMAT_[A-Z_]*[A-Z]", p.read_text(encoding="utf-8"))}  # fmt: skip
+    assert {(page, v) for page, v in named if v not in real} == set()
