@@ -4,7 +4,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: test test-all bench lint demo clean
+.PHONY: test test-all bench lint demo docs clean
 
 BSTAMP  := $(VENV)/.installed-bench
 
@@ -34,5 +34,10 @@ lint: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/fluxmat demo
 
+# the documentation site in site/ (`$(VENV)/bin/mkdocs serve` to read it while editing)
+docs: $(STAMP)
+	$(VPY) -m ops.cli_reference
+	$(VPY) -m mkdocs build --strict -d site
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache *.egg-info site
