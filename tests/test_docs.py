@@ -1,6 +1,7 @@
 """The documentation: the MkDocs site builds strictly, the CLI reference matches the
 parsers, the README stays a first page, and nothing refers outside the repository."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -193,3 +194,41 @@ def test_docs_name_only_real_environment_variables():
     named = {(p.name, v) for p in pages
              for v in re.findall(r"FLUXMAT_[A-Z_]*[A-Z]", p.read_text(encoding="utf-8"))}  # fmt: skip
     assert {(page, v) for page, v in named if v not in real} == set()
+
+
+def test_every_command_is_in_the_usage_page():
+    from ops.cli import build_parser
+
+    page = (ROOT / "docs" / "reference" / "commands.md").read_text(encoding="utf-8")
+    with cli_reference.empty_environment():
+        names = [name for name, *_ in cli_reference._subcommands(build_parser())]
+    assert [n for n in names if f"| `fluxmat {n}` |" not in page] == []
+
+
+def tutorial_commands(markdown: str) -> list[tuple[str, str]]:
+    """(command, output) of every `$ fluxmat ...` / `$ cat ...` in the tutorial's sh blocks
+    whose output is shown whole (no `...` line)."""
+    found = []
+    for block in re.findall(r"```sh\n(.*?)```", markdown, flags=re.S):
+        for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
+            lines = chunk.splitlines()
+            command = lines.pop(0)
+            while command.endswith("\\"):
+                command = command[:-1] + lines.pop(0).strip()
+            if re.match(r"(fluxmat|cat) ", command) and "..." not in lines:
+                found.append((command, "\n".join(lines)))
+    return found
+
+
+def test_tutorial_commands_print_what_the_tutorial_shows(tmp_path):
+    """Getting started: every command whose whole output is shown prints exactly that."""
+    (tmp_path / "ops").symlink_to(ROOT / "ops")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("FLUXMAT_")},
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+    commands = tutorial_commands((ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8"))
+    assert len(commands) >= 6
+    for command, output in commands:
+        proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == 0, (command, proc.stderr)
+        assert proc.stdout.rstrip("\n") == output.rstrip("\n"), command
