@@ -4,7 +4,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: test test-all bench lint demo docs clean
+.PHONY: test test-fast test-all bench lint demo docs clean
 
 BSTAMP  := $(VENV)/.installed-bench
 
@@ -21,6 +21,10 @@ $(BSTAMP): $(STAMP)
 
 test: $(STAMP)
 	$(VPY) -m pytest
+
+# unit tests only: no servers, browser, Spark or job (see tests/conftest.py)
+test-fast: $(STAMP)
+	$(VPY) -m pytest -m "not integration"
 
 test-all: $(STAMP)
 	FLUXMAT_FULL_CORPUS=1 $(VPY) -m pytest -m "slow or not slow"

@@ -20,6 +20,26 @@ from connectors.broker import EmbeddedBroker
 from tests.servers import RedisServer
 
 
+# Tests that start a server (Redis, a Kafka broker, Spark, a browser, a job) are marked
+# `integration`: through these fixtures, or because their module starts one itself.
+# `make test-fast` runs the rest (`-m "not integration"`).
+SERVER_FIXTURES = {"redis_server", "broker"}
+INTEGRATION_MODULES = {
+    "test_browser_harness", "test_dashboard", "test_dashboard_layout", "test_delta_counts",
+    "test_export_cli", "test_kafka_connectors", "test_keyed", "test_ops_live", "test_ops_redis_faults",
+    "test_pipeline", "test_pipeline_checkpoint", "test_pipeline_keyed", "test_pipeline_poison",
+    "test_rdf_stream", "test_retries", "test_state_bytes", "test_state_store", "test_stream_batch",
+    "test_time_lag", "test_verify", "test_wire", "test_packaging",
+}  # fmt: skip
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2] if item.module else ""
+        if SERVER_FIXTURES & set(item.fixturenames) or module in INTEGRATION_MODULES:
+            item.add_marker(pytest.mark.integration)
+
+
 def docker_available() -> bool:
     if os.environ.get("FLUXMAT_TEST_CONTAINERS") == "0" or not shutil.which("docker"):
         return False
