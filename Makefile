@@ -29,7 +29,7 @@ bench: $(BSTAMP)
 	$(VPY) -m tests.benchmarks.run
 
 lint: $(STAMP)
-	$(VPY) -m ruff check engine connectors stream ops tests
+	$(VPY) -m ruff check fluxmat engine connectors stream ops tests setup.py
 
 demo: $(STAMP)
 	$(VENV)/bin/fluxmat demo
