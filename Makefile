@@ -33,14 +33,14 @@ bench: $(BSTAMP)
 	$(VPY) -m tests.benchmarks.run
 
 lint: $(STAMP)
-	$(VPY) -m ruff check engine connectors stream ops tests
+	$(VPY) -m ruff check fluxmat engine connectors stream ops tests setup.py
 
 demo: $(STAMP)
 	$(VENV)/bin/fluxmat demo
 
 # the documentation site in site/ (`$(VENV)/bin/mkdocs serve` to read it while editing)
 docs: $(STAMP)
-	$(VPY) -m ops.cli_reference
+	$(VPY) -m fluxmat.ops.cli_reference
 	$(VPY) -m mkdocs build --strict -d site
 
 clean:

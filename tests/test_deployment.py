@@ -10,6 +10,7 @@ tests feed it a deliberately broken copy, so a checker that stops checking fails
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import re
@@ -24,8 +25,8 @@ import pytest
 
 yaml = pytest.importorskip("yaml")
 
-from ops.metric_names import METRICS, exported_names  # noqa: E402
-from ops.stream_cli import REQUIRED, RUN_FLAGS  # noqa: E402
+from fluxmat.ops.metric_names import METRICS, exported_names  # noqa: E402
+from fluxmat.ops.stream_cli import REQUIRED, RUN_FLAGS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKER = ROOT / "docker"
@@ -291,7 +292,7 @@ def test_job_settings_are_valid(compose):
 
 
 def test_job_program_and_facts_are_in_the_mounted_directory(compose):
-    from engine import Reasoner
+    from fluxmat.engine import Reasoner
 
     job = compose["services"][JOB]
     files = [a for a in job["command"][1:] if a.startswith("/")]
@@ -425,9 +426,17 @@ def test_dockerfile_copy_sources_exist_and_cover_the_package():
     for src in sources:
         assert (ROOT / src).exists(), f"COPY {src}: not in the build context"
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    packages = {p.rstrip("*") for p in project["tool"]["setuptools"]["packages"]["find"]["include"]}
+    folders = _setup_folders()
+    packages = {"fluxmat", *(f for f in folders if (ROOT / f).is_dir())}
     assert packages <= set(sources), f"pip install . needs {packages - set(sources)}"
-    assert {"pyproject.toml", project["project"]["readme"]} <= set(sources)
+    assert {"pyproject.toml", "setup.py", project["project"]["readme"]} <= set(sources)
+
+
+def _setup_folders() -> tuple[str, ...]:
+    """The folders setup.py installs as fluxmat.<folder> (its FOLDERS tuple)."""
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "FOLDERS")
+    return ast.literal_eval(node.value)
 
 
 def test_dockerignore_sends_every_copy_source():
@@ -441,7 +450,7 @@ def test_dockerfile_entrypoint_user_and_ports(compose):
     ins = _instructions(DOCKERFILE)
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
     entry = json.loads(next(rest for word, rest in ins if word == "ENTRYPOINT"))
-    assert entry == ["fluxmat"] and entry[0] in scripts and scripts["fluxmat"] == "ops.cli:main"
+    assert entry == ["fluxmat"] and entry[0] in scripts and scripts["fluxmat"] == "fluxmat.ops.cli:main"
     assert ins[0][0] == "FROM" and ins[0][1].startswith("python:3.11-slim-bookworm")
     user = [rest for word, rest in ins if word == "USER"]
     assert user and user[-1].split(":")[0] not in ("root", "0"), "the image must not run as root"
@@ -475,7 +484,7 @@ def test_the_exporter_exports_the_table():
     pytest.importorskip("prometheus_client")
     from prometheus_client import generate_latest
 
-    from ops.metrics import JobMetrics
+    from fluxmat.ops.metrics import JobMetrics
 
     text = generate_latest(JobMetrics("p.dl", "fd-counting", "ns", "updates").registry).decode()
     types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, flags=re.M))

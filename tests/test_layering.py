@@ -9,14 +9,22 @@ ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN = ("pyspark", "kafka", "redis", "connectors", "stream", "ops")
 
 
+def in_repo(module: str) -> str:
+    """A module's name as its folder in the repository: `fluxmat.engine.x` is `engine.x`."""
+    return module.removeprefix("fluxmat.")
+
+
 def _imports(path: Path) -> list[str]:
+    """Every module a file imports (at any depth), named by its folder in the repository."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            out.extend(a.name for a in node.names)
+            out.extend(in_repo(a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module == "fluxmat" and node.level == 0:
+            out.extend(a.name for a in node.names)  # from fluxmat import engine
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append(node.module)
+            out.append(in_repo(node.module))
     return out
 
 
@@ -71,7 +79,7 @@ def import_graph(root: Path, package: str = "engine") -> dict[str, set[str]]:
                 named.append(base)
                 named.extend(f"{base}.{a.name}" for a in node.names)
         deps = set()
-        for name in named:
+        for name in map(in_repo, named):
             parts = name.split(".")
             for i in range(1, len(parts) + 1):
                 target = ".".join(parts[:i])
