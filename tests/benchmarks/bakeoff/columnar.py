@@ -147,8 +147,8 @@ def _join_rest(rule: _Rule, acc: pl.DataFrame, rest: list[int], source, distinct
         shared = [c for c in other.columns if c in acc.columns and c != "m"]
         acc = acc.join(other, on=shared, how="inner") if shared else acc.join(other, how="cross")
         needed = _vars(rule.head).union(*(_vars(rule.body[k]) for k in order[n + 1 :]))
-        keep = [c for c in acc.columns if c in needed or c == "m"]
-        acc = acc.select(keep)
+        keep = [pl.col(c) for c in acc.columns if c in needed or c == "m"]
+        acc = acc.select(keep or [pl.col(acc.columns[0]).is_not_null().alias("_u")])  # no columns = no rows
         if distinct:
             acc = acc.unique()
     return _head_rows(rule.head, acc)
