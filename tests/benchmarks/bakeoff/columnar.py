@@ -182,7 +182,7 @@ class ColumnarCore:
         self.rel: dict[str, pl.DataFrame] = {}
         rec = {p for s, flag in zip(self.strata, self.recursive, strict=True) if flag for p in s}
         for p, k in self.arities.items():
-            schema = {c: pl.Int64 for c in _cols(k)} | ({} if p in rec else {"cnt": pl.Int32}) | {"exp": pl.Boolean}
+            schema = {c: pl.Int64 for c in _cols(k)} | {"cnt": pl.Int32, "exp": pl.Boolean}
             self.rel[p] = pl.DataFrame(schema=schema)
         self.counted = {p for p in self.arities if p not in rec}
         self.profile: dict[str, float] = {}  # seconds per stratum (its first predicate), summed over updates
@@ -342,17 +342,19 @@ class ColumnarCore:
     # ------------------------------------------------------------ DRed (recursive strata)
 
     def _dred(self, stratum, adds, dels, changes, old) -> None:
+        """DRed^c: `cnt` counts a fact's instances of non-recursive rules; facts with cnt > 0 or exp are solid."""
         before = {p: self.rel[p] for p in stratum}
-        for p in stratum:
-            self.rel[p] = self._set_exp(p, adds.get(p), dels.get(p))
-        gone = self._overdelete(stratum, dels, changes, old, before)
+        fresh, lost = self._nonrecursive_counts(stratum, adds, dels, changes, old)
+        gone = self._overdelete(stratum, lost, changes, old, before)
         for p, d in gone.items():
             self.rel[p] = self.rel[p].join(d, on=_cols(self.arities[p]), how="anti")
-        seeds = self._rederive(gone, changes)
+        seeds = self._rederive(gone, stratum)
+        for p, f in fresh.items():
+            seeds.setdefault(p, []).append(f.select(_cols(self.arities[p])))
         for p in stratum:
             if p in adds:
                 seeds.setdefault(p, []).append(adds[p])
-        for rule in (r for p in stratum for r in self.by_head[p]):
+        for rule in self._recursive_rules(stratum):
             for i, atom in enumerate(rule.body):
                 if atom.pred in changes and atom.pred not in stratum and changes[atom.pred][0].height:
                     acc = _bind(atom, changes[atom.pred][0])
@@ -361,12 +363,46 @@ class ColumnarCore:
                         _join_rest(rule, acc, rest, lambda j, r=rule: self._keys(r.body[j].pred), True))
         self._insert(stratum, seeds)
         for p in stratum:
-            if p in adds:
-                self.rel[p] = self._set_exp(p, adds[p], None)
+            self.rel[p] = self._add_counts(self._set_exp(p, adds.get(p), None), fresh.get(p), p)
             cols = _cols(self.arities[p])
             was, now = before[p].select(cols), self._keys(p)
             self._record(p, before[p], now.join(was, on=cols, how="anti"), was.join(now, on=cols, how="anti"),
                          changes, old)  # fmt: skip
+
+    def _recursive_rules(self, stratum) -> list[_Rule]:
+        inside = set(stratum)
+        return [r for p in stratum for r in self.by_head[p] if any(a.pred in inside for a in r.body)]
+
+    def _nonrecursive_counts(self, stratum, adds, dels, changes, old) -> dict[str, pl.DataFrame]:
+        """Apply explicit and non-recursive count changes to present facts.
+
+        Returns the absent facts gaining a count (with it) and the present ones that lost
+        their last solid support (the over-deletion seeds).
+        """
+        inside, fresh, lost = set(stratum), {}, {}
+        for p in stratum:
+            cols = _cols(self.arities[p])
+            parts = [f for r in self.by_head[p] if not any(a.pred in inside for a in r.body)
+                     for f in self._count_rule(r, changes, old)]  # fmt: skip
+            rel = self._set_exp(p, adds.get(p), dels.get(p))
+            touched = dels[p] if p in dels else _keys_frame(None, len(cols))
+            if parts:
+                d = pl.concat(parts).group_by(cols).agg(pl.col("m").sum().alias("d")).filter(pl.col("d") != 0)
+                rel = self._add_counts(rel, d, p)
+                fresh[p] = d.join(rel, on=cols, how="anti")
+                touched = pl.concat([touched, d.select(cols)])
+            gone = rel.filter((pl.col("cnt") == 0) & ~pl.col("exp")).join(touched, on=cols, how="semi")
+            if gone.height:
+                lost[p] = gone.select(cols)
+            self.rel[p] = rel
+        return {p: f for p, f in fresh.items() if f.height}, lost
+
+    def _add_counts(self, rel: pl.DataFrame, d: pl.DataFrame | None, p: str) -> pl.DataFrame:
+        if d is None or d.height == 0:
+            return rel
+        cols = _cols(self.arities[p])
+        return rel.join(d, on=cols, how="left").with_columns(
+            cnt=(pl.col("cnt") + pl.col("d").fill_null(0)).cast(pl.Int32)).drop("d")
 
     def _set_exp(self, p, add, dele) -> pl.DataFrame:
         rel, cols = self.rel[p], _cols(self.arities[p])
@@ -380,8 +416,8 @@ class ColumnarCore:
                 exp=pl.col("exp") | pl.col("_a").is_not_null()).drop("_a")
         return rel
 
-    def _overdelete(self, stratum, dels, changes, old, before) -> dict[str, pl.DataFrame]:
-        """Facts of `stratum` with a derivation (in the old state) through a removed fact, minus those still explicit."""
+    def _overdelete(self, stratum, lost, changes, old, before) -> dict[str, pl.DataFrame]:
+        """Facts of `stratum` with a derivation (in the old state) through a removed fact, minus the solid ones."""
 
         def source(j, rule):
             pred = rule.body[j].pred
@@ -389,38 +425,39 @@ class ColumnarCore:
                 return before[pred].select(_cols(self.arities[pred]))
             return old.get(pred, self._keys(pred))
 
-        delta: dict[str, list[pl.DataFrame]] = {p: [dels[p]] for p in stratum if p in dels}
+        gone = dict(lost)
+        delta: dict[str, pl.DataFrame] = dict(gone)
         for p in changes:
             if p not in stratum and changes[p][1].height:
-                delta[p] = [changes[p][1]]
-        gone: dict[str, pl.DataFrame] = {p: dels[p] for p in stratum if p in dels}
+                delta[p] = changes[p][1]
+        rules = self._recursive_rules(stratum)
         while delta:
-            step = {p: pl.concat(fs).unique() for p, fs in delta.items()}
             found: dict[str, list[pl.DataFrame]] = {}
-            for rule in (r for p in stratum for r in self.by_head[p]):
+            for rule in rules:
                 for i, atom in enumerate(rule.body):
-                    if atom.pred in step:
+                    if atom.pred in delta:
                         rest = [j for j in range(len(rule.body)) if j != i]
-                        got = _join_rest(rule, _bind(atom, step[atom.pred]), rest, lambda j, r=rule: source(j, r), True)
+                        got = _join_rest(rule, _bind(atom, delta[atom.pred]), rest, lambda j, r=rule: source(j, r), True)
                         found.setdefault(rule.head.pred, []).append(got)
             delta = {}
             for p, fs in found.items():
                 cols = _cols(self.arities[p])
-                new = pl.concat(fs).unique()
-                still = self.rel[p].filter(pl.col("exp")).select(cols)
-                new = new.join(still, on=cols, how="anti")
+                solid = self.rel[p].filter((pl.col("cnt") > 0) | pl.col("exp")).select(cols)
+                new = pl.concat(fs).unique().join(solid, on=cols, how="anti")
                 if p in gone:
                     new = new.join(gone[p], on=cols, how="anti")
                 if new.height:
                     gone[p] = pl.concat([gone[p], new]) if p in gone else new
-                    delta[p] = [new]
+                    delta[p] = new
         return gone
 
-    def _rederive(self, gone, changes) -> dict[str, list[pl.DataFrame]]:
-        """The over-deleted facts that keep a one-step derivation in the current state."""
+    def _rederive(self, gone, stratum) -> dict[str, list[pl.DataFrame]]:
+        """The over-deleted facts that keep a one-step derivation (by a recursive rule) in the current state."""
         seeds: dict[str, list[pl.DataFrame]] = {}
         for p, d in gone.items():
-            for rule in self.by_head[p]:
+            for rule in self._recursive_rules(stratum):
+                if rule.head.pred != p:
+                    continue
                 head = _Atom(p, rule.head.terms)
                 acc = _bind(head, d).unique()
                 rest = list(range(len(rule.body)))
@@ -433,7 +470,7 @@ class ColumnarCore:
         delta = self._absorb(seeds)
         while delta:
             found: dict[str, list[pl.DataFrame]] = {}
-            for rule in (r for p in stratum for r in self.by_head[p]):
+            for rule in self._recursive_rules(stratum):
                 for i, atom in enumerate(rule.body):
                     if atom.pred in delta:
                         rest = [j for j in range(len(rule.body)) if j != i]
@@ -450,5 +487,6 @@ class ColumnarCore:
             new = pl.concat([f.select(cols) for f in fs]).unique().join(self._keys(p), on=cols, how="anti")
             if new.height:
                 delta[p] = new
-                self.rel[p] = pl.concat([self.rel[p], new.with_columns(exp=pl.lit(False))])
+                row = new.with_columns(cnt=pl.lit(0, dtype=pl.Int32), exp=pl.lit(False))
+                self.rel[p] = pl.concat([self.rel[p], row])
         return delta

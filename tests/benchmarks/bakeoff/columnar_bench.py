@@ -131,7 +131,6 @@ class Bench:
             raise SystemExit(1)
 
     def run(self) -> None:
-        a = self.args
         rss0 = _rss()
         cols = self.dic.columns(self.maker.initial)
         core = ColumnarCore(self.rules, self.arities)
