@@ -144,6 +144,8 @@ class Bench:
             self.ref.load(self.maker.initial)
             print(f"engine (fd-counting) load {time.perf_counter() - t:.2f} s; {_load()}")
         self.check("after the load", core)
+        if self.args.compare_joins:
+            compare_joins(core)
         self.batches(core)
         self.singles(core)
         size = core.size()
@@ -217,6 +219,43 @@ class Bench:
                 raise SystemExit(1)
 
 
+def compare_joins(core: ColumnarCore, reps: int = 20) -> None:
+    """One semi-naive step of a transitive rule, r(x, z) :- delta(x, y), r(y, z), deduplicated, by three engines.
+
+    `r` is the largest materialised binary relation (LUBM: connectedCourses); deltas of
+    2 rows (a small update) and of 60% of `r` (what DRed over-deletes on a batch).
+    """
+    import duckdb
+
+    p = max((q for q in core.rel if core.arities[q] == 2), key=lambda q: core.rel[q].height)
+    rel = core.rel[p].select("c0", "c1")
+    con = duckdb.connect()
+    con.register("r", rel.to_arrow())
+    for k in (2, int(0.6 * rel.height)):
+        delta = rel.sample(k, seed=1)
+        con.register("d", delta.to_arrow())
+
+        def eager(delta=delta):
+            return delta.join(rel, left_on="c1", right_on="c0").select("c0", pl.col("c1_right").alias("c1")).unique()
+
+        def lazy(delta=delta):
+            q = delta.lazy().join(rel.lazy(), left_on="c1", right_on="c0")
+            return q.select("c0", pl.col("c1_right").alias("c1")).unique().collect()
+
+        def duck():
+            return con.sql("SELECT DISTINCT d.c0, r.c1 FROM d JOIN r ON d.c1 = r.c0").arrow()
+
+        times = {}
+        for name, fn in (("polars eager", eager), ("polars lazy", lazy), ("duckdb", duck)):
+            fn()
+            t = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            times[name] = (time.perf_counter() - t) / reps
+        print(f"join delta({k:,} rows) x {p.rsplit('#', 1)[-1]}({rel.height:,}): "
+              + ", ".join(f"{n} {v * 1e3:.2f} ms" for n, v in times.items()) + f"; {_load()}")
+
+
 def restore_child(snap: str) -> int:
     """In a new process: restore the snapshot at `snap`, print one JSON line."""
     path = corpus_dir() / PROGRAM
@@ -237,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--updates", type=int, default=10_000)
     ap.add_argument("--singles", type=int, default=20)
     ap.add_argument("--no-check", action="store_true", help="do not compare with the current engine")
+    ap.add_argument("--compare-joins", action="store_true", help="after the load: one join by Polars and DuckDB")
     ap.add_argument("--restore-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.restore_child:
