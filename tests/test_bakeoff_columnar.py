@@ -37,7 +37,8 @@ def random_program(rng: random.Random) -> str:
         if not used:
             continue
         head = rng.choice(DERIVED)
-        rules.append(f"{head}({', '.join(rng.choice(used) for _ in range(ARITY[head]))}) :- {', '.join(body)}.")
+        terms = [str(rng.randrange(4)) if rng.random() < 0.15 else rng.choice(used) for _ in range(ARITY[head])]
+        rules.append(f"{head}({', '.join(terms)}) :- {', '.join(body)}.")
     return "\n".join(rules)
 
 

@@ -96,6 +96,12 @@ def _keys_frame(rows: np.ndarray | None, arity: int) -> pl.DataFrame:
 
 def _bind(atom: _Atom, frame: pl.DataFrame) -> pl.DataFrame:
     """The rows of `frame` (columns c0..) that match `atom`, as columns named by its variables (plus `m`)."""
+    lazy, _ = _bind_lazy(atom, frame)
+    return lazy.collect()
+
+
+def _bind_lazy(atom: _Atom, frame: pl.DataFrame) -> tuple[pl.LazyFrame, list[str]]:
+    """`_bind` as a lazy query, with the names of its columns."""
     conds, seen = [], {}
     for i, (kind, value) in enumerate(atom.terms):
         col = f"c{i}"
@@ -105,18 +111,20 @@ def _bind(atom: _Atom, frame: pl.DataFrame) -> pl.DataFrame:
             conds.append(pl.col(col) == pl.col(seen[value]))
         else:
             seen[value] = col
-    if conds:
-        frame = frame.filter(conds)
+    lazy = frame.lazy().filter(conds) if conds else frame.lazy()
     extra = [pl.col("m")] if "m" in frame.columns else []
     if not seen:  # a ground atom: keep its rows' count in a column (a frame of no columns has no rows)
         extra.append(pl.col("c0").is_not_null().alias("_u"))  # not pl.lit: a literal alone gives one row
-    return frame.select([pl.col(c).alias(v) for v, c in seen.items()] + extra)
+    names = list(seen) + (["m"] if "m" in frame.columns else []) + ([] if seen else ["_u"])
+    return lazy.select([pl.col(c).alias(v) for v, c in seen.items()] + extra), names
 
 
-def _head_rows(head: _Atom, bound: pl.DataFrame) -> pl.DataFrame:
-    exprs = [pl.lit(v, dtype=pl.Int64).alias(f"c{i}") if k == "const" else pl.col(v).alias(f"c{i}")
+def _head_rows(head: _Atom, bound, cols: list[str]):
+    """The head facts of the bindings `bound` (columns `cols`), with `m` if it has one."""
+    anchor = pl.col(cols[0]).cast(pl.Int64) * 0  # a constant as a column: pl.lit alone would make one row
+    exprs = [(anchor + v).alias(f"c{i}") if k == "const" else pl.col(v).alias(f"c{i}")
              for i, (k, v) in enumerate(head.terms)]  # fmt: skip
-    if "m" in bound.columns:
+    if "m" in cols:
         exprs.append(pl.col("m"))
     return bound.select(exprs)
 
@@ -137,21 +145,29 @@ def _vars(atom: _Atom) -> set[str]:
 
 
 def _join_rest(rule: _Rule, acc: pl.DataFrame, rest: list[int], source, distinct: bool) -> pl.DataFrame:
-    """Join `acc` (bound variables) with the body atoms at positions `rest` (`source(j)` gives each frame)."""
+    """Join `acc` (bound variables) with the body atoms at positions `rest` (`source(j)` gives each frame).
+
+    One lazy query, collected once (one Polars call per rule and delta position).
+    """
+    if acc.height == 0:
+        schema = {f"c{i}": pl.Int64 for i in range(len(rule.head.terms))}
+        return pl.DataFrame(schema=schema | ({"m": pl.Int64} if "m" in acc.columns else {}))
     order = _order(rule, set(acc.columns), rest)
+    lazy, cols = acc.lazy(), list(acc.columns)
     for n, j in enumerate(order):
-        if acc.height == 0:
-            schema = {f"c{i}": pl.Int64 for i in range(len(rule.head.terms))}
-            return pl.DataFrame(schema=schema | ({"m": pl.Int64} if "m" in acc.columns else {}))
-        other = _bind(rule.body[j], source(j))
-        shared = [c for c in other.columns if c in acc.columns and c != "m"]
-        acc = acc.join(other, on=shared, how="inner") if shared else acc.join(other, how="cross")
+        other, ocols = _bind_lazy(rule.body[j], source(j))
+        shared = [c for c in ocols if c in cols and c != "m"]
+        lazy = lazy.join(other, on=shared, how="inner") if shared else lazy.join(other, how="cross")
+        cols += [c for c in ocols if c not in cols]
         needed = _vars(rule.head).union(*(_vars(rule.body[k]) for k in order[n + 1 :]))
-        keep = [pl.col(c) for c in acc.columns if c in needed or c == "m"]
-        acc = acc.select(keep or [pl.col(acc.columns[0]).is_not_null().alias("_u")])  # no columns = no rows
+        keep = [c for c in cols if c in needed or c == "m"]
+        if keep:
+            lazy, cols = lazy.select(keep), keep
+        else:  # no columns would mean no rows
+            lazy, cols = lazy.select(pl.col(cols[0]).is_not_null().alias("_u")), ["_u"]
         if distinct:
-            acc = acc.unique()
-    return _head_rows(rule.head, acc)
+            lazy = lazy.unique()
+    return _head_rows(rule.head, lazy, cols).collect()
 
 
 # ---------------------------------------------------------------- the core
