@@ -433,7 +433,13 @@ class ColumnarCore:
         return rel
 
     def _overdelete(self, stratum, lost, changes, old, before) -> dict[str, pl.DataFrame]:
-        """Facts of `stratum` with a derivation (in the old state) through a removed fact, minus the solid ones."""
+        """Facts of `stratum` with a derivation (in the old state) through a removed fact, minus the safe ones.
+
+        Safe: solid (cnt > 0 or exp), or with a one-step derivation from safe facts and the
+        (final) lower strata: such a fact holds after the update whatever else is over-deleted,
+        so it is neither over-deleted nor propagated through. This stops DRed from
+        over-deleting whole cliques of a transitive relation whose pairs have direct support.
+        """
 
         def source(j, rule):
             pred = rule.body[j].pred
@@ -441,45 +447,59 @@ class ColumnarCore:
                 return before[pred].select(_cols(self.arities[pred]))
             return old.get(pred, self._keys(pred))
 
-        gone = dict(lost)
-        delta: dict[str, pl.DataFrame] = dict(gone)
-        for p in changes:
-            if p not in stratum and changes[p][1].height:
-                delta[p] = changes[p][1]
+        safe = {p: self.rel[p].filter((pl.col("cnt") > 0) | pl.col("exp")).select(_cols(self.arities[p]))
+                for p in stratum}  # fmt: skip
+        gone: dict[str, pl.DataFrame] = {}
+        pending = {p: [f] for p, f in lost.items()}
+        delta = {p: changes[p][1] for p in changes if p not in stratum and changes[p][1].height}
         rules = self._recursive_rules(stratum)
-        while delta:
-            found: dict[str, list[pl.DataFrame]] = {}
+        while pending or delta:
+            for p, fs in pending.items():
+                cols = _cols(self.arities[p])
+                new = pl.concat(fs).unique().join(safe[p], on=cols, how="anti")
+                if p in gone:
+                    new = new.join(gone[p], on=cols, how="anti")
+                held = self._derivable({p: new}, stratum, lambda j, r: safe.get(r.body[j].pred))
+                if held.get(p) is not None:
+                    safe[p] = pl.concat([safe[p], held[p]])
+                    new = new.join(held[p], on=cols, how="anti")
+                if new.height:
+                    gone[p] = pl.concat([gone[p], new]) if p in gone else new
+                    delta[p] = new
+            pending = {}
             for rule in rules:
                 for i, atom in enumerate(rule.body):
                     if atom.pred in delta:
                         rest = [j for j in range(len(rule.body)) if j != i]
                         got = _join_rest(rule, _bind(atom, delta[atom.pred]), rest, lambda j, r=rule: source(j, r), True)
-                        found.setdefault(rule.head.pred, []).append(got)
+                        pending.setdefault(rule.head.pred, []).append(got)
             delta = {}
-            for p, fs in found.items():
-                cols = _cols(self.arities[p])
-                solid = self.rel[p].filter((pl.col("cnt") > 0) | pl.col("exp")).select(cols)
-                new = pl.concat(fs).unique().join(solid, on=cols, how="anti")
-                if p in gone:
-                    new = new.join(gone[p], on=cols, how="anti")
-                if new.height:
-                    gone[p] = pl.concat([gone[p], new]) if p in gone else new
-                    delta[p] = new
         return gone
+
+    def _derivable(self, facts: dict[str, pl.DataFrame], stratum, inside) -> dict[str, pl.DataFrame]:
+        """The `facts` of `stratum` with a one-step derivation by a recursive rule.
+
+        Body atoms of the stratum read `inside(j, rule)` (a frame of keys), lower ones the current state.
+        """
+        out: dict[str, pl.DataFrame] = {}
+        for rule in self._recursive_rules(stratum):
+            d = facts.get(rule.head.pred)
+            if d is None or d.height == 0:
+                continue
+
+            def source(j, r=rule):
+                got = inside(j, r)
+                return self._keys(r.body[j].pred) if got is None else got
+
+            got = _join_rest(rule, _bind(rule.head, d).unique(), list(range(len(rule.body))), source, True)
+            p = rule.head.pred
+            out[p] = pl.concat([out[p], got]).unique() if p in out else got
+        return out
 
     def _rederive(self, gone, stratum) -> dict[str, list[pl.DataFrame]]:
         """The over-deleted facts that keep a one-step derivation (by a recursive rule) in the current state."""
-        seeds: dict[str, list[pl.DataFrame]] = {}
-        for p, d in gone.items():
-            for rule in self._recursive_rules(stratum):
-                if rule.head.pred != p:
-                    continue
-                head = _Atom(p, rule.head.terms)
-                acc = _bind(head, d).unique()
-                rest = list(range(len(rule.body)))
-                got = _join_rest(rule, acc, rest, lambda j, r=rule: self._keys(r.body[j].pred), True)
-                seeds.setdefault(p, []).append(got)
-        return seeds
+        found = self._derivable(gone, stratum, lambda j, r: None)
+        return {p: [f] for p, f in found.items()}
 
     def _insert(self, stratum, seeds: dict[str, list[pl.DataFrame]]) -> None:
         """Add `seeds` (not explicit unless already so) and their consequences in `stratum`, semi-naively."""
