@@ -155,14 +155,19 @@ def _vars(atom: _Atom) -> set[str]:
     return {v for k, v in atom.terms if k == "var"}
 
 
-def _join_rest(rule: _Rule, acc: pl.DataFrame, rest: list[int], source, distinct: bool) -> pl.DataFrame:
+def _union(frames: list) -> pl.LazyFrame:
+    """The rows of all `frames` (eager or lazy) as one lazy query: its branches run in one Polars call."""
+    return pl.concat([f.lazy() for f in frames])
+
+
+def _join_rest(rule: _Rule, acc: pl.DataFrame, rest: list[int], source, distinct: bool) -> pl.LazyFrame:
     """Join `acc` (bound variables) with the body atoms at positions `rest` (`source(j)` gives each frame).
 
-    One lazy query, collected once (one Polars call per rule and delta position).
+    A lazy query: the caller collects a round's queries together.
     """
     if acc.height == 0:
         schema = {f"c{i}": pl.Int64 for i in range(len(rule.head.terms))}
-        return pl.DataFrame(schema=schema | ({"m": pl.Int64} if "m" in acc.columns else {}))
+        return pl.LazyFrame(schema=schema | ({"m": pl.Int64} if "m" in acc.columns else {}))
     order = _order(rule, set(acc.columns), rest)
     lazy, cols = acc.lazy(), list(acc.columns)
     for n, j in enumerate(order):
@@ -178,7 +183,7 @@ def _join_rest(rule: _Rule, acc: pl.DataFrame, rest: list[int], source, distinct
             lazy, cols = lazy.select(pl.col(cols[0]).is_not_null().alias("_u")), ["_u"]
         if distinct:
             lazy = lazy.unique()
-    return _head_rows(rule.head, lazy, cols).collect()
+    return _head_rows(rule.head, lazy, cols)
 
 
 # ---------------------------------------------------------------- the core
@@ -317,8 +322,8 @@ class ColumnarCore:
         parts = []
         for rule in self.by_head[p]:
             parts.extend(self._count_rule(rule, changes, old))
-        delta = pl.concat(parts) if parts else pl.DataFrame(schema={c: pl.Int64 for c in cols} | {"m": pl.Int64})
-        delta = delta.group_by(cols).agg(pl.col("m").sum().alias("d")).filter(pl.col("d") != 0)
+        delta = _union(parts) if parts else pl.LazyFrame(schema={c: pl.Int64 for c in cols} | {"m": pl.Int64})
+        delta = delta.group_by(cols).agg(pl.col("m").sum().alias("d")).filter(pl.col("d") != 0).collect()
         exp_ch = pl.concat([
             adds.get(p, _keys_frame(None, k)).with_columns(pl.lit(1, dtype=pl.Int8).alias("e")),
             dels.get(p, _keys_frame(None, k)).with_columns(pl.lit(-1, dtype=pl.Int8).alias("e")),
@@ -416,7 +421,7 @@ class ColumnarCore:
             rel = self._set_exp(p, adds.get(p), dels.get(p))
             touched = dels[p] if p in dels else _keys_frame(None, len(cols))
             if parts:
-                d = pl.concat(parts).group_by(cols).agg(pl.col("m").sum().alias("d")).filter(pl.col("d") != 0)
+                d = _union(parts).group_by(cols).agg(pl.col("m").sum().alias("d")).filter(pl.col("d") != 0).collect()
                 rel = self._add_counts(rel, d, p)
                 fresh[p] = _absent(d, rel, cols)
                 touched = pl.concat([touched, d.select(cols)])
@@ -479,7 +484,7 @@ class ColumnarCore:
         while pending or delta:
             for p, fs in pending.items():
                 cols = _cols(self.arities[p])
-                new = pl.concat(fs).unique()
+                new = _union(fs).unique().collect()
                 firm = _matches(new, self.rel[p], cols).filter((pl.col("cnt") > 0) | pl.col("exp")).select(cols)
                 for f in [firm, *held_all.get(p, [])] + ([gone[p]] if p in gone else []):
                     new = new.join(f, on=cols, how="anti")
@@ -505,7 +510,7 @@ class ColumnarCore:
 
         Body atoms of the stratum read `inside(j, rule)` (a frame of keys), lower ones the current state.
         """
-        out: dict[str, pl.DataFrame] = {}
+        out: dict[str, list] = {}
         for rule in self._recursive_rules(stratum):
             d = facts.get(rule.head.pred)
             if d is None or d.height == 0:
@@ -516,9 +521,8 @@ class ColumnarCore:
                 return self._keys(r.body[j].pred) if got is None else got
 
             got = _join_rest(rule, _bind(rule.head, d).unique(), list(range(len(rule.body))), source, True)
-            p = rule.head.pred
-            out[p] = pl.concat([out[p], got]).unique() if p in out else got
-        return out
+            out.setdefault(rule.head.pred, []).append(got)
+        return {p: _union(fs).unique().collect() for p, fs in out.items()}
 
     def _rederive(self, gone, stratum) -> dict[str, list[pl.DataFrame]]:
         """The over-deleted facts that keep a one-step derivation (by a recursive rule) in the current state."""
@@ -551,7 +555,7 @@ class ColumnarCore:
         delta = {}
         for p, fs in found.items():
             cols = _cols(self.arities[p])
-            new = _absent(pl.concat([f.select(cols) for f in fs]).unique(), self.rel[p], cols)
+            new = _absent(_union([f.select(cols) for f in fs]).unique().collect(), self.rel[p], cols)
             if new.height:
                 delta[p] = new
                 row = new.with_columns(cnt=pl.lit(0, dtype=pl.Int32), exp=pl.lit(False))
