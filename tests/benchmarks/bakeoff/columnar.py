@@ -1,9 +1,10 @@
 """Bake-off candidate "columnar": relations and counters as Polars columns, rules applied set-at-a-time.
 
 Every predicate is one Polars DataFrame: the term ids in int64 columns `c0..c{k-1}`,
-an `exp` flag (explicit or not) and, for predicates maintained by counting, a `cnt`
-column (the number of rule instances that derive the fact). No persistent
-index: every rule application is a chain of Polars hash joins over whole columns.
+an `exp` flag (explicit or not) and a `cnt` column (int32: the number of rule
+instances deriving the fact; in a recursive stratum, of its non-recursive rules
+only). No persistent index: every rule application is a chain of Polars hash
+joins over whole columns, one lazy query per round.
 
 Maintenance, per stratum (a strongly connected component of the predicate
 dependency graph, dependencies first):
@@ -14,11 +15,12 @@ dependency graph, dependencies first):
   join with a signed multiplicity column; a fact is present while `cnt > 0` or
   `exp`. Deletions need no recomputation.
 * a recursive stratum (LUBM: colleagues, connectedCourses, subOrganizationOf,
-  degreeFrom/hasAlumnus, member/memberOf) is kept by **DRed**: over-delete
-  everything with a derivation through a removed fact (semi-naive, on the old
-  state, not through facts that stay explicit), rederive the over-deleted facts
-  that keep a one-step derivation, then insert semi-naively to the fixpoint.
-  Recursive facts carry no count (counts are unsound on cyclic derivations).
+  degreeFrom/hasAlumnus, member/memberOf, the component around Person) is kept by
+  **DRed^c**: facts with a non-recursive derivation (`cnt > 0`) or `exp` are solid;
+  over-delete (semi-naively, on the old state) the other facts with a derivation
+  through a removed fact, skipping those with a one-step derivation from solid
+  facts; rederive the over-deleted facts that keep a one-step derivation; insert
+  semi-naively to the fixpoint. Counts alone are unsound on cyclic derivations.
 
 Each stratum hands the next its net change (added and removed key frames) and
 the old versions of changed relations, which the counting telescope needs.
