@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("polars")
 
-from engine import EngineOptions, Reasoner, parse_program  # noqa: E402
+from fluxmat.engine import EngineOptions, Reasoner, parse_program  # noqa: E402
 from tests.benchmarks.bakeoff.columnar import ColumnarCore  # noqa: E402
 from tests.benchmarks.bakeoff.columnar_bench import convert_rules  # noqa: E402
 

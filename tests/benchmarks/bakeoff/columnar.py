@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from engine.graph import components
+from fluxmat.engine.graph import components
 
 FORMAT = "fluxmat-bakeoff-columnar/1"
 

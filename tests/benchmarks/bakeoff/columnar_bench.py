@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from engine import EngineOptions, Reasoner, parse_program
-from engine.syntax import Atom, Const, Var
+from fluxmat.engine import EngineOptions, Reasoner, parse_program
+from fluxmat.engine.syntax import Atom, Const, Var
 from tests.benchmarks.bakeoff.columnar import ColumnarCore
 from tests.benchmarks.lubm_gen import generate
 from tests.benchmarks.pipeline import HELD_OUT, PROGRAM, UpdateMaker
