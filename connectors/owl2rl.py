@@ -43,7 +43,16 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from fluxmat.connectors.owl import OWL, RDF, RDFS, STANDARD_PREFIXES, XSD, Graph, is_bnode, read_graph
+from fluxmat.connectors.owl import (
+    OWL,
+    RDF,
+    RDFS,
+    STANDARD_PREFIXES,
+    XSD,
+    Graph,
+    is_bnode,
+    read_graph,
+)
 from fluxmat.connectors.rdf import Terms, file_tag
 from fluxmat.engine.printer import FactPrinter
 from fluxmat.engine.syntax import Atom, Const, Iri, Pos, Program, Rule, Var, literal

@@ -18,7 +18,13 @@ from __future__ import annotations
 
 from fluxmat.engine.analysis import Analysis, analyse
 from fluxmat.engine.equality import SAME_AS
-from fluxmat.engine.errors import AlgorithmError, AnalysisError, FluxmatError, ParseError, UpdateError
+from fluxmat.engine.errors import (
+    AlgorithmError,
+    AnalysisError,
+    FluxmatError,
+    ParseError,
+    UpdateError,
+)
 from fluxmat.engine.fd.snapshot import StateChanges, StateMismatch, StateSnapshot
 from fluxmat.engine.feed import Fed, FeedResult
 from fluxmat.engine.lexer import read_source

@@ -18,7 +18,13 @@ from pathlib import Path
 from fluxmat.connectors.owl2rl import translate
 from fluxmat.connectors.programs import load_program, summary
 from fluxmat.connectors.rdf import FORMATS, OUTPUT_FORMATS, write_rdf
-from fluxmat.connectors.sparql import DEFAULT_LIMIT, DEFAULT_TIMEOUT, GRAPH_FORMATS, TABLE_FORMATS, Limits
+from fluxmat.connectors.sparql import (
+    DEFAULT_LIMIT,
+    DEFAULT_TIMEOUT,
+    GRAPH_FORMATS,
+    TABLE_FORMATS,
+    Limits,
+)
 from fluxmat.engine import SAME_AS, EngineOptions, FluxmatError, Reasoner
 from fluxmat.engine.printer import FactPrinter
 
