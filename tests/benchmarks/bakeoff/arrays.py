@@ -60,6 +60,26 @@ class ArraysCore:
                 step.k = self.rels[step.pred].index_of(step.mask)
         self.epoch = 0
 
+    @classmethod
+    def warm(cls) -> None:
+        """Compile (or load from numba's on-disk cache) every kernel, on a tiny program using them all."""
+        from tests.benchmarks.bakeoff.workload import Rule
+
+        def a(p, *ts):
+            return (p, tuple(("const", t) if isinstance(t, int) else ("var", t) for t in ts))
+
+        rules = [Rule(a("c", "X", "Y"), (a("e", "X", "Y"),)),
+                 Rule(a("c", "X", "Z"), (a("c", "X", "Y"), a("e", "Y", "Z"))),
+                 Rule(a("s", "X", "Y"), (a("e", "X", "Y"),)), Rule(a("s", "X", "Y"), (a("s", "Y", "X"),)),
+                 Rule(a("s", "X", "Z"), (a("s", "X", "Y"), a("s", "Y", "Z"))),
+                 Rule(a("d", "X"), (a("c", "X", "X"),)), Rule(a("f", "X"), (a("e", "X", 1),)),
+                 Rule(a("g", "X"), (a("e", "X", "Y"), a("b", "Z")))]  # fmt: skip
+        core = cls(rules, {"e": 2, "b": 1})
+        e = np.array([[0, 1], [1, 2], [2, 0], [3, 1]], np.int64)
+        core.load({"e": e, "b": np.array([[5]], np.int64)})
+        core.update({"e": np.array([[4, 4]], np.int64)}, {"e": e[:2]})
+        core.facts()
+
     # ------------------------------------------------------------ the interface
     def load(self, facts: dict[str, np.ndarray]) -> None:
         self.update(facts, {})
@@ -69,7 +89,9 @@ class ArraysCore:
         explicit = self._explicit(add, delete)
         flipped: dict[str, np.ndarray] = {}
         for scc in self.sccs:
-            if scc.recursive:
+            if scc.stc:
+                self._closure(scc, explicit, flipped)
+            elif scc.recursive:
                 _DRed(self, scc, explicit, flipped).run()
             else:
                 self._counted(scc.preds[0], scc, explicit, flipped)
@@ -151,6 +173,43 @@ class ArraysCore:
         if len(touched):
             rel = self.rels[p]
             flipped[p] = K.settle_counted(touched, rel.cnt, rel.alive, rel.flip, self.epoch)
+
+    def _closure(self, scc, explicit, flipped) -> None:
+        """The symmetric-transitive closure module: components of the counted (base) edges, redone where touched.
+
+        Present = every pair of nodes in one component of the undirected graph of
+        base edges (counter > 0). The components of the touched rows' endpoints,
+        before and after, are recomputed by a search over the base edges; pairs
+        in an old component and not in a new one go, new pairs come.
+        """
+        p = scc.preds[0]
+        rel = self.rels[p]
+        touched = self.count_into(p, scc, explicit, flipped)
+        if not len(touched):
+            return
+        ends = np.unique(rel.cols[touched].ravel())
+        old = K.rows_from(ends, rel.cols, rel.islots[0], rel.inext[0], rel.alive)
+        region = np.unique(np.concatenate([ends, rel.cols[old, 1]]))
+        old = K.rows_from(region, rel.cols, rel.islots[0], rel.inext[0], rel.alive)
+        nodes, labels = K.components_from(region, rel.cols, rel.islots[0], rel.inext[0], rel.islots[1],
+                                          rel.inext[1], rel.cnt)  # fmt: skip
+        pairs = [np.stack(np.meshgrid(m, m, indexing="ij"), -1).reshape(-1, 2)
+                 for m in np.split(nodes, np.flatnonzero(np.diff(labels)) + 1) if len(m)]  # fmt: skip
+        came = K.revive(rel.insert(np.concatenate(pairs)), rel.alive) if pairs else np.empty(0, np.int64)
+        order = np.argsort(nodes)
+        snodes, slabels = nodes[order], labels[order]
+
+        def label(x):
+            i = np.minimum(np.searchsorted(snodes, x), max(len(snodes) - 1, 0))
+            return np.where((len(snodes) > 0) & (snodes[i] == x), slabels[i] if len(snodes) else -1, -1)
+
+        a, b = label(rel.cols[old, 0]), label(rel.cols[old, 1])
+        gone = old[(a < 0) | (a != b)]
+        rel.alive[gone] = 0
+        rows = np.concatenate([came, gone])
+        rel.flip[rows] = self.epoch
+        if len(rows):
+            flipped[p] = rows
 
     def count_into(self, p: str, scc, explicit, flipped) -> np.ndarray:
         """Add the explicit and non-recursive derivation changes of `p` to its counters; the touched rows."""

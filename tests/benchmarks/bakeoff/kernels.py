@@ -276,3 +276,86 @@ def revive(rows, alive):
             out[o] = r
             o += 1
     return out[:o]
+
+
+@njit(cache=True)
+def _chain(cols, islot, x, col):
+    vals = np.zeros(cols.shape[1], np.int64)
+    mask = np.zeros(cols.shape[1], np.bool_)
+    vals[col] = x
+    mask[col] = True
+    return islot[find(cols, islot, vals, mask)]
+
+
+@njit(cache=True)
+def components_from(starts, cols, islot0, inext0, islot1, inext1, cnt):
+    """Connected components over the base edges (rows with cnt > 0, either direction) reached from `starts`.
+
+    Returns (nodes, labels): every reached node with an incident base edge and its component number.
+    """
+    nodes = np.empty(16, np.int64)
+    labels = np.empty(16, np.int64)
+    n = 0
+    seen = {np.int64(0): np.int64(0)}
+    seen.clear()
+    queue = np.empty(16, np.int64)
+    comp = 0
+    for s in starts:
+        if s in seen:
+            continue
+        head, tail = 0, 0
+        queue[tail] = s
+        tail += 1
+        seen[s] = -1
+        found = False
+        while head < tail:
+            x = queue[head]
+            head += 1
+            for col in range(2):
+                r = _chain(cols, islot0 if col == 0 else islot1, x, col)
+                while r >= 0:
+                    if cnt[r] > 0:
+                        found = True
+                        y = cols[r, 1 - col]
+                        if y not in seen:
+                            seen[y] = -1
+                            if tail >= queue.shape[0]:
+                                q2 = np.empty(2 * queue.shape[0], np.int64)
+                                q2[:tail] = queue[:tail]
+                                queue = q2
+                            queue[tail] = y
+                            tail += 1
+                    r = inext0[r] if col == 0 else inext1[r]
+        if not found:  # an isolated start: no base edge, in no component
+            continue
+        for i in range(tail):
+            if n >= nodes.shape[0]:
+                nodes2 = np.empty(2 * nodes.shape[0], np.int64)
+                labels2 = np.empty(2 * nodes.shape[0], np.int64)
+                nodes2[:n] = nodes[:n]
+                labels2[:n] = labels[:n]
+                nodes, labels = nodes2, labels2
+            nodes[n] = queue[i]
+            labels[n] = comp
+            n += 1
+        comp += 1
+    return nodes[:n], labels[:n]
+
+
+@njit(cache=True)
+def rows_from(nodes, cols, islot0, inext0, alive):
+    """The present rows whose first column is one of `nodes`."""
+    out = np.empty(16, np.int64)
+    o = 0
+    for x in nodes:
+        r = _chain(cols, islot0, x, 0)
+        while r >= 0:
+            if alive[r] != 0:
+                if o >= out.shape[0]:
+                    o2 = np.empty(2 * out.shape[0], np.int64)
+                    o2[:o] = out[:o]
+                    out = o2
+                out[o] = r
+                o += 1
+            r = inext0[r]
+    return out[:o]

@@ -50,6 +50,29 @@ class Component:
     rec_starts: list[Plan] = field(default_factory=list)  # recursive rules from a position in this component
     lower_starts: list[Plan] = field(default_factory=list)  # recursive rules from a lower position
     head_plans: list[Plan] = field(default_factory=list)  # recursive rules from the head
+    stc: bool = False  # exactly p(X, Y) :- p(Y, X) and p(X, Z) :- p(X, Y), p(Y, Z) recursive: a closure module
+
+
+def _shape(rule) -> tuple:
+    """A rule's variable pattern with variables numbered by first occurrence (head first)."""
+    names: dict = {}
+
+    def t(term):
+        return ("c", term[1]) if term[0] == "const" else names.setdefault(term[1], len(names))
+
+    return (tuple(map(t, rule.head[1])), tuple(tuple(map(t, ts)) for _, ts in rule.body))
+
+
+SYMMETRIC = ((0, 1), ((1, 0),))
+TRANSITIVE = ((0, 1), ((0, 2), (2, 1)))
+
+
+def is_stc(preds: list[str], rec_rules: list, arities: dict[str, int]) -> bool:
+    """Whether a component is one binary relation closed by exactly a symmetric and a transitive rule."""
+    if len(preds) != 1 or arities[preds[0]] != 2:
+        return False
+    shapes = {_shape(r) for r in rec_rules}
+    return len(rec_rules) == 2 and shapes == {SYMMETRIC, TRANSITIVE}
 
 
 def _step(atom, position: int, slots: dict[str, int]) -> Step:
@@ -113,6 +136,15 @@ def components(rules: list, arities: dict[str, int]) -> tuple[list[Component], l
         c = comps[comp_of[r.head[0]]]
         if any(comp_of[p] == comp_of[r.head[0]] for p, _ in r.body):
             c.recursive = True
+    rec_rules: dict[int, list] = {}
+    for r in rules:
+        if any(comp_of[p] == comp_of[r.head[0]] for p, _ in r.body):
+            rec_rules.setdefault(comp_of[r.head[0]], []).append(r)
+    masks: dict[str, list] = {}
+    for i, c in enumerate(comps):
+        c.stc = c.recursive and is_stc(c.preds, rec_rules.get(i, []), arities)
+        if c.stc:
+            masks[c.preds[0]] = [(0,), (1,)]
     plans: list[Plan] = []
     for r in rules:
         c = comps[comp_of[r.head[0]]]
@@ -131,7 +163,6 @@ def components(rules: list, arities: dict[str, int]) -> tuple[list[Component], l
             pl = plan(r, HEAD)
             plans.append(pl)
             c.head_plans.append(pl)
-    masks: dict[str, list] = {}
     for pl in plans:
         for s in pl.steps:
             if s.how == 1 and s.mask not in masks.setdefault(s.pred, []):
