@@ -36,10 +36,14 @@ def _atom(rng, pred, allowed):
 
 
 def random_rules(rng: random.Random) -> list[Rule]:
-    """Safe positive rules: transitive closure of c over e, plus random ones."""
+    """Safe positive rules: transitive closure of c over e, often a symmetric-transitive f, and random ones."""
     v = lambda n: ("var", n)  # noqa: E731
     rules = [Rule(("c", (v("X"), v("Y"))), (("e", (v("X"), v("Y"))),)),
              Rule(("c", (v("X"), v("Z"))), (("c", (v("X"), v("Y"))), ("e", (v("Y"), v("Z")))))]  # fmt: skip
+    if rng.random() < 0.5:  # f is explicit too: its explicit facts are base edges of the closure
+        rules += [Rule(("f", (v("X"), v("Y"))), (("b", (v("Y"), v("X"))),)),
+                  Rule(("f", (v("X"), v("Y"))), (("f", (v("Y"), v("X"))),)),
+                  Rule(("f", (v("X"), v("Z"))), (("f", (v("X"), v("Y"))), ("f", (v("Y"), v("Z")))))]  # fmt: skip
     for _ in range(rng.randrange(3, 7)):
         body = tuple(_atom(rng, rng.choice(list(ARITY)), VARS) for _ in range(rng.randrange(1, 4)))
         seen = sorted({t[1] for _, ts in body for t in ts if t[0] == "var"})

@@ -89,6 +89,8 @@ class ArraysCore:
         explicit = self._explicit(add, delete)
         flipped: dict[str, np.ndarray] = {}
         for scc in self.sccs:
+            if scc.inputs.isdisjoint(flipped) and scc.explicit.isdisjoint(explicit):
+                continue
             if scc.stc:
                 self._closure(scc, explicit, flipped)
             elif scc.recursive:
@@ -115,7 +117,7 @@ class ArraysCore:
 
     def save(self, path: str) -> None:
         arrays = {}
-        for i, (p, rel) in enumerate(self.rels.items()):
+        for i, rel in enumerate(self.rels.values()):
             keep = rel.alive[: rel.n] != 0
             arrays[f"cols{i}"] = rel.cols[: rel.n][keep]
             arrays[f"cnt{i}"] = rel.cnt[: rel.n][keep]
@@ -178,9 +180,11 @@ class ArraysCore:
         """The symmetric-transitive closure module: components of the counted (base) edges, redone where touched.
 
         Present = every pair of nodes in one component of the undirected graph of
-        base edges (counter > 0). The components of the touched rows' endpoints,
-        before and after, are recomputed by a search over the base edges; pairs
-        in an old component and not in a new one go, new pairs come.
+        base edges (counter > 0). A component is named by its least node. The
+        touched rows' endpoints and their old components are searched again over
+        the base edges; only nodes whose component's name changed gain or lose
+        pairs, so an edge inside a component, or one whose loss does not split
+        it, costs a search and nothing more.
         """
         p = scc.preds[0]
         rel = self.rels[p]
@@ -190,22 +194,29 @@ class ArraysCore:
         ends = np.unique(rel.cols[touched].ravel())
         old = K.rows_from(ends, rel.cols, rel.islots[0], rel.inext[0], rel.alive)
         region = np.unique(np.concatenate([ends, rel.cols[old, 1]]))
-        old = K.rows_from(region, rel.cols, rel.islots[0], rel.inext[0], rel.alive)
         nodes, labels = K.components_from(region, rel.cols, rel.islots[0], rel.inext[0], rel.islots[1],
                                           rel.inext[1], rel.cnt)  # fmt: skip
-        pairs = [np.stack(np.meshgrid(m, m, indexing="ij"), -1).reshape(-1, 2)
-                 for m in np.split(nodes, np.flatnonzero(np.diff(labels)) + 1) if len(m)]  # fmt: skip
-        came = K.revive(rel.insert(np.concatenate(pairs)), rel.alive) if pairs else np.empty(0, np.int64)
-        order = np.argsort(nodes)
-        snodes, slabels = nodes[order], labels[order]
-
-        def label(x):
-            i = np.minimum(np.searchsorted(snodes, x), max(len(snodes) - 1, 0))
-            return np.where((len(snodes) > 0) & (snodes[i] == x), slabels[i] if len(snodes) else -1, -1)
-
-        a, b = label(rel.cols[old, 0]), label(rel.cols[old, 1])
-        gone = old[(a < 0) | (a != b)]
+        U = np.unique(np.concatenate([region, nodes]))
+        old = K.rows_from(U, rel.cols, rel.islots[0], rel.inext[0], rel.alive)
+        xs, ys = rel.cols[old, 0], rel.cols[old, 1]
+        oldmin = _group_min(len(U), np.searchsorted(U, xs), ys)
+        newmin = np.full(len(U), -1, np.int64)
+        if len(nodes):
+            starts = np.concatenate([[0], np.flatnonzero(np.diff(labels)) + 1])
+            least = np.minimum.reduceat(nodes, starts)
+            newmin[np.searchsorted(U, nodes)] = least[labels]
+        changed = oldmin != newmin
+        if not changed.any():
+            return
+        ix, iy = np.searchsorted(U, xs), np.searchsorted(U, ys)
+        cand = changed[ix] | changed[iy]
+        nx, ny = newmin[ix[cand]], newmin[iy[cand]]
+        gone = old[cand][(nx < 0) | (nx != ny)]
         rel.alive[gone] = 0
+        came = np.empty(0, np.int64)
+        moved = U[changed & (newmin >= 0)]
+        if len(moved):  # each moved node with every member of its new component, both ways
+            came = K.revive(rel.insert(_component_pairs(moved, nodes, labels)), rel.alive)
         rows = np.concatenate([came, gone])
         rel.flip[rows] = self.epoch
         if len(rows):
@@ -228,6 +239,26 @@ class ArraysCore:
             if len(heads):
                 touched.append(rel.count(rel.insert(heads), w, self.epoch))
         return np.concatenate(touched) if touched else np.empty(0, np.int64)
+
+
+def _component_pairs(moved: np.ndarray, nodes: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """(x, m) and (m, x) for each moved node x and each member m of its component (nodes grouped by label)."""
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(labels)) + 1])
+    sizes = np.diff(np.concatenate([starts, [len(nodes)]]))
+    order = np.argsort(nodes)
+    lab = labels[order][np.searchsorted(nodes[order], moved)]
+    counts = sizes[lab]
+    offs = np.repeat(starts[lab] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+    xs, ms = np.repeat(moved, counts), nodes[offs]
+    return np.ascontiguousarray(np.concatenate([np.stack([xs, ms], 1), np.stack([ms, xs], 1)]))
+
+
+def _group_min(n: int, idx: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """Per group 0..n-1 the least of its `vals` (-1 for a group without any)."""
+    out = np.full(n, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(out, idx, vals)
+    out[out == np.iinfo(np.int64).max] = -1
+    return out
 
 
 class _DRed:

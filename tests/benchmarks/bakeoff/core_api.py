@@ -27,4 +27,4 @@ class Core(Protocol):
     def nbytes(self) -> int: ...                                     # bytes held by its structures (numpy nbytes etc.)
     def save(self, path: str) -> None: ...                            # a local snapshot (binary, columnar)
     @classmethod
-    def restore(cls, path: str, rules: list, arities: dict[str, int]) -> "Core": ...
+    def restore(cls, path: str, rules: list, arities: dict[str, int]) -> "Core": ...  # noqa: UP037

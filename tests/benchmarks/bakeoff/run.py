@@ -56,6 +56,17 @@ def _status(field: str) -> int:
     return 0
 
 
+class Clock:
+    """Wall and CPU seconds of a block (on a shared machine the CPU time is the steadier figure)."""
+
+    def __enter__(self):
+        self.w, self.c = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.w, time.process_time() - self.c
+
+
 def digest(dictionary, facts: dict[str, set]) -> str:
     """A fingerprint of a materialisation as decoded Python facts (comparable across candidates)."""
     decoded = dictionary.decode(facts)
@@ -70,17 +81,17 @@ def child_run(args) -> dict:
     initial = w.encode(w.initial)
     cls = core_class(args.child)
     out: dict = {"candidate": args.child, "workload": w.label, "explicit": len(w.initial)}
-    t = time.perf_counter()
-    warm = getattr(cls, "warm", None)
-    if warm is not None:
-        warm()
-    out["warm_s"] = time.perf_counter() - t
+    with Clock() as c:
+        warm = getattr(cls, "warm", None)
+        if warm is not None:
+            warm()
+    out["warm_s"] = c.wall
     gc.collect()
-    rss0 = _status("VmRSS")
-    t = time.perf_counter()
-    core = cls(w.rules, w.arities)
-    core.load(initial)
-    out["load_s"] = time.perf_counter() - t
+    rss0 = out["rss_before"] = _status("VmRSS")
+    with Clock() as c:
+        core = cls(w.rules, w.arities)
+        core.load(initial)
+    out["load_s"], out["load_cpu"] = c.wall, c.cpu
     gc.collect()
     out["rss_growth"] = _status("VmRSS") - rss0
     out["nbytes"] = core.nbytes()
@@ -92,28 +103,29 @@ def child_run(args) -> dict:
     for _ in range(args.batches):
         add, dele, ops = w.batch(args.updates)
         a, d = w.encode(add), w.encode(dele)
-        t = time.perf_counter()
-        added, removed = core.update(a, d)
-        s = time.perf_counter() - t
-        out["batches"].append({"ops": ops, "net": len(add) + len(dele), "seconds": s, "added": added,
-                               "removed": removed})  # fmt: skip
+        with Clock() as c:
+            added, removed = core.update(a, d)
+        out["batches"].append({"ops": ops, "net": len(add) + len(dele), "seconds": c.wall, "cpu": c.cpu,
+                               "added": added, "removed": removed})  # fmt: skip
         out["digests"].append(digest(w.dictionary, core.facts()))
-    singles = []
+    singles, single_cpu = [], []
     for _ in range(args.singles):
         add, dele = w.maker.make(1, 1)
         a, d = w.encode(add), w.encode(dele)
-        t = time.perf_counter()
-        core.update(a, d)
-        singles.append(time.perf_counter() - t)
+        with Clock() as c:
+            core.update(a, d)
+        singles.append(c.wall)
+        single_cpu.append(c.cpu)
     out["single_ms"] = 1000 * statistics.median(singles) if singles else None
+    out["single_cpu_ms"] = 1000 * statistics.median(single_cpu) if singles else None
     final = core.facts()
     out["final_facts"] = sum(map(len, final.values()))
     out["digests"].append(digest(w.dictionary, final))
     del final
     snap = str(Path(args.snapshot) / f"{args.child}.snap")
-    t = time.perf_counter()
-    core.save(snap)
-    out["save_s"] = time.perf_counter() - t
+    with Clock() as c:
+        core.save(snap)
+    out["save_s"] = c.wall
     out["snapshot_bytes"] = sum(p.stat().st_size for p in Path(args.snapshot).glob(f"{args.child}.snap*"))
     out["snapshot"] = snap
     (Path(args.snapshot) / "terms.json").write_text(json.dumps(w.dictionary.values), encoding="utf-8")
@@ -134,13 +146,15 @@ def child_restore(args) -> dict:
     d = Dictionary()
     rules, arities = convert(parse_program(read_source(path), path), d)
     arities.update(json.loads(args.arities))
-    t = time.perf_counter()
-    core = cls.restore(args.restore, rules, arities)
-    restore_s = time.perf_counter() - t
-    setup = t - t0
+    with Clock() as warm:
+        if getattr(cls, "warm", None) is not None:
+            cls.warm()
+    with Clock() as c:
+        core = cls.restore(args.restore, rules, arities)
+    setup = time.perf_counter() - t0 - c.wall - warm.wall
     for v in json.loads((Path(args.restore).parent / "terms.json").read_text(encoding="utf-8")):
         d.intern(v)
-    return {"restore_s": restore_s, "setup_s": setup, "digest": digest(d, core.facts()),
+    return {"restore_s": c.wall, "restore_cpu": c.cpu, "warm_s": warm.wall, "setup_s": setup, "digest": digest(d, core.facts()),
             "rss": _status("VmHWM")}  # fmt: skip
 
 
@@ -168,23 +182,27 @@ def row(name: str, r: dict, ref: dict | None) -> str:
     facts = max(r["facts"], 1)
     ops = sum(b["ops"] for b in r["batches"])
     secs = sum(b["seconds"] for b in r["batches"])
+    cpu = sum(b["cpu"] for b in r["batches"])
     per_batch = ", ".join(f"{b['ops'] / b['seconds']:,.0f}" for b in r["batches"]) or "-"
+    rate = f"{ops / secs:,.0f} ({per_batch}); CPU {ops / cpu:,.0f}" if secs and cpu else "-"
     if ref is None:
         ok = "unchecked"
     else:
         same = r["digests"] == ref["digests"] and r["restore"]["digest"] == ref["digests"][-1]
         ok = "ok" if same else "DIFFERENT"
     nb = f"{r['nbytes'] / facts:,.0f}" if r.get("nbytes") else "-"
-    single = f"{r['single_ms']:.2f}" if r.get("single_ms") is not None else "-"
-    return (f"| {name} | {r['warm_s']:.2f} | {r['load_s']:.2f} | {ops / secs if secs else 0:,.0f} ({per_batch}) | "
-            f"{single} | {nb} | {r['rss_growth'] / facts:,.0f} | {r['peak_rss'] / 2**20:,.0f} | "
-            f"{r['save_s']:.2f} | {r['snapshot_bytes'] / 2**20:,.1f} | {r['restore']['restore_s']:.2f} | "
-            f"{r['restore']['rss'] / 2**20:,.0f} | {ok} |")
+    single = f"{r['single_ms']:.2f} (CPU {r['single_cpu_ms']:.2f})" if r.get("single_ms") is not None else "-"
+    rs = r["restore"]
+    return (f"| {name} | {r['warm_s']:.2f} | {r['load_s']:.2f} (CPU {r['load_cpu']:.2f}) | {rate} | "
+            f"{single} | {nb} | {r['rss_growth'] / facts:,.0f} | {r['rss_before'] / 2**20:,.0f} / "
+            f"{r['peak_rss'] / 2**20:,.0f} | {r['save_s']:.2f} | {r['snapshot_bytes'] / 2**20:,.1f} | "
+            f"{rs['restore_s']:.2f} (CPU {rs['restore_cpu']:.2f}) + warm-up {rs['warm_s']:.2f} | "
+            f"{rs['rss'] / 2**20:,.0f} | {ok} |")
 
 
 HEADER = ("| candidate | warm-up s | load s | fact ops/s (per batch) | single 1+1 ms (median) | nbytes/fact | "
-          "RSS growth/fact | peak RSS MiB | save s | snapshot MiB | restore s | restore peak RSS MiB | "
-          "check |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "RSS growth/fact | RSS before load / peak MiB | save s | snapshot MiB | restore s (new process) | "
+          "restore peak RSS MiB | check |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def main(argv: list[str] | None = None) -> int:

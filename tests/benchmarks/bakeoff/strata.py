@@ -50,6 +50,8 @@ class Component:
     rec_starts: list[Plan] = field(default_factory=list)  # recursive rules from a position in this component
     lower_starts: list[Plan] = field(default_factory=list)  # recursive rules from a lower position
     head_plans: list[Plan] = field(default_factory=list)  # recursive rules from the head
+    inputs: set[str] = field(default_factory=set)  # the body predicates of its rules
+    explicit: set[str] = field(default_factory=set)  # its own predicates (explicit changes enter there)
     stc: bool = False  # exactly p(X, Y) :- p(Y, X) and p(X, Z) :- p(X, Y), p(Y, Z) recursive: a closure module
 
 
@@ -145,6 +147,10 @@ def components(rules: list, arities: dict[str, int]) -> tuple[list[Component], l
         c.stc = c.recursive and is_stc(c.preds, rec_rules.get(i, []), arities)
         if c.stc:
             masks[c.preds[0]] = [(0,), (1,)]
+    for c in comps:
+        c.explicit = set(c.preds)
+    for r in rules:
+        comps[comp_of[r.head[0]]].inputs.update(p for p, _ in r.body)
     plans: list[Plan] = []
     for r in rules:
         c = comps[comp_of[r.head[0]]]
