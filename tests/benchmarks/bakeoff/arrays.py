@@ -191,11 +191,16 @@ class ArraysCore:
         touched = self.count_into(p, scc, explicit, flipped)
         if not len(touched):
             return
+        touched, matters = K.base_changes(touched, rel.cnt, rel.base, rel.alive)
+        if not matters:
+            return
         ends = np.unique(rel.cols[touched].ravel())
         old = K.rows_from(ends, rel.cols, rel.islots[0], rel.inext[0], rel.alive)
         region = np.unique(np.concatenate([ends, rel.cols[old, 1]]))
+        rel.ensure_nodes(rel.maxid)
+        rel.node_stamp += 1
         nodes, labels = K.components_from(region, rel.cols, rel.islots[0], rel.inext[0], rel.islots[1],
-                                          rel.inext[1], rel.cnt)  # fmt: skip
+                                          rel.inext[1], rel.cnt, rel.seen, rel.node_stamp)  # fmt: skip
         U = np.unique(np.concatenate([region, nodes]))
         old = K.rows_from(U, rel.cols, rel.islots[0], rel.inext[0], rel.alive)
         xs, ys = rel.cols[old, 0], rel.cols[old, 1]
@@ -228,17 +233,21 @@ class ArraysCore:
         touched = []
         if p in explicit:
             touched.append(rel.count(*explicit[p], self.epoch))
-        for plan in scc.counted.get(p, ()):
-            delta = flipped.get(plan.start.pred)
+        for q, plans in scc.counted.get(p, {}).items():
+            delta = flipped.get(q)
             if delta is None or not len(delta):
                 continue
-            src = self.rels[plan.start.pred]
-            signs = np.where(src.alive[delta] != 0, 1, -1).astype(np.int64)
-            pos = plan.position
-            heads, w = self.run(plan, delta, signs, lambda s, pos=pos: NEW if s.position < pos else OLD)
-            if len(heads):
-                touched.append(rel.count(rel.insert(heads), w, self.epoch))
+            for plan in plans:
+                self._count_plan(rel, plan, delta, touched)
         return np.concatenate(touched) if touched else np.empty(0, np.int64)
+
+    def _count_plan(self, rel, plan, delta, touched: list) -> None:
+        """One counting plan over a delta: earlier atoms in the new state, later ones in the old."""
+        signs = np.where(self.rels[plan.start.pred].alive[delta] != 0, 1, -1).astype(np.int64)
+        pos = plan.position
+        heads, w = self.run(plan, delta, signs, lambda s: NEW if s.position < pos else OLD)
+        if len(heads):
+            touched.append(rel.count(rel.insert(heads), w, self.epoch))
 
 
 def _component_pairs(moved: np.ndarray, nodes: np.ndarray, labels: np.ndarray) -> np.ndarray:

@@ -288,25 +288,25 @@ def _chain(cols, islot, x, col):
 
 
 @njit(cache=True)
-def components_from(starts, cols, islot0, inext0, islot1, inext1, cnt):
+def components_from(starts, cols, islot0, inext0, islot1, inext1, cnt, seen, stamp):
     """Connected components over the base edges (rows with cnt > 0, either direction) reached from `starts`.
 
-    Returns (nodes, labels): every reached node with an incident base edge and its component number.
+    `seen` (one slot per term id) marks visited nodes with `stamp`. Returns
+    (nodes, labels): every reached node with an incident base edge and its
+    component number, grouped by component.
     """
     nodes = np.empty(16, np.int64)
     labels = np.empty(16, np.int64)
     n = 0
-    seen = {np.int64(0): np.int64(0)}
-    seen.clear()
     queue = np.empty(16, np.int64)
     comp = 0
     for s in starts:
-        if s in seen:
+        if seen[s] == stamp:
             continue
         head, tail = 0, 0
         queue[tail] = s
         tail += 1
-        seen[s] = -1
+        seen[s] = stamp
         found = False
         while head < tail:
             x = queue[head]
@@ -317,8 +317,8 @@ def components_from(starts, cols, islot0, inext0, islot1, inext1, cnt):
                     if cnt[r] > 0:
                         found = True
                         y = cols[r, 1 - col]
-                        if y not in seen:
-                            seen[y] = -1
+                        if seen[y] != stamp:
+                            seen[y] = stamp
                             if tail >= queue.shape[0]:
                                 q2 = np.empty(2 * queue.shape[0], np.int64)
                                 q2[:tail] = queue[:tail]
@@ -340,6 +340,26 @@ def components_from(starts, cols, islot0, inext0, islot1, inext1, cnt):
             n += 1
         comp += 1
     return nodes[:n], labels[:n]
+
+
+@njit(cache=True)
+def base_changes(touched, cnt, base, alive):
+    """Touched rows whose base status (cnt > 0) changed, updating `base`; and whether any may change a component.
+
+    A new base edge whose pair is already present joins nodes already in one component: it changes nothing.
+    """
+    out = np.empty(touched.shape[0], np.int64)
+    o = 0
+    matters = False
+    for r in touched:
+        now = 1 if cnt[r] > 0 else 0
+        if now != base[r]:
+            base[r] = now
+            out[o] = r
+            o += 1
+            if now == 0 or alive[r] == 0:
+                matters = True
+    return out[:o], matters
 
 
 @njit(cache=True)

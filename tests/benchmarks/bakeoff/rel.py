@@ -22,6 +22,15 @@ class Rel:
             len(self.masks), arity)  # fmt: skip
         self.n = 0
         self._alloc(16)
+        self.maxid = 0  # 1 + the largest term id in cols
+        self.seen = np.zeros(0, np.int32)  # per term id, for searches over nodes (closure modules)
+        self.node_stamp = 0
+
+    def ensure_nodes(self, n: int) -> None:
+        if len(self.seen) < n:
+            grown = np.zeros(max(n, 2 * len(self.seen)), np.int32)
+            grown[: len(self.seen)] = self.seen
+            self.seen = grown
 
     def index_of(self, mask: tuple[int, ...]) -> int:
         return self.masks.index(mask) if mask in self.masks else -1
@@ -33,7 +42,7 @@ class Rel:
         grown = {}
         for name, dt, fill in (("cols", np.int64, 0), ("cnt", np.int32, 0), ("alive", np.uint8, 0),
                                ("flip", np.int32, 0), ("stamp", np.int32, 0), ("dmark", np.int32, 0),
-                               ("expl", np.uint8, 0)):  # fmt: skip
+                               ("expl", np.uint8, 0), ("base", np.uint8, 0)):  # fmt: skip
             shape = (cap, self.arity) if name == "cols" else (cap,)
             a = np.full(shape, fill, dt)
             if old is not None:
@@ -55,6 +64,8 @@ class Rel:
     def insert(self, keys: np.ndarray) -> np.ndarray:
         """Each key's row, new rows for new keys (dead, counter 0)."""
         self.ensure(len(keys))
+        if len(keys) and keys.size:
+            self.maxid = max(self.maxid, int(keys.max()) + 1)
         k = len(self.masks)
         rows, self.n = K.lookup_or_insert(keys, self.cols, self.n, self.slots, self.islots[:k], self.inext[:k],
                                           self.imask, self.full)  # fmt: skip
@@ -77,10 +88,13 @@ class Rel:
         self._alloc(max(16, len(cols)))
         n = len(cols)
         self.cols[:n], self.cnt[:n], self.expl[:n], self.alive[:n] = cols, cnt, expl, 1
+        self.base[:n] = cnt > 0
+        self.maxid = int(cols.max()) + 1 if cols.size else 0
         self.n = n
         k = len(self.masks)
         K.rebuild(self.cols, n, self.slots, self.islots[:k], self.inext[:k], self.imask, self.full)
 
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.cols, self.cnt, self.alive, self.flip, self.stamp, self.dmark,
-                                      self.expl, self.slots, self.islots, self.inext, self.imask))  # fmt: skip
+                                      self.expl, self.base, self.seen, self.slots, self.islots, self.inext,
+                                      self.imask))  # fmt: skip

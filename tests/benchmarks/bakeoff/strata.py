@@ -46,7 +46,7 @@ class Plan:
 class Component:
     preds: list[str]
     recursive: bool
-    counted: dict[str, list[Plan]] = field(default_factory=dict)  # non-recursive rules' plans, by head
+    counted: dict[str, dict[str, list[Plan]]] = field(default_factory=dict)  # by head, then delta predicate
     rec_starts: list[Plan] = field(default_factory=list)  # recursive rules from a position in this component
     lower_starts: list[Plan] = field(default_factory=list)  # recursive rules from a lower position
     head_plans: list[Plan] = field(default_factory=list)  # recursive rules from the head
@@ -160,7 +160,7 @@ def components(rules: list, arities: dict[str, int]) -> tuple[list[Component], l
             pl = plan(r, i)
             plans.append(pl)
             if not rec:
-                c.counted.setdefault(r.head[0], []).append(pl)
+                c.counted.setdefault(r.head[0], {}).setdefault(pl.start.pred, []).append(pl)
             elif inside[i]:
                 c.rec_starts.append(pl)
             else:
