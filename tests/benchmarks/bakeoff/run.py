@@ -77,7 +77,7 @@ def digest(dictionary, facts: dict[str, set]) -> str:
 def child_run(args) -> dict:
     from tests.benchmarks.bakeoff.workload import lubm
 
-    w = lubm(args.universities)
+    w = lubm(args.universities, held_out=args.held_out)
     initial = w.encode(w.initial)
     cls = core_class(args.child)
     out: dict = {"candidate": args.child, "workload": w.label, "explicit": len(w.initial)}
@@ -85,7 +85,7 @@ def child_run(args) -> dict:
         warm = getattr(cls, "warm", None)
         if warm is not None:
             warm()
-    out["warm_s"] = c.wall
+    out["warm_s"], out["warm_cpu"] = c.wall, c.cpu
     gc.collect()
     rss0 = out["rss_before"] = _status("VmRSS")
     with Clock() as c:
@@ -154,7 +154,7 @@ def child_restore(args) -> dict:
     setup = time.perf_counter() - t0 - c.wall - warm.wall
     for v in json.loads((Path(args.restore).parent / "terms.json").read_text(encoding="utf-8")):
         d.intern(v)
-    return {"restore_s": c.wall, "restore_cpu": c.cpu, "warm_s": warm.wall, "setup_s": setup, "digest": digest(d, core.facts()),
+    return {"restore_s": c.wall, "restore_cpu": c.cpu, "warm_s": warm.wall, "warm_cpu": warm.cpu, "setup_s": setup, "digest": digest(d, core.facts()),
             "rss": _status("VmHWM")}  # fmt: skip
 
 
@@ -170,6 +170,8 @@ def _child(argv: list[str]) -> dict:
 def measure(name: str, args, tmp: str) -> dict:
     base = ["--universities", str(args.universities), "--batches", str(args.batches), "--updates",
             str(args.updates), "--singles", str(args.singles), "--snapshot", tmp]  # fmt: skip
+    if args.held_out is not None:
+        base += ["--held-out", str(args.held_out)]
     res = _child(["--child", name, *base])
     from tests.benchmarks.bakeoff.workload import lubm_program_path
 
@@ -184,7 +186,8 @@ def row(name: str, r: dict, ref: dict | None) -> str:
     secs = sum(b["seconds"] for b in r["batches"])
     cpu = sum(b["cpu"] for b in r["batches"])
     per_batch = ", ".join(f"{b['ops'] / b['seconds']:,.0f}" for b in r["batches"]) or "-"
-    rate = f"{ops / secs:,.0f} ({per_batch}); CPU {ops / cpu:,.0f}" if secs and cpu else "-"
+    net = sum(b["net"] for b in r["batches"]) // max(len(r["batches"]), 1)
+    rate = f"{ops / secs:,.0f} ({per_batch}); CPU {ops / cpu:,.0f}; net {net:,}/batch" if secs and cpu else "-"
     if ref is None:
         ok = "unchecked"
     else:
@@ -193,10 +196,11 @@ def row(name: str, r: dict, ref: dict | None) -> str:
     nb = f"{r['nbytes'] / facts:,.0f}" if r.get("nbytes") else "-"
     single = f"{r['single_ms']:.2f} (CPU {r['single_cpu_ms']:.2f})" if r.get("single_ms") is not None else "-"
     rs = r["restore"]
-    return (f"| {name} | {r['warm_s']:.2f} | {r['load_s']:.2f} (CPU {r['load_cpu']:.2f}) | {rate} | "
+    return (f"| {name} | {r['warm_s']:.2f} (CPU {r.get('warm_cpu', 0):.2f}) | {r['load_s']:.2f} (CPU {r['load_cpu']:.2f}) | {rate} | "
             f"{single} | {nb} | {r['rss_growth'] / facts:,.0f} | {r['rss_before'] / 2**20:,.0f} / "
             f"{r['peak_rss'] / 2**20:,.0f} | {r['save_s']:.2f} | {r['snapshot_bytes'] / 2**20:,.1f} | "
-            f"{rs['restore_s']:.2f} (CPU {rs['restore_cpu']:.2f}) + warm-up {rs['warm_s']:.2f} | "
+            f"{rs['restore_s']:.2f} (CPU {rs['restore_cpu']:.2f}) + warm-up {rs['warm_s']:.2f} "
+            f"(CPU {rs.get('warm_cpu', 0):.2f}) | "
             f"{rs['rss'] / 2**20:,.0f} | {ok} |")
 
 
@@ -211,7 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", type=int, default=3)
     ap.add_argument("--updates", type=int, default=10_000)
     ap.add_argument("--singles", type=int, default=20)
-    ap.add_argument("--candidates", default="current,arrays,columnar")
+    ap.add_argument("--held-out", type=int, default=None,
+                    help="generated facts held out of the initial data (default 300, as the per-batch benchmark): "
+                         "a batch nets to at most about this many adds and deletes")
+    ap.add_argument("--candidates", default="current,arrays,columnar",
+                    help="without `current`, nothing is checked (the rows say unchecked)")
+    ap.add_argument("--json", help="also write every measurement (digests included) to this file")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--snapshot", help=argparse.SUPPRESS)
     ap.add_argument("--restore", help=argparse.SUPPRESS)
@@ -231,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict] = {}
     notes = []
     with tempfile.TemporaryDirectory(prefix="fluxmat-bakeoff-") as tmp:
-        for name in ["current", *[n for n in names if n != "current"]]:
+        for name in sorted(names, key=lambda n: n != "current"):  # the reference first, when asked for
             try:
                 core_class(name)
             except ImportError as exc:
@@ -242,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
             except RuntimeError as exc:
                 notes.append(f"{name}: failed ({exc})")
             print(f"# {name} done; load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     ref = results.get("current")
     first = next(iter(results.values()), None)
     if first:
@@ -250,8 +261,7 @@ def main(argv: list[str] | None = None) -> int:
               f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(HEADER)
     for name, r in results.items():
-        if name in names:
-            print(row(name, r, ref))
+        print(row(name, r, ref))
     for note in notes:
         print(f"\n{note}")
     bad = [n for n, r in results.items() if ref is not None and row(n, r, ref).endswith("DIFFERENT |")]

@@ -130,8 +130,13 @@ def lubm_program_path() -> str:
     return str(corpus_dir() / PROGRAM)
 
 
-def lubm(universities: int = 1, departments: int | None = None) -> Workload:
-    """LUBM-N as the per-batch processor benchmark makes it (see the module docstring)."""
+def lubm(universities: int = 1, departments: int | None = None, held_out: int | None = None) -> Workload:
+    """LUBM-N as the per-batch processor benchmark makes it (see the module docstring).
+
+    `held_out` (default the benchmark's `HELD_OUT`, 300) bounds how far a batch's
+    net change can go: the adds are held-out or earlier deleted facts, so a
+    batch of N updates nets to at most about `held_out` adds and as many deletes.
+    """
     from tests.benchmarks.lubm_gen import generate
     from tests.benchmarks.pipeline import HELD_OUT, UpdateMaker
 
@@ -141,7 +146,7 @@ def lubm(universities: int = 1, departments: int | None = None) -> Workload:
         departments = 2
     data = generate(universities, departments, prefixes=dict(program.prefixes))
     return _workload(path, program, data, f"lubm_gen.generate({universities}, {departments})",
-                     UpdateMaker(data, HELD_OUT))  # fmt: skip
+                     UpdateMaker(data, HELD_OUT if held_out is None else held_out))  # fmt: skip
 
 
 def _workload(path: str, program: Program, data: PyFacts, label: str, maker) -> Workload:
