@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.graph import components as components_of
+
 HEAD = -1  # the position of a plan that starts at the head
 
 
@@ -132,7 +134,8 @@ def components(rules: list, arities: dict[str, int]) -> tuple[list[Component], l
     for r in rules:
         for p, _ in r.body:
             graph[p].add(r.head[0])
-    comp_of, order = _tarjan(graph)
+    order = components_of(sorted(graph), {p: sorted(hs) for p, hs in graph.items()})[::-1]  # bodies first
+    comp_of = {p: i for i, ps in enumerate(order) for p in ps}
     comps = [Component(sorted(ps), False) for ps in order]
     for r in rules:
         c = comps[comp_of[r.head[0]]]
@@ -174,45 +177,3 @@ def components(rules: list, arities: dict[str, int]) -> tuple[list[Component], l
             if s.how == 1 and s.mask not in masks.setdefault(s.pred, []):
                 masks[s.pred].append(s.mask)
     return comps, plans, masks
-
-
-def _tarjan(graph: dict[str, set[str]]) -> tuple[dict[str, int], list[list[str]]]:
-    """SCCs (iterative Tarjan), numbered in dependency order (a body's component before its head's)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    found: list[list[str]] = []
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on.add(root)
-        while work:
-            v, it = work[-1]
-            nxt = next(it, None)
-            if nxt is not None:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on.add(nxt)
-                    work.append((nxt, iter(sorted(graph[nxt]))))
-                elif nxt in on:
-                    low[v] = min(low[v], index[nxt])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                found.append(comp)
-    found.reverse()  # Tarjan emits heads' components first on edges body -> head
-    return {p: i for i, ps in enumerate(found) for p in ps}, found
