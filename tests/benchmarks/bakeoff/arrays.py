@@ -40,6 +40,7 @@ from tests.benchmarks.bakeoff.rel import Rel
 from tests.benchmarks.bakeoff.strata import Plan, components
 
 NEW, OLD = 0, 1
+_EMPTY = np.empty(0, np.int64)
 
 
 class ArraysCore:
@@ -314,11 +315,13 @@ class _DRed:
         return delta[(self.core.rels[plan.start.pred].alive[delta] != 0) == want_alive]
 
     def _dead_seeds(self, p: str, rows: np.ndarray) -> np.ndarray:
+        if not len(rows):
+            return rows
         rel = self.core.rels[p]
         return K.new_in(rows, True, rel.alive, rel.cnt, True, rel.dmark, self.epoch)
 
     def _revive(self, p: str, rows: np.ndarray) -> np.ndarray:
-        return K.revive(rows, self.core.rels[p].alive)
+        return K.revive(rows, self.core.rels[p].alive) if len(rows) else rows
 
     def _collect(self, into: dict, plan, rows, mode_of, over: bool) -> None:
         """The plan's heads from `rows`: over-deletion candidates (over) or revived insertions."""
@@ -367,8 +370,9 @@ class _DRed:
         """Rows whose presence differs from before the update: over-deleted and not back, or newly present."""
         for p in self.scc.preds:
             rel = self.core.rels[p]
-            d = deleted.get(p, np.empty(0, np.int64))
-            i = inserted.get(p, np.empty(0, np.int64))
+            d, i = deleted.get(p, _EMPTY), inserted.get(p, _EMPTY)
+            if not len(d) and not len(i):
+                continue
             gone = d[rel.alive[d] == 0]
             new = i[rel.dmark[i] != self.epoch]
             rows = np.concatenate([gone, new])
