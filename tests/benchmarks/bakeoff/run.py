@@ -152,10 +152,11 @@ def child_restore(args) -> dict:
     with Clock() as c:
         core = cls.restore(args.restore, rules, arities)
     setup = time.perf_counter() - t0 - c.wall - warm.wall
+    rss = _status("VmHWM")  # before the check below decodes the facts into Python objects
     for v in json.loads((Path(args.restore).parent / "terms.json").read_text(encoding="utf-8")):
         d.intern(v)
     return {"restore_s": c.wall, "restore_cpu": c.cpu, "warm_s": warm.wall, "warm_cpu": warm.cpu, "setup_s": setup, "digest": digest(d, core.facts()),
-            "rss": _status("VmHWM")}  # fmt: skip
+            "rss": rss}  # fmt: skip
 
 
 # ---------------------------------------------------------------- parent
