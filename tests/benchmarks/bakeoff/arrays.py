@@ -338,21 +338,14 @@ class _DRed:
 
     def _overdelete(self, lost: dict) -> dict:
         """Semi-naive over-deletion from `lost`, over the old state; every over-deleted row per predicate."""
-        out = {p: [rows] for p, rows in lost.items()}
-        delta = lost
-        while any(len(r) for r in delta.values()):
-            nxt: dict[str, np.ndarray] = {}
-            for plan in self.scc.rec_starts:
-                rows = delta.get(plan.start.pred)
-                if rows is not None and len(rows):
-                    self._collect(nxt, plan, rows, self.mode_over, over=True)
-            for p, rows in nxt.items():
-                out.setdefault(p, []).append(rows)
-            delta = nxt
-        return {p: np.concatenate(parts) for p, parts in out.items()}
+        return self._fixpoint(lost, self.mode_over, over=True)
 
     def _insert(self, seeds: dict) -> dict:
         """Semi-naive insertion from the revived `seeds` over the new state; every revived row per predicate."""
+        return self._fixpoint(seeds, lambda s: NEW, over=False)
+
+    def _fixpoint(self, seeds: dict, mode_of, over: bool) -> dict:
+        """The recursive rules from `seeds` until nothing new (see `_collect`); every row reached, per predicate."""
         out = {p: [rows] for p, rows in seeds.items()}
         delta = seeds
         while any(len(r) for r in delta.values()):
@@ -360,7 +353,7 @@ class _DRed:
             for plan in self.scc.rec_starts:
                 rows = delta.get(plan.start.pred)
                 if rows is not None and len(rows):
-                    self._collect(nxt, plan, rows, lambda s: NEW, over=False)
+                    self._collect(nxt, plan, rows, mode_of, over=over)
             for p, rows in nxt.items():
                 out.setdefault(p, []).append(rows)
             delta = nxt

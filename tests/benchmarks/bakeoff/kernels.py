@@ -279,6 +279,16 @@ def revive(rows, alive):
 
 
 @njit(cache=True)
+def _room(a, n):
+    """`a` (int64, 1-d) with room for index n: itself, or a copy twice as long."""
+    if n < a.shape[0]:
+        return a
+    b = np.empty(2 * a.shape[0], np.int64)
+    b[:n] = a[:n]
+    return b
+
+
+@njit(cache=True)
 def _chain(cols, islot, x, col):
     vals = np.zeros(cols.shape[1], np.int64)
     mask = np.zeros(cols.shape[1], np.bool_)
@@ -319,22 +329,14 @@ def components_from(starts, cols, islot0, inext0, islot1, inext1, cnt, seen, sta
                         y = cols[r, 1 - col]
                         if seen[y] != stamp:
                             seen[y] = stamp
-                            if tail >= queue.shape[0]:
-                                q2 = np.empty(2 * queue.shape[0], np.int64)
-                                q2[:tail] = queue[:tail]
-                                queue = q2
+                            queue = _room(queue, tail)
                             queue[tail] = y
                             tail += 1
                     r = inext0[r] if col == 0 else inext1[r]
         if not found:  # an isolated start: no base edge, in no component
             continue
         for i in range(tail):
-            if n >= nodes.shape[0]:
-                nodes2 = np.empty(2 * nodes.shape[0], np.int64)
-                labels2 = np.empty(2 * nodes.shape[0], np.int64)
-                nodes2[:n] = nodes[:n]
-                labels2[:n] = labels[:n]
-                nodes, labels = nodes2, labels2
+            nodes, labels = _room(nodes, n), _room(labels, n)
             nodes[n] = queue[i]
             labels[n] = comp
             n += 1
@@ -371,10 +373,7 @@ def rows_from(nodes, cols, islot0, inext0, alive):
         r = _chain(cols, islot0, x, 0)
         while r >= 0:
             if alive[r] != 0:
-                if o >= out.shape[0]:
-                    o2 = np.empty(2 * out.shape[0], np.int64)
-                    o2[:o] = out[:o]
-                    out = o2
+                out = _room(out, o)
                 out[o] = r
                 o += 1
             r = inext0[r]
