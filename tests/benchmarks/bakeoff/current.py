@@ -18,8 +18,8 @@ import json
 
 import numpy as np
 
-from engine import EngineOptions, Reasoner
-from engine.fd.snapshot import StateSnapshot
+from fluxmat.engine import EngineOptions, Reasoner
+from fluxmat.engine.fd.snapshot import StateSnapshot
 
 
 def program_text(rules: list) -> tuple[str, dict[str, str]]:

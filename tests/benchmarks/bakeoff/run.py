@@ -136,8 +136,8 @@ def child_run(args) -> dict:
 
 def child_restore(args) -> dict:
     """A fresh process: restore the snapshot (timed), then digest what it holds."""
-    from engine import parse_program
-    from engine.lexer import read_source
+    from fluxmat.engine import parse_program
+    from fluxmat.engine.lexer import read_source
     from tests.benchmarks.bakeoff.workload import Dictionary, convert
 
     t0 = time.perf_counter()

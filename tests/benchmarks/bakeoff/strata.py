@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.graph import components as components_of
+from fluxmat.engine.graph import components as components_of
 
 HEAD = -1  # the position of a plan that starts at the head
 

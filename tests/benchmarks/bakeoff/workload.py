@@ -21,9 +21,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine import Program, parse_program
-from engine.lexer import read_source
-from engine.syntax import Const, Negation, Var
+from fluxmat.engine import Program, parse_program
+from fluxmat.engine.lexer import read_source
+from fluxmat.engine.syntax import Const, Negation, Var
 
 Facts = dict[str, np.ndarray]
 PyFacts = list[tuple]
