@@ -1,0 +1,1 @@
+"""The compact-core bake-off: candidate representations behind one interface (core_api), one harness (run)."""
