@@ -2,8 +2,13 @@
 
 Each key of the stream (the Kafka message key of an update, or the named graph
 of an N-Quads update) has its own materialisation mat(P, F ∪ E_key) of the
-program P over the shared `--facts` F and the key's own explicit facts. Keys
-never join, so they are reasoned about independently, in Spark executor tasks:
+program P over the shared `--facts` F and the key's own explicit facts. F is
+reference data every key shares: a key cannot delete a fact of F (the deletion
+is dropped before the engine sees it and counted, `shared_deletes`), so a key
+that asserted a fact of F and deletes it later keeps it, and its consequences,
+because F holds it. A key's stored explicit facts are F ∪ E_key (F as the key
+was built with). Keys never join, so they are reasoned about independently, in
+Spark executor tasks:
 
     driver (foreachBatch)                      executor task -> its engine host (a process)
     df.repartition(n, key).mapInArrow(run) ->  rows by key, relayed; per key: the cached
