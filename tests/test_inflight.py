@@ -180,3 +180,53 @@ def test_a_redis_stall_in_the_commit_shows_as_degraded_naming_the_commit(paused_
     assert m.health()[0] == "healthy"
     assert RedisStateStore(paused_redis.url, "stall").last_batch() == 0
     store.close()
+
+
+def test_the_stall_seconds_flag_has_a_default_an_environment_fallback_and_a_check(tmp_path, monkeypatch):
+    from engine import FluxmatError
+    from ops.cli import build_parser
+    from ops.stream_cli import check_run_flags, job_config
+
+    base = ["run", "p.dl", "--bootstrap-servers", "x:1", "--updates-topic", "u", "--deltas-topic", "d",
+            "--redis", "memory://", "--checkpoint", str(tmp_path)]  # fmt: skip
+    assert job_config(build_parser().parse_args(base)).stall_seconds == 5.0
+    assert job_config(build_parser().parse_args([*base, "--stall-seconds", "12.5"])).stall_seconds == 12.5
+    monkeypatch.setenv("FLUXMAT_STALL_SECONDS", "8")
+    assert job_config(build_parser().parse_args(base)).stall_seconds == 8.0
+    for value in ("0", "-3", "nan"):
+        with pytest.raises(FluxmatError, match="--stall-seconds must be more than 0 seconds"):
+            check_run_flags(job_config(build_parser().parse_args([*base, "--stall-seconds", value])))
+    with pytest.raises(FluxmatError, match="--stall-seconds expects a number of seconds, got 'soon'"):
+        job_config(build_parser().parse_args([*base, "--stall-seconds", "soon"]))
+
+
+def test_the_page_shows_the_batch_in_flight_and_its_phase():
+    """A real headless chromium: the tile shows the batch's age (⚠ past the threshold), its caption the phase."""
+    from ops.dashboard import LiveSource, serve
+    from ops.inspect import StateView
+    from tests.browser import Browser
+
+    if not Browser.available():
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    clock = Clock()
+    tracker = InFlight(clock)
+    m = JobMetrics("p.dl", "fd-counting", "default", "updates")
+    m.watch(tracker, 5.0)
+    tracker.start(9, "engine")
+    clock.t += 3
+    tracker.enter("publish")
+    clock.t += 20
+    server = serve(LiveSource(m, StateView(Reasoner.from_text(PROGRAM, "fd-counting"))), "127.0.0.1", 0)
+    try:
+        with Browser() as browser:
+            page = browser.open(f"http://127.0.0.1:{server.server_address[1]}/")
+            page.wait_for("document.getElementById('in-flight').textContent.includes('⚠')")
+            assert page.text("#in-flight") == "23 s ⚠"
+            assert page.text("#in-flight-k") == "batch in flight: publishing deltas for 20 s (batch 9, in flight for 23 s)"
+            assert page.text("#health").startswith("degraded: publishing deltas for 20 s")
+            tracker.done()
+            page.wait_for("document.getElementById('in-flight').textContent === 'idle'")
+            assert page.text("#in-flight-k") == "batch in flight"
+    finally:
+        server.shutdown()
+        server.server_close()
