@@ -39,6 +39,15 @@ class Clock:
         return self.t
 
 
+def watched() -> tuple[Clock, InFlight, JobMetrics]:
+    """A job's metrics watching an in-flight tracker on a hand-moved clock (threshold 5 s)."""
+    clock = Clock()
+    tracker = InFlight(clock)
+    m = JobMetrics("p.dl", "fd-counting", "default", "updates")
+    m.watch(tracker, 5.0)
+    return clock, tracker, m
+
+
 def phase_series(m: JobMetrics) -> dict[str, float]:
     out = {}
     for line in generate_latest(m.registry).decode().splitlines():
@@ -73,10 +82,7 @@ def test_the_tracker_knows_the_batch_its_phase_and_their_ages():
 
 
 def test_a_batch_in_flight_past_the_threshold_degrades_the_health_then_recovers():
-    clock, t = Clock(), None
-    t = InFlight(clock)
-    m = JobMetrics("p.dl", "fd-counting", "default", "updates")
-    m.watch(t, 5.0)
+    clock, t, m = watched()
     m.sample()
     assert m.health() == ("healthy", "idle: nothing to do") and metric(m, "fluxmat_batch_in_flight_seconds") == 0
     t.start(3, "engine")
@@ -101,10 +107,7 @@ def test_a_batch_in_flight_past_the_threshold_degrades_the_health_then_recovers(
 
 
 def test_failing_outranks_a_stall():
-    clock = Clock()
-    t = InFlight(clock)
-    m = JobMetrics("p.dl", "fd-counting", "default", "updates")
-    m.watch(t, 5.0)
+    clock, t, m = watched()
     t.start(1, "commit")
     clock.t += 60
     m.on_error(RuntimeError("Redis went away"))
@@ -208,10 +211,7 @@ def test_the_page_shows_the_batch_in_flight_and_its_phase():
 
     if not Browser.available():
         pytest.skip("chromium is not installed (apt-get install chromium)")
-    clock = Clock()
-    tracker = InFlight(clock)
-    m = JobMetrics("p.dl", "fd-counting", "default", "updates")
-    m.watch(tracker, 5.0)
+    clock, tracker, m = watched()
     tracker.start(9, "engine")
     clock.t += 3
     tracker.enter("publish")
