@@ -25,10 +25,12 @@ import pytest
 from connectors.kafka_sink import read_deltas
 from connectors.state import MemoryStateStore, RedisStateStore
 from engine import Reasoner
+from ops.metrics import JobMetrics
 from stream import engine_host
 from stream.batch import BatchProcessor
 from stream.job import JobConfig
-from tests.shared import NullPublisher
+from stream.keyed import KeyedDriver
+from tests.shared import NullPublisher, metric
 from tests.test_pipeline import PROGRAM, remat
 
 SHARED = [("edge", "a", "b"), ("edge", "b", "c")]  # F: path(a, c) and src(a) follow from it
@@ -134,7 +136,7 @@ def stored(cfg, key: str) -> set[tuple]:
 
 
 def test_engine_hosts_keep_the_shared_facts_of_a_key_through_a_rebuild_from_redis(cfg):
-    pid = None
+    pid, metrics = None, JobMetrics("path.dl", "fd-counting", cfg.namespace, cfg.updates_topic)
     for batch, ((update, own), dropped) in enumerate(zip(STEPS, SHARED_DELETES, strict=True)):
         if batch == 2:  # the host dies: the key is rebuilt from Redis for the next batches
             os.kill(pid, signal.SIGKILL)
@@ -147,3 +149,5 @@ def test_engine_hosts_keep_the_shared_facts_of_a_key_through_a_rebuild_from_redi
         assert json.loads(summary["detail"])["stats"].get("shared_deletes", 0) == dropped, update["id"]
         assert folded(cfg, "k") == expected(own), update["id"]
         assert stored(cfg, "k") == expected(own), update["id"]
+        metrics.on_batch(KeyedDriver._outcome(batch, [summary], [], 0.0), None, MemoryStateStore())
+    assert metric(metrics, "fluxmat_shared_fact_deletes_total") == sum(SHARED_DELETES)  # what the driver counts
