@@ -19,12 +19,12 @@ import pytest
 import redis
 from prometheus_client import generate_latest
 
-from connectors.state import MemoryStateStore, RedisStateStore
-from engine import Reasoner
-from engine.limits import Limits
-from ops.metrics import JobMetrics
-from stream.batch import BatchProcessor
-from stream.inflight import PHASES, InFlight
+from fluxmat.connectors.state import MemoryStateStore, RedisStateStore
+from fluxmat.engine import Reasoner
+from fluxmat.engine.limits import Limits
+from fluxmat.ops.metrics import JobMetrics
+from fluxmat.stream.batch import BatchProcessor
+from fluxmat.stream.inflight import PHASES, InFlight
 from tests.servers import RedisServer
 from tests.shared import NullPublisher, metric
 
@@ -186,9 +186,9 @@ def test_a_redis_stall_in_the_commit_shows_as_degraded_naming_the_commit(paused_
 
 
 def test_the_stall_seconds_flag_has_a_default_an_environment_fallback_and_a_check(tmp_path, monkeypatch):
-    from engine import FluxmatError
-    from ops.cli import build_parser
-    from ops.stream_cli import check_run_flags, job_config
+    from fluxmat.engine import FluxmatError
+    from fluxmat.ops.cli import build_parser
+    from fluxmat.ops.stream_cli import check_run_flags, job_config
 
     base = ["run", "p.dl", "--bootstrap-servers", "x:1", "--updates-topic", "u", "--deltas-topic", "d",
             "--redis", "memory://", "--checkpoint", str(tmp_path)]  # fmt: skip
@@ -205,8 +205,8 @@ def test_the_stall_seconds_flag_has_a_default_an_environment_fallback_and_a_chec
 
 def test_the_page_shows_the_batch_in_flight_and_its_phase():
     """A real headless chromium: the tile shows the batch's age (⚠ past the threshold), its caption the phase."""
-    from ops.dashboard import LiveSource, serve
-    from ops.inspect import StateView
+    from fluxmat.ops.dashboard import LiveSource, serve
+    from fluxmat.ops.inspect import StateView
     from tests.browser import Browser
 
     if not Browser.available():

@@ -22,14 +22,14 @@ import time
 
 import pytest
 
-from connectors.kafka_sink import read_deltas
-from connectors.state import MemoryStateStore, RedisStateStore
-from engine import Reasoner
-from ops.metrics import JobMetrics
-from stream import engine_host
-from stream.batch import BatchProcessor
-from stream.job import JobConfig
-from stream.keyed import KeyedDriver
+from fluxmat.connectors.kafka_sink import read_deltas
+from fluxmat.connectors.state import MemoryStateStore, RedisStateStore
+from fluxmat.engine import Reasoner
+from fluxmat.ops.metrics import JobMetrics
+from fluxmat.stream import engine_host
+from fluxmat.stream.batch import BatchProcessor
+from fluxmat.stream.job import JobConfig
+from fluxmat.stream.keyed import KeyedDriver
 from tests.shared import NullPublisher, metric
 from tests.test_pipeline import PROGRAM, remat
 
@@ -101,7 +101,7 @@ def test_without_a_key_the_initial_facts_are_the_streams_own():
 
 @pytest.fixture
 def cfg(broker, redis_server, tmp_path):
-    from connectors.broker import ensure_topics
+    from fluxmat.connectors.broker import ensure_topics
 
     program, facts = tmp_path / "path.dl", tmp_path / "shared.dl"
     program.write_text(PROGRAM, encoding="utf-8")
