@@ -101,6 +101,15 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         COUNTER, "Failed calls to Redis or the broker that were retried.", ("target",)),
     "fluxmat_health_state": (
         GAUGE, "0 healthy, 1 degraded, 2 failing (the reason is on /healthz and the page).", ()),
+    "fluxmat_batch_in_flight_seconds": (
+        GAUGE, "Age of the micro-batch in flight (0 when none); over --stall-seconds the health is degraded, "
+        "naming its phase (fluxmat_batch_in_flight_phase).", ()),
+    "fluxmat_batch_in_flight_phase": (
+        GAUGE, "1 for the phase the micro-batch in flight is in (collect, check, decode, engine, restore, "
+        "export, commit, publish, tasks, sizes, verify, start), 0 for the others; all 0 when idle.", ("phase",)),
+    "fluxmat_shared_fact_deletes_total": (
+        COUNTER, "Deletions of a shared --facts fact in a key's update, dropped: a key cannot delete "
+        "the shared facts (--partition-by).", ()),
     "fluxmat_consistency_point_age_seconds": (
         GAUGE, "Seconds since the last committed micro-batch (grows when idle too: see fluxmat_idle).", ()),
     "fluxmat_time_lag_seconds": (

@@ -2,7 +2,8 @@
 
 `JobMetrics` is fed by the job (stream.job) from the driver: `on_start` after the
 state is loaded, `on_batch` after every micro-batch, `on_pending` while a batch is
-processed, `on_error` when a batch raises, `set_lag` from the lag sampler. It
+processed, `on_error` when a batch raises, `set_lag` from the lag sampler; it
+reads the job's in-flight tracker (`watch`) when asked for its health. It
 keeps its own registry (names and help in ops.metric_names), serves it with
 `serve_metrics`, and keeps short histories (`status()`) for the dashboard. All
 methods are thread-safe: the batch thread writes, HTTP threads read.
@@ -30,6 +31,7 @@ from fluxmat.engine import atom_to_fact
 from fluxmat.engine.wire import fact_from_json
 from fluxmat.ops.metric_names import METRICS
 from fluxmat.stream.batch import dead_letter_kind
+from fluxmat.stream.inflight import PHASES, InFlight, Work
 from fluxmat.stream.observe import JobObserver
 
 disable_created_metrics()  # no `_created` series: they only clutter dashboards
@@ -152,8 +154,29 @@ class JobMetrics(JobObserver):
         self.rule_series: dict[str, int] = {}  # rules with their own fluxmat_rule_* series -> log entries
         self.rule_texts: dict[str, str] = {}  # file:line -> the rules written there (from the reasoner)
         self.retries: deque[tuple[float, str, str]] = deque(maxlen=100)  # (time, target, why)  # the last ones, with reason and offset
+        self.inflight = InFlight()  # the job's (watch); this one stays idle
+        self.stall_seconds = float("inf")
+        for phase in PHASES:
+            self.c["fluxmat_batch_in_flight_phase"].labels(phase=phase).set(0)
 
     # ------------------------------------------------------------ feeding
+    def watch(self, inflight: InFlight, stall_seconds: float) -> None:
+        """Read the job's in-flight tracker: a batch in flight over `stall_seconds` makes the job degraded."""
+        self.inflight, self.stall_seconds = inflight, stall_seconds
+
+    def _in_flight(self) -> Work | None:
+        """The batch in flight now, with the gauges set to it (under `_lock`; the tracker's lock is a leaf)."""
+        work = self.inflight.now()
+        self.c["fluxmat_batch_in_flight_seconds"].set(0.0 if work is None else work.seconds)
+        for phase in PHASES:
+            self.c["fluxmat_batch_in_flight_phase"].labels(phase=phase).set(
+                1 if work is not None and work.phase == phase else 0)
+        self.now["in_flight"] = None if work is None else {
+            "batch": work.batch, "phase": work.phase, "seconds": round(work.seconds, 1),
+            "phase_seconds": round(work.phase_seconds, 1), "text": work.text,
+            "stalled": work.seconds >= self.stall_seconds}  # fmt: skip
+        return work
+
     @staticmethod
     def _read_sizes(processor, store) -> dict:
         """What the size gauges show, read from the reasoner and the store.
@@ -239,6 +262,7 @@ class JobMetrics(JobObserver):
                 c["fluxmat_dead_letters_by_reason_total"].labels(reason=kind).inc()
                 self.dead_letters.append({"t": now, "batch": outcome.batch, "partition": partition,
                                           "offset": offset, "kind": kind, "reason": reason[:500]})  # fmt: skip
+            c["fluxmat_shared_fact_deletes_total"].inc(outcome.stats.get("shared_deletes", 0))
             for key in ENGINE_WORK:
                 c["fluxmat_engine_work_total"].labels(kind=key).inc(outcome.stats.get(key, 0))
             c["fluxmat_batch_duration_seconds"].observe(outcome.seconds)
@@ -390,6 +414,7 @@ class JobMetrics(JobObserver):
         """Append one point to the history and refresh health and freshness (once a second)."""
         with self._lock:
             self._time_lag()
+            self._in_flight()
             self.history.append(history_point(self.totals, self.now))
             state, _reason = self._health()
             c, now = self.c, self.now
@@ -419,6 +444,9 @@ class JobMetrics(JobObserver):
             target, why = retried[-1]
             name = "Redis" if target == "redis" else "the broker"
             return "degraded", f"retrying {name} ({len(retried)} retries in the last {DEGRADED_WINDOW} s): {why}"
+        work = self._in_flight()
+        if work is not None and work.seconds >= self.stall_seconds:
+            return "degraded", work.text
         recent = [b for b in self.batches if b["t"] >= time.time() - DEGRADED_WINDOW]
         dead = sum(b["dead"] for b in recent)
         if dead:
@@ -433,6 +461,7 @@ class JobMetrics(JobObserver):
     def status(self) -> dict:
         """Everything the dashboard shows, as one JSON-ready dict."""
         with self._lock:
+            self._in_flight()
             return {
                 "mode": "live",
                 "job": {**self.info, "started": self.started, "uptime": time.time() - self.started},

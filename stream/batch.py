@@ -108,6 +108,7 @@ class BatchOutcome:
     peak_pending: int = 0  # largest backlog of engine operations during the batch
     dead: int = 0
     quarantined: int = 0  # of `dead`: updates that exceeded a work limit
+    shared_deletes: int = 0  # deletions of shared facts dropped (a key's processor: BatchProcessor.shared)
     added: int = 0
     removed: int = 0
     through: object = None
@@ -173,12 +174,19 @@ class BatchProcessor:
             triple as its N-Triples line, connectors.rdf; any other as a JSON array).
         key: the key of the stream this processor keeps (`--partition-by`,
             stream.keyed): its deltas carry it; None for the whole stream.
+        on_phase: optional callable told the phase a batch enters (a key of
+            stream.inflight.PHASES: check, decode, engine, restore, export,
+            commit, publish) as it enters it (the job's in-flight tracker).
+        shared: with `key`, the shared `--facts` F: the key keeps mat(P, F ∪ E_key),
+            so a deletion of a fact of F is dropped from the update before the
+            engine sees it (counted as `shared_deletes` in `BatchOutcome.stats`).
     """
 
     def __init__(self, reasoner: Reasoner, store, publisher, budget: int | None = None, progress=None,
                  limits: Limits | None = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 delta_format: str = "json", key: str | None = None):  # fmt: skip
+                 delta_format: str = "json", key: str | None = None, on_phase=None,
+                 shared: frozenset = frozenset()):  # fmt: skip
         if not reasoner.fully_dynamic:
             raise FluxmatError(
                 f"the streaming job needs a fully dynamic algorithm (fd-dred or fd-counting), "
@@ -195,6 +203,8 @@ class BatchProcessor:
         self.printer = FactPrinter(reasoner.program.prefixes)
         self.triples = Triples() if delta_format == "ntriples" else None
         self.key = key
+        self.on_phase = on_phase or (lambda phase: None)
+        self.shared = shared
         self.fresh: list[tuple] | None = None  # begin()'s initial facts, until the first commit
         self._fed: dict[int, object] = {}  # the last feed's engine seq -> row index (BatchOutcome.causes)
         self.initial: BatchOutcome | None = None  # start()'s initial materialisation (batch -1), when published
@@ -262,22 +272,26 @@ class BatchProcessor:
     # ------------------------------------------------------------ batches
     def process(self, batch_id: int, rows: list) -> BatchOutcome:
         """Apply one micro-batch (Spark's `batch_id`) and publish its delta."""
-        start = time.perf_counter()
+        start, phase = time.perf_counter(), self.on_phase
         batch = batch_id + self.base
+        phase("check")
         last = self.store.last_batch()
         if last is not None and batch <= last:
             stored = self.store.output(batch)
             outcome = BatchOutcome(batch, replayed=True)
             if stored is not None:
+                phase("publish")
                 outcome.published = self._publish(batch, stored)
             outcome.seconds = time.perf_counter() - start
             return outcome
         reasoner = self.reasoner
         before, rules_before = reasoner.work_counts(), reasoner.rule_work()
         clock = _Clock()
+        phase("decode")
         rows = sorted(rows, key=lambda r: (r[0], r[1]))
         decoded = [self._decode(row) for row in rows]
         clock.lap("decode")
+        phase("engine")
         quarantined: dict[int, str] = {}  # row index -> the limit it ran out of
         alone = False  # each update to quiescence before the next (exact blame)
         while True:
@@ -289,7 +303,9 @@ class BatchProcessor:
                 if alone:  # with overlap, the blame was a suspicion only
                     quarantined[breach.index] = breach.reason
                 alone = True
+                phase("restore")
                 self._rollback()
+                phase("engine")
         point = reasoner.poll()
         clock.lap("engine")
         added, removed = (point.added, point.removed) if self.fresh is None else (reasoner.facts(), ())
@@ -301,18 +317,23 @@ class BatchProcessor:
             "removed": [self._wire(f) for f in removed],
             "dead": dead,
         }
+        phase("export")
         changes = reasoner.export_changes()
         clock.lap("export")
         _crash_point("before-commit", batch)
+        phase("commit")
         self.store.commit(batch, changes, output)
         self.fresh = None
         clock.lap("commit")
         _crash_point("after-commit", batch)
+        phase("publish")
         outcome.published = self._publish(batch, output)
         clock.lap("publish")
         _crash_point("after-publish", batch)
         outcome.phases = clock.phases
         outcome.stats = Reasoner.counts_since(reasoner.work_counts(), before)
+        if outcome.shared_deletes:
+            outcome.stats["shared_deletes"] = outcome.shared_deletes
         outcome.rules = Reasoner.rules_since(reasoner.rule_work(), rules_before)
         outcome.dead, outcome.quarantined = len(dead), len(quarantined)
         outcome.added, outcome.removed = len(output["added"]), len(output["removed"])
@@ -360,7 +381,7 @@ class BatchProcessor:
                 if reason is not None:
                     letter(i, reason)
                     continue
-                yield Fed(i, upd.add, upd.delete, upd.id if upd.id is not None else f"{row[0]}:{row[1]}")
+                yield Fed(i, upd.add, self._own(upd.delete, outcome), upd.id if upd.id is not None else f"{row[0]}:{row[1]}")
 
         def rejected(i: int, exc: Exception) -> None:  # a bad update stops only itself
             letter(i, str(exc) if isinstance(exc, FluxmatError) else f"{type(exc).__name__}: {exc}")
@@ -388,6 +409,14 @@ class BatchProcessor:
         if self.progress is not None:
             self.progress(0)
         return dead
+
+    def _own(self, delete: tuple, outcome: BatchOutcome) -> tuple:
+        """An update's deletions without those of shared facts (a key cannot delete what F holds)."""
+        if not self.shared or not delete:
+            return delete
+        own = tuple(f for f in delete if f not in self.shared)
+        outcome.shared_deletes += len(delete) - len(own)
+        return own
 
     def _causes(self, point, rows: list, decoded: list) -> dict[str, list]:
         """The update that changed each fact of a consistency point: its id or partition:offset (None: several)."""

@@ -39,9 +39,12 @@ from fluxmat.connectors.state import RETRY_SECONDS, SOCKET_TIMEOUT, open_store
 from fluxmat.engine import EngineOptions, FluxmatError, Reasoner
 from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
 from fluxmat.stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
+from fluxmat.stream.inflight import InFlight
 from fluxmat.stream.keyed import DEFAULT_CACHE_FACTS, PARTITION_BY, KeyedDriver
 from fluxmat.stream.observe import Operations
 from fluxmat.stream.verify import Verifier
+
+DEFAULT_STALL_SECONDS = 5.0  # --stall-seconds: a batch in flight this long shows as degraded
 
 # The job's engine unless told otherwise: FD-Counting, overlapping updates, the default limits.
 STREAM_ENGINE = EngineOptions(
@@ -87,6 +90,7 @@ class JobConfig:
     key_partitions: int | None = None  # tasks per keyed batch (None: Spark's default parallelism)
     engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines an engine host keeps between batches
     driver_host: str = "127.0.0.1"  # where executors reach the driver (spark.driver.host)
+    stall_seconds: float = DEFAULT_STALL_SECONDS  # a batch in flight longer than this: health degraded
 
     @property
     def keyed(self) -> bool:
@@ -170,6 +174,7 @@ class Job:
         self.dashboard_address: tuple[str, int] | None = None
         self._servers: list = []
         self._last_progress: int | None = None  # the batch id of the last Spark progress reported
+        self.inflight = InFlight()  # the batch in flight and its phase (the health check reads it)
 
     def stop(self) -> None:
         self._stop.set()
@@ -203,11 +208,13 @@ class Job:
         if fsync is not None:
             self.log(fsync)
         metrics = self.metrics = self.operations.observer(cfg)
+        inflight = self.inflight
+        metrics.watch(inflight, cfg.stall_seconds)
         store.on_retry = lambda why: metrics.on_retry("redis", why)
         publisher.on_retry = lambda why: metrics.on_retry("broker", why)
         processor = self.processor = None
         if cfg.keyed:
-            driver = KeyedDriver(cfg, store, publisher, cfg.key_partitions)
+            driver = KeyedDriver(cfg, store, publisher, cfg.key_partitions, on_phase=inflight.enter)
             driver.base = store.rebase() if rebase else store.batch_base()
             self.log(f"one materialisation per key ({cfg.partition_by}), reasoned in executor tasks; "
                      f"batches numbered from {driver.base}")  # fmt: skip
@@ -215,9 +222,14 @@ class Job:
             processor = self.processor = BatchProcessor(
                 reasoner, store, publisher, progress=metrics.on_pending,
                 max_message_bytes=cfg.max_message_bytes or sys.maxsize, delta_format=cfg.delta_format,
+                on_phase=inflight.enter,
             )  # fmt: skip
             with self.lock:
-                self.log(processor.start(facts, say=self.log))  # refuses a state built for another program
+                inflight.start(None, "start")
+                try:
+                    self.log(processor.start(facts, say=self.log))  # refuses a state built for another program
+                finally:
+                    inflight.done()
                 if rebase:
                     processor.base = store.rebase()
                     self.log(f"continuing the stored state with a new checkpoint from offsets "
@@ -249,6 +261,13 @@ class Job:
             reader = reader.option("maxValueBytes", str(cfg.max_message_bytes))
 
         def each_batch(df, batch_id: int) -> None:
+            inflight.start(batch_id + (driver if cfg.keyed else processor).base, "tasks" if cfg.keyed else "collect")
+            try:
+                one_batch(df, batch_id)
+            finally:
+                inflight.done()
+
+        def one_batch(df, batch_id: int) -> None:
             if cfg.keyed:
                 rows = []
                 try:
@@ -260,6 +279,7 @@ class Job:
                 outcome = keyed.outcome
                 metrics.on_keys(keyed.keys, store, keyed.tasks)
                 self.outcomes.append(outcome)
+                inflight.enter("sizes")
                 metrics.on_batch(outcome, None, store)
                 if self.on_batch:
                     self.on_batch(outcome)
@@ -272,6 +292,7 @@ class Job:
                     outcome = processor.process(batch_id, rows)
                     outcome.phases = {"collect": collected, **outcome.phases}
                     if not outcome.replayed:
+                        inflight.enter("verify")
                         verifier.after_batch(outcome.batch, reasoner)
             except BaseException as exc:
                 self.failed = exc
@@ -280,6 +301,7 @@ class Job:
             for row in rows:
                 p = str(row[0])
                 consumed[p] = max(consumed.get(p, 0), row[1] + 1)
+            inflight.enter("sizes")
             metrics.on_batch(outcome, processor, store)
             if outcome.quarantined:
                 self.log(f"batch {outcome.batch}: {outcome.quarantined} update(s) over a work limit "

@@ -2,8 +2,13 @@
 
 Each key of the stream (the Kafka message key of an update, or the named graph
 of an N-Quads update) has its own materialisation mat(P, F ∪ E_key) of the
-program P over the shared `--facts` F and the key's own explicit facts. Keys
-never join, so they are reasoned about independently, in Spark executor tasks:
+program P over the shared `--facts` F and the key's own explicit facts. F is
+reference data every key shares: a key cannot delete a fact of F (the deletion
+is dropped before the engine sees it and counted, `shared_deletes`), so a key
+that asserted a fact of F and deletes it later keeps it, and its consequences,
+because F holds it. A key's stored explicit facts are F ∪ E_key (F as the key
+was built with). Keys never join, so they are reasoned about independently, in
+Spark executor tasks:
 
     driver (foreachBatch)                      executor task -> its engine host (a process)
     df.repartition(n, key).mapInArrow(run) ->  rows by key, relayed; per key: the cached
@@ -113,6 +118,7 @@ class _Worker:
         reasoner = load_reasoner(cfg, log=lambda msg: None)
         self.program = reasoner.program
         self.facts = shared_facts(cfg, reasoner)
+        self.shared = frozenset(self.facts)  # a key's update cannot delete them (BatchProcessor.shared)
         self.client = redis_client(cfg.redis, cfg.redis_cluster, cfg.redis_timeout)
         self.publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
@@ -138,7 +144,7 @@ class _Worker:
             processor = BatchProcessor(
                 Reasoner(self.program, options=cfg.engine), store, self.publisher,
                 max_message_bytes=cfg.max_message_bytes or sys.maxsize,
-                delta_format=cfg.delta_format, key=key,
+                delta_format=cfg.delta_format, key=key, shared=self.shared,
             )  # fmt: skip
             processor.begin(self.facts)
             entry = _Entry(processor, last)
@@ -272,10 +278,13 @@ class KeyedDriver:
 
     `store` is the namespace's own state (batch ids, key-less dead letters),
     `publisher` the driver's (for those dead letters); a batch is split into
-    `partitions` tasks by key (None: Spark's default parallelism).
+    `partitions` tasks by key (None: Spark's default parallelism). `on_phase` is
+    told each phase the driver enters (stream.inflight.PHASES: tasks, check,
+    commit, publish).
     """
 
-    def __init__(self, cfg, store, publisher, partitions: int | None = None):
+    def __init__(self, cfg, store, publisher, partitions: int | None = None, on_phase=None):
+        self.on_phase = on_phase or (lambda phase: None)
         self.cfg = cfg
         self.store = store
         self.publisher = publisher
@@ -294,22 +303,27 @@ class KeyedDriver:
 
             keyed = df.mapInArrow(lambda it: with_keys(mode, it), SCHEMA + ", k string")
         tasks = self.partitions or df.sparkSession.sparkContext.defaultParallelism
+        self.on_phase("tasks")
         rows = (keyed.repartition(tasks, "k")
                 .mapInArrow(lambda it: run_partition(cfg, batch, it), SUMMARY)
                 .collect())  # fmt: skip
         keys = [r.asDict() for r in rows if r["kind"] == "key"]
         tasks = [r["seconds"] for r in rows if r["kind"] == "task"]
         nokey = sorted((r for r in rows if r["kind"] == "nokey"), key=lambda r: (r["partition"], r["offset"]))
+        self.on_phase("check")
         last = self.store.last_batch()
         if last is not None and batch <= last:
             stored = self.store.output(batch) or {}
+            self.on_phase("publish")
             self._publish_dead(stored.get("dead", ()))
             dead = stored.get("dead", [])
         else:
             dead = [BatchProcessor._dead_letter(NO_KEY[mode], r["partition"], r["offset"], r["raw"], r["size"])
                     for r in nokey]  # fmt: skip
             output = {"through": None, "added": [], "removed": [], "dead": dead}
+            self.on_phase("commit")
             self.store.commit(batch, StateChanges(meta={}), output)
+            self.on_phase("publish")
             self._publish_dead(dead)
         return KeyedBatch(self._outcome(batch, keys, dead, time.perf_counter() - start), keys, tasks)
 

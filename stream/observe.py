@@ -18,6 +18,9 @@ import threading
 class JobObserver:
     """What the job reports as it runs (every method does nothing here)."""
 
+    def watch(self, inflight, stall_seconds: float) -> None:
+        """The job's in-flight tracker (stream.inflight.InFlight): a batch in it longer than `stall_seconds` stalls."""
+
     def on_start(self, processor, store) -> None:
         """The state was restored, or the initial materialisation committed."""
 

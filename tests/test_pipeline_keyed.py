@@ -89,11 +89,16 @@ def interleave(rnd: random.Random, plan: dict[str, list[dict]]) -> list[tuple[st
 
 
 def explicit_after(updates: list[dict]) -> set[tuple]:
-    explicit = {tuple(f) for f in INITIAL}
+    """F ∪ E_key: the shared `--facts` and the key's own explicit facts after its updates.
+
+    A key cannot delete a shared fact: its deletion removes only the key's own
+    assertion (the random updates delete facts of F often: edge(a, b) is POOL[0]).
+    """
+    own: set[tuple] = set()
     for u in updates:
-        explicit -= {tuple(f) for f in u["del"]}
-        explicit |= {tuple(f) for f in u["add"]}
-    return explicit
+        own -= {tuple(f) for f in u["del"]}
+        own |= {tuple(f) for f in u["add"]}
+    return {tuple(f) for f in INITIAL} | own
 
 
 def fold(msgs: list[dict]) -> dict[str, set[tuple]]:
