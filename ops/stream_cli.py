@@ -44,6 +44,10 @@ RUN_FLAGS = [
     ("--redis-timeout", "REDIS_TIMEOUT", "120",
      "seconds one Redis command may take before it counts as failed and is retried (a stalled "
      "Redis is seen after this long)"),
+    ("--redis-wait-replicas", "REDIS_WAIT_REPLICAS", "0",
+     "after each batch commit, wait until this many Redis replicas hold it (WAIT) before the delta "
+     "is published, so a failover to a replica loses no acknowledged batch; too few within a "
+     "second: the commit is retried as for a lost connection (0: off)"),
     ("--checkpoint", "CHECKPOINT", None, "Spark checkpoint directory (offsets)"),
     ("--max-updates-per-batch", "MAX_UPDATES_PER_BATCH", None, "rate limit: messages per micro-batch"),
     ("--trigger-interval", "TRIGGER_INTERVAL", "500ms", "micro-batch interval"),
@@ -172,6 +176,7 @@ def job_config(ns: argparse.Namespace):
         partition_by=ns.partition_by, redis_cluster=_yes(ns.redis_cluster, "FLUXMAT_REDIS_CLUSTER"),
         redis_retry_seconds=_seconds(ns.redis_retry_seconds, "--redis-retry-seconds"),
         redis_timeout=_seconds(ns.redis_timeout, "--redis-timeout"),
+        redis_wait_replicas=_int(ns.redis_wait_replicas, "--redis-wait-replicas") or 0,
         key_partitions=_int(ns.key_partitions, "--key-partitions"), driver_host=ns.driver_host,
         redis_fsync=ns.redis_fsync, delta_compression=ns.delta_compression,
         engine_cache_facts=_int(ns.engine_cache_facts, "--engine-cache-facts") or DEFAULT_CACHE_FACTS,
@@ -223,6 +228,8 @@ def check_run_flags(cfg) -> None:
         fail(f"--redis-retry-seconds must be at least 0, got {cfg.redis_retry_seconds}")
     if not cfg.redis_timeout > 0:
         fail(f"--redis-timeout must be more than 0 seconds, got {cfg.redis_timeout}")
+    if cfg.redis_wait_replicas < 0:
+        fail(f"--redis-wait-replicas must be at least 0 (0: off), got {cfg.redis_wait_replicas}")
     if cfg.verify_every < 0:
         fail(f"--verify-every must be at least 0 (0: off), got {cfg.verify_every}")
     from stream.keyed import PARTITION_BY

@@ -82,6 +82,7 @@ class JobConfig:
     redis_cluster: bool = False  # --redis is a seed node of a Redis Cluster
     redis_retry_seconds: float = RETRY_SECONDS  # a failing Redis call is retried this long, then the batch fails
     redis_timeout: float = SOCKET_TIMEOUT  # seconds one Redis command may take before it counts as failed
+    redis_wait_replicas: int = 0  # replicas that must hold a commit before its delta is published (WAIT)
     delta_compression: str = "lz4"  # lz4 | gzip | none: delta and dead-letter messages (connectors.kafka_sink)
     redis_fsync: str = "everysec"  # everysec | always | keep: Redis's AOF fsync policy (connectors.state)
     key_partitions: int | None = None  # tasks per keyed batch (None: Spark's default parallelism)
@@ -183,7 +184,8 @@ class Job:
             topics[cfg.dead_letter_topic] = 1
         ensure_topics(cfg.bootstrap_servers, topics)
         store = open_store(cfg.redis, cfg.namespace, cluster=cfg.redis_cluster,
-                           retry_seconds=cfg.redis_retry_seconds, socket_timeout=cfg.redis_timeout)  # fmt: skip
+                           retry_seconds=cfg.redis_retry_seconds, socket_timeout=cfg.redis_timeout,
+                           wait_replicas=cfg.redis_wait_replicas)  # fmt: skip
         publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
@@ -225,7 +227,7 @@ class Job:
                 metrics.on_start(processor, store)
         verifier = self.verifier = Verifier(cfg.verify_every, self._verified)
         consumed: dict[str, int] = checkpoint_offsets(cfg.checkpoint)  # lag right after a restart
-        sampler = threading.Thread(target=self._sample, args=(metrics, consumed), daemon=True)
+        sampler = threading.Thread(target=self._sample, args=(metrics, consumed, store), daemon=True)
         try:
             self._serve(metrics, None if cfg.keyed else reasoner)
             spark = spark_session(with_task_retries(cfg.master) if cfg.keyed else cfg.master,
@@ -407,8 +409,11 @@ class Job:
             path = "/metrics" if name == "metrics" else "/"
             self.log(f"{name} on http://{host}:{port}{path}")
 
-    def _sample(self, metrics, consumed: dict[str, int]) -> None:
-        """Once a second: a history point; every few seconds: the consumer lag and the oldest waiting update.
+    def _sample(self, metrics, consumed: dict[str, int], store) -> None:
+        """Once a second: a history point; every few seconds: the lag and the Redis Cluster's health.
+
+        The lag: the consumer lag and the oldest waiting update; the cluster:
+        `cluster_problem` (a node failing, a primary without its replica).
 
         Everything from the consumed offsets on waits, the running batch's rows
         included (the offsets move when a batch is committed), so the first
@@ -429,6 +434,7 @@ class Job:
                                         min(heads.values(), default=None))
                     except Exception as exc:  # the lag is advisory; the job goes on
                         self.log(f"cannot read the consumer lag: {exc}")
+                    metrics.set_redis_problem(store.cluster_problem())
                 self._spark_progress(metrics)
                 metrics.sample()
         finally:
