@@ -12,7 +12,6 @@ nothing may be lost or applied twice either way.
 
 from __future__ import annotations
 
-import random
 import time
 
 import pytest
@@ -20,8 +19,9 @@ import pytest
 from connectors.broker import EmbeddedBroker, ensure_topics
 from connectors.kafka_sink import read_deltas
 from tests.servers import RedisCluster, free_port
-from tests.test_pipeline import SPARK_TIMEOUT, Proc, job_env
-from tests.test_pipeline_keyed import KEYS, args, check, interleave, produce, updates_for, wait_done
+from tests.test_failover import first_half, mid_stream
+from tests.test_pipeline import Proc, job_env
+from tests.test_pipeline_keyed import args, check, produce, wait_done
 
 pytestmark = pytest.mark.integration
 moto_server = pytest.importorskip("moto.server", reason="the S3 endpoint for tansu's storage is moto[server]")
@@ -64,22 +64,14 @@ def test_keyed_job_rides_through_a_broker_restart(s3_env, tmp_path):
     cluster = RedisCluster(tmp_path / "redis").start()
     jobs: list[Proc] = []
     try:
-        ensure_topics(broker.bootstrap, {f"kupdates{n}": 4, f"kdeltas{n}": 4, f"kdead{n}": 1})
-        rnd = random.Random(43)
-        plan = {k: updates_for(rnd, k, 10) for k in KEYS[:20]}
-        records = interleave(rnd, plan)
-        half = len(records) // 2
-        produce(broker.bootstrap, f"kupdates{n}", records[:half])
+        plan, rest = first_half(broker.bootstrap, n, 43)
         cmd = args(broker, cluster, tmp_path, n, "--max-updates-per-batch", "15")
         jobs.append(Proc(cmd, tmp_path, "job0", job_env()))
-        deadline = time.monotonic() + 3 * SPARK_TIMEOUT  # Spark's start on a loaded machine
-        while not any(m["batch"] >= 1 for m in read_deltas(broker.bootstrap, f"kdeltas{n}", timeout=30)):
-            assert jobs[0].returncode is None and time.monotonic() < deadline, jobs[0].tail()
-            time.sleep(0.3)
+        mid_stream(broker.bootstrap, n, jobs[0])
         broker.stop()  # mid-stream
         time.sleep(DOWN_SECONDS)
         broker.start()  # the same port, the same storage
-        produce(broker.bootstrap, f"kupdates{n}", records[half:])
+        produce(broker.bootstrap, f"kupdates{n}", rest)
         last = {k: u[-1]["id"] for k, u in plan.items()}
         if jobs[0].returncode is not None:  # it gave up while the broker was away: start it again
             jobs.append(Proc(cmd, tmp_path, "job1", job_env()))

@@ -123,6 +123,24 @@ def test_cluster_problem_names_the_failed_primary_until_it_is_back_as_a_replica(
         time.sleep(0.2)
 
 
+def first_half(bootstrap: str, n: int, seed: int) -> tuple[dict[str, list[dict]], list[tuple[str, dict]]]:
+    """Topics of run `n`, 20 keys' plans of 10 updates, and the first half of their records produced."""
+    ensure_topics(bootstrap, {f"kupdates{n}": 4, f"kdeltas{n}": 4, f"kdead{n}": 1})
+    rnd = random.Random(seed)
+    plan = {k: updates_for(rnd, k, 10) for k in KEYS[:20]}
+    records = interleave(rnd, plan)
+    produce(bootstrap, f"kupdates{n}", records[: len(records) // 2])
+    return plan, records[len(records) // 2 :]
+
+
+def mid_stream(bootstrap: str, n: int, job: Proc) -> None:
+    """Until the job has published a delta of batch 1 or later."""
+    deadline = time.monotonic() + 3 * SPARK_TIMEOUT  # Spark's start on a loaded machine
+    while not any(m["batch"] >= 1 for m in read_deltas(bootstrap, f"kdeltas{n}", timeout=30)):
+        assert job.returncode is None and time.monotonic() < deadline, job.tail()
+        time.sleep(0.3)
+
+
 class HealthLog(threading.Thread):
     """Polls the job's /healthz; records each change of state or reason."""
 
@@ -151,26 +169,18 @@ class HealthLog(threading.Thread):
 def test_keyed_job_rides_through_a_primary_failover(broker, replicated, tmp_path):
     """SIGKILL a primary that serves keys mid-stream; its replica takes over; exact per key, nothing twice."""
     c, n = replicated, 5
-    ensure_topics(broker.bootstrap, {f"kupdates{n}": 4, f"kdeltas{n}": 4, f"kdead{n}": 1})
-    rnd = random.Random(41)
-    plan = {k: updates_for(rnd, k, 10) for k in KEYS[:20]}
-    records = interleave(rnd, plan)
-    half = len(records) // 2
-    produce(broker.bootstrap, f"kupdates{n}", records[:half])
+    plan, rest = first_half(broker.bootstrap, n, 41)
     port = free_port()
     job = Proc(args(broker, c, tmp_path, n, "--max-updates-per-batch", "15", "--dashboard-port", str(port),
-                    "--redis-wait-replicas", "1", "--redis-retry-seconds", "60", "--redis-fsync", "always"), tmp_path, "failover",
-               job_env())  # fmt: skip
+                    "--redis-wait-replicas", "1", "--redis-retry-seconds", "60", "--redis-fsync", "always"),
+               tmp_path, "failover", job_env())  # fmt: skip
     health = HealthLog(port)
     try:
-        deadline = time.monotonic() + 3 * SPARK_TIMEOUT  # Spark's start on a loaded machine
-        while not any(m["batch"] >= 1 for m in read_deltas(broker.bootstrap, f"kdeltas{n}", timeout=30)):
-            assert job.returncode is None and time.monotonic() < deadline, job.tail()
-            time.sleep(0.3)
+        mid_stream(broker.bootstrap, n, job)
         health.start()
         victim = c.primary_of(key_prefix(f"keyed{n}", KEYS[0]) + "meta")
         replicas = c.kill(victim)  # mid-stream, the primary serving tenant00's state
-        produce(broker.bootstrap, f"kupdates{n}", records[half:])
+        produce(broker.bootstrap, f"kupdates{n}", rest)
         c.wait_promoted(replicas)
         c.revive(victim)  # back as a replica
         msgs = wait_done(broker.bootstrap, f"kdeltas{n}", job, {k: u[-1]["id"] for k, u in plan.items()})
