@@ -133,12 +133,35 @@ def first_half(bootstrap: str, n: int, seed: int) -> tuple[dict[str, list[dict]]
     return plan, records[len(records) // 2 :]
 
 
-def mid_stream(bootstrap: str, n: int, job: Proc) -> None:
-    """Until the job has published a delta of batch 1 or later."""
+def starter(cmd: list[str], logs, jobs: list[Proc], name: str):
+    """A `start(attempt)` for `mid_stream`: each job it starts is kept in `jobs` (to clean up)."""
+
+    def start(attempt: int) -> Proc:
+        jobs.append(Proc(cmd, logs, f"{name}{attempt}", job_env()))
+        return jobs[-1]
+
+    return start
+
+
+SLOW_START = "Python worker failed to connect back"  # Spark's 10 s for a new Python worker, on a loaded machine
+
+
+def mid_stream(bootstrap: str, n: int, start) -> Proc:
+    """Start the job (`start(attempt)`) and wait until it has published a delta of batch 1 or later.
+
+    A job that Spark stopped at its start because a Python worker took more
+    than Spark's fixed 10 s to connect back (a heavily loaded machine; nothing
+    was read or written yet) is started again, twice at most.
+    """
     deadline = time.monotonic() + 3 * SPARK_TIMEOUT  # Spark's start on a loaded machine
+    job, attempt = start(0), 0
     while not any(m["batch"] >= 1 for m in read_deltas(bootstrap, f"kdeltas{n}", timeout=30)):
+        if job.returncode is not None and SLOW_START in job.stderr() and attempt < 2:
+            job.cleanup()
+            job, attempt = start(attempt + 1), attempt + 1
         assert job.returncode is None and time.monotonic() < deadline, job.tail()
         time.sleep(0.3)
+    return job
 
 
 class HealthLog(threading.Thread):
@@ -171,12 +194,12 @@ def test_keyed_job_rides_through_a_primary_failover(broker, replicated, tmp_path
     c, n = replicated, 5
     plan, rest = first_half(broker.bootstrap, n, 41)
     port = free_port()
-    job = Proc(args(broker, c, tmp_path, n, "--max-updates-per-batch", "15", "--dashboard-port", str(port),
-                    "--redis-wait-replicas", "1", "--redis-retry-seconds", "60", "--redis-fsync", "always"),
-               tmp_path, "failover", job_env())  # fmt: skip
+    cmd = args(broker, c, tmp_path, n, "--max-updates-per-batch", "15", "--dashboard-port", str(port),
+               "--redis-wait-replicas", "1", "--redis-retry-seconds", "60", "--redis-fsync", "always")  # fmt: skip
+    jobs: list[Proc] = []
     health = HealthLog(port)
     try:
-        mid_stream(broker.bootstrap, n, job)
+        job = mid_stream(broker.bootstrap, n, starter(cmd, tmp_path, jobs, "failover"))
         health.start()
         victim = c.primary_of(key_prefix(f"keyed{n}", KEYS[0]) + "meta")
         replicas = c.kill(victim)  # mid-stream, the primary serving tenant00's state
@@ -192,7 +215,8 @@ def test_keyed_job_rides_through_a_primary_failover(broker, replicated, tmp_path
         assert job.terminate() == 0, job.tail()
     finally:
         health.halt.set()
-        job.cleanup()
+        for job in jobs:
+            job.cleanup()
     check(msgs, plan)
     states = [line.split(":")[0] for line in health.seen]
     assert "degraded" in states and states[-1] == "healthy", health.seen
