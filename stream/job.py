@@ -26,6 +26,7 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,6 +152,9 @@ def _batch_failed(exc: BaseException) -> FluxmatError:
                         "acknowledged, so restarting the job retries it (see ops/RUNBOOK.md)")
 
 
+KEEP_OUTCOMES = 100  # outcomes of the last batches a job keeps (Job.outcomes)
+
+
 class Job:
     """One running streaming job; `run()` blocks until `stop()` or a signal."""
 
@@ -164,7 +168,8 @@ class Job:
         self._stop = threading.Event()
         self.error: BaseException | None = None
         self.failed: BaseException | None = None  # what made a batch fail (the job then stops)
-        self.outcomes: list[BatchOutcome] = []
+        self.outcomes: deque[BatchOutcome] = deque(maxlen=KEEP_OUTCOMES)  # the last batches' only
+        self.batches_done = 0  # batches applied or replayed since the start
         self.lock = threading.Lock()  # held while a batch mutates the engine
         self.metrics = None
         self.metrics_address: tuple[str, int] | None = None
@@ -261,7 +266,7 @@ class Job:
                     raise
                 outcome = keyed.outcome
                 metrics.on_keys(keyed.keys, store, keyed.tasks)
-                self.outcomes.append(outcome)
+                self.record(outcome)
                 metrics.on_batch(outcome, None, store)
                 if self.on_batch:
                     self.on_batch(outcome)
@@ -286,7 +291,7 @@ class Job:
             if outcome.quarantined:
                 self.log(f"batch {outcome.batch}: {outcome.quarantined} update(s) over a work limit "
                          "quarantined (their dead letters say which and why)")  # fmt: skip
-            self.outcomes.append(outcome)
+            self.record(outcome)
             if self.on_batch:
                 self.on_batch(outcome)
 
@@ -384,6 +389,15 @@ class Job:
                 "new namespace (see ops/RUNBOOK.md)"
             )
         return False
+
+    def record(self, outcome: BatchOutcome) -> None:
+        """Count a finished batch; keep its outcome among the last `KEEP_OUTCOMES`.
+
+        An outcome holds the batch's whole output (its delta), so keeping every
+        one would grow the driver's memory for as long as the job runs.
+        """
+        self.outcomes.append(outcome)
+        self.batches_done += 1
 
     def _verified(self, result) -> None:
         """A self-check's result: to the observer, and a line in the log when it failed."""
@@ -532,7 +546,7 @@ def run_until_signalled(cfg: JobConfig, operations: Operations | None = None) ->
     signal.signal(signal.SIGINT, handler)
     started = time.monotonic()
     job.run()
-    job.log(f"stopped after {len(job.outcomes)} batches in {time.monotonic() - started:.1f} s")
+    job.log(f"stopped after {job.batches_done} batches in {time.monotonic() - started:.1f} s")
 
 
 def _rows(df) -> list[tuple]:

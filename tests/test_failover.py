@@ -159,6 +159,7 @@ def mid_stream(bootstrap: str, n: int, start) -> Proc:
         if job.returncode is not None and SLOW_START in job.stderr() and attempt < 2:
             job.cleanup()
             job, attempt = start(attempt + 1), attempt + 1
+            deadline = time.monotonic() + 3 * SPARK_TIMEOUT
         assert job.returncode is None and time.monotonic() < deadline, job.tail()
         time.sleep(0.3)
     return job
