@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from connectors.broker import EmbeddedBroker, ensure_topics
-from connectors.kafka_sink import read_deltas
+from fluxmat.connectors.broker import EmbeddedBroker, ensure_topics
+from fluxmat.connectors.kafka_sink import read_deltas
 from tests.servers import RedisCluster, free_port
 from tests.test_failover import first_half, mid_stream, starter
 from tests.test_pipeline import Proc, job_env

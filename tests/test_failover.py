@@ -26,10 +26,10 @@ import urllib.request
 import pytest
 import redis
 
-from connectors.broker import ensure_topics
-from connectors.kafka_sink import read_deltas
-from connectors.state import RedisStateStore, key_prefix
-from engine import StateChanges
+from fluxmat.connectors.broker import ensure_topics
+from fluxmat.connectors.kafka_sink import read_deltas
+from fluxmat.connectors.state import RedisStateStore, key_prefix
+from fluxmat.engine import StateChanges
 from tests.servers import RedisCluster, free_port
 from tests.test_pipeline import SPARK_TIMEOUT, Proc, job_env
 from tests.test_pipeline_keyed import KEYS, args, check, interleave, produce, updates_for, wait_done
@@ -63,10 +63,10 @@ def commit(store: RedisStateStore, batch: int) -> bool:
 def test_the_wait_replicas_flag_reaches_the_store_and_a_lone_server_cannot_acknowledge(redis_server, tmp_path,
                                                                                       monkeypatch):  # fmt: skip
     """`--redis-wait-replicas` (env FLUXMAT_REDIS_WAIT_REPLICAS): a server without replicas never acknowledges."""
-    from connectors.state import open_store
-    from engine import FluxmatError
-    from ops.cli import build_parser
-    from ops.stream_cli import check_run_flags, job_config
+    from fluxmat.connectors.state import open_store
+    from fluxmat.engine import FluxmatError
+    from fluxmat.ops.cli import build_parser
+    from fluxmat.ops.stream_cli import check_run_flags, job_config
 
     base = ["run", "p.dl", "--bootstrap-servers", "x:1", "--updates-topic", "u", "--deltas-topic", "d",
             "--redis", "memory://", "--checkpoint", str(tmp_path)]  # fmt: skip

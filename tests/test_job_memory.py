@@ -8,8 +8,8 @@ delta. It now keeps the last `KEEP_OUTCOMES` and a count.
 
 from __future__ import annotations
 
-from stream.batch import BatchOutcome
-from stream.job import KEEP_OUTCOMES, Job, JobConfig
+from fluxmat.stream.batch import BatchOutcome
+from fluxmat.stream.job import KEEP_OUTCOMES, Job, JobConfig
 
 
 def test_a_long_running_job_keeps_only_its_last_outcomes():

@@ -45,7 +45,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from connectors.broker import stop_process
+from fluxmat.connectors.broker import stop_process
 from tests.benchmarks.pipeline import (
     DELTAS,
     HELD_OUT,
@@ -289,7 +289,7 @@ def offer(load: Load, seconds: float, stall: float, redis_url: str, t0: float) -
 
 def check_end(info: dict, program: Path, maker: UpdateMaker, reader: DeltaReader, bootstrap: str) -> None:
     """Deltas folded == remat over the final explicit facts; dead letters counted."""
-    from connectors.kafka_sink import read_deltas
+    from fluxmat.connectors.kafka_sink import read_deltas
 
     with reader.cond:
         msgs = list(reader.messages)
@@ -305,7 +305,7 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
     import redis
     from kafka import KafkaProducer
 
-    from connectors.broker import EmbeddedBroker, ensure_topics
+    from fluxmat.connectors.broker import EmbeddedBroker, ensure_topics
     from tests.benchmarks.lubm_gen import generate
     from tests.servers import RedisServer, free_port
 
