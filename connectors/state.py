@@ -40,7 +40,8 @@ KEEP_OUTPUTS = 16
 INITIAL = -1  # the batch id of the initial materialisation
 CHUNK = 5000
 PACK_OVER = 65_536  # bytes of output JSON above which it is stored compressed
-STATE_KEYS = ("meta", "E", "I", "log", "T", "out")  # a namespace's Redis keys, after its prefix
+STATE_KEYS = ("meta", "E", "I", "log", "T", "out", "sync")  # a namespace's Redis keys, after its prefix
+WAIT_MS = 1000  # milliseconds one WAIT for replicas may block (--redis-wait-replicas); then the commit is retried
 MEMORY_SAMPLES = 64  # hash fields MEMORY USAGE samples per key (namespace_bytes)
 FSYNC_POLICIES = ("everysec", "always", "keep")  # fluxmat run --redis-fsync
 
@@ -67,6 +68,8 @@ class StateStore(Protocol):
     def memory(self) -> tuple[dict[str, int], int]: ...
 
     def namespace_bytes(self) -> int | None: ...
+
+    def cluster_problem(self) -> str | None: ...
 
     def rebase(self) -> int: ...
 
@@ -131,6 +134,10 @@ class MemoryStateStore:
 
     def namespace_bytes(self) -> int | None:
         return None
+
+    def cluster_problem(self) -> str | None:
+        return None  # no Redis Cluster
+
     def set_fsync(self, policy: str) -> str | None:
         return None  # nothing is persisted
 
@@ -165,8 +172,9 @@ class RedisStateStore:
 
     def __init__(self, url: str, namespace: str = "default", retry_seconds: float = RETRY_SECONDS,
                  socket_timeout: float = SOCKET_TIMEOUT, *, key: str | None = None, cluster: bool = False,
-                 client=None):  # fmt: skip
+                 client=None, wait_replicas: int = 0):  # fmt: skip
         self.url = url
+        self.wait_replicas = wait_replicas
         self.shown = redact(url)
         self.prefix = key_prefix(namespace, key, cluster)
         self.keyed = key is not None
@@ -174,6 +182,7 @@ class RedisStateStore:
         self.on_retry: Callable[[str], None] | None = None  # told why before each retry (the job's metrics)
         self.client = client if client is not None else redis_client(url, cluster, socket_timeout)
         self.cluster = cluster
+        self.replicas_seen = 0  # the most replicas a primary had (cluster_problem)
 
     def _k(self, name: str) -> str:
         return self.prefix + name
@@ -238,8 +247,31 @@ class RedisStateStore:
             pipe.hset(self._k("out"), str(batch), pack_output(output))
             pipe.hdel(self._k("out"), str(batch - KEEP_OUTPUTS))
             pipe.execute()
+            if self.wait_replicas:
+                self._replicated(batch)
 
         self._retry(write)
+
+    def _replicated(self, batch: int) -> None:
+        """Return once `wait_replicas` replicas hold the commit of `batch`; else a TimeoutError (retried).
+
+        WAIT counts the replicas that acknowledged the last write of the
+        connection it is sent on, so it goes on one connection after a write of
+        its own (`sync`, the batch id) to the primary that ran the transaction:
+        a replica that has that write has the transaction before it. A retry
+        runs the whole (idempotent: absolute values) transaction again, on the
+        primary that serves the slot then.
+        """
+        import redis
+
+        node = self.client.get_node_from_key(self._k("sync")).redis_connection if self.cluster else self.client
+        pipe = node.pipeline(transaction=False)
+        pipe.set(self._k("sync"), str(batch))
+        pipe.execute_command("WAIT", self.wait_replicas, WAIT_MS)
+        acked = pipe.execute()[1]
+        if acked < self.wait_replicas:
+            raise redis.TimeoutError(f"WAIT: {acked} of {self.wait_replicas} Redis replicas acknowledged "
+                                     f"batch {batch} within {WAIT_MS} ms")  # fmt: skip
 
     def output(self, batch: int) -> dict | None:
         raw = self._retry(lambda: self.client.hget(self._k("out"), str(batch)))
@@ -298,6 +330,39 @@ class RedisStateStore:
         from redis.cluster import RedisCluster
 
         return self._retry(lambda: self.client.info("memory", target_nodes=RedisCluster.PRIMARIES))
+
+    def cluster_problem(self) -> str | None:
+        """What weakens the Redis Cluster now, None when nothing does (and outside a cluster).
+
+        A node flagged failing (`fail`, `fail?`) or disconnected, or a primary
+        serving slots with fewer working replicas than the most any primary has
+        had while this store watched: a primary died and its replica took over,
+        so that part of the state has no copy until the old node is back (as a
+        replica) or another replica is added. One CLUSTER NODES, not retried:
+        a cluster that cannot answer is a problem too.
+        """
+        if not self.cluster:
+            return None
+        from redis.exceptions import RedisClusterException, RedisError
+
+        try:
+            nodes = self.client.cluster_nodes()
+        except (RedisError, RedisClusterException) as exc:
+            return f"cannot read the Redis Cluster's nodes: {redact(str(exc))}"
+        failing = sorted(addr for addr, n in nodes.items() if "fail" in n["flags"] or not n["connected"])
+        if failing:
+            return f"Redis Cluster node{'s' if len(failing) > 1 else ''} {', '.join(failing)} failing"
+        ids = {n["node_id"]: addr for addr, n in nodes.items()}
+        replicas = {addr: 0 for addr, n in nodes.items() if "master" in n["flags"] and n["slots"]}
+        for n in nodes.values():
+            if "slave" in n["flags"] and ids.get(n["master_id"]) in replicas:
+                replicas[ids[n["master_id"]]] += 1
+        self.replicas_seen = max(self.replicas_seen, *replicas.values(), 0)
+        short = sorted(addr for addr, k in replicas.items() if k < self.replicas_seen)
+        if short:
+            return (f"Redis Cluster primar{'ies' if len(short) > 1 else 'y'} {', '.join(short)} "
+                    f"without {'their' if len(short) > 1 else 'its'} replica (after a failover?)")  # fmt: skip
+        return None
 
     def set_fsync(self, policy: str) -> str:
         """Set the server's AOF fsync policy (`appendfsync`); returns a line saying what happened.
@@ -439,19 +504,21 @@ def _decode_meta(meta: dict[str, str]) -> dict[str, object]:
 
 def open_store(url: str | None, namespace: str = "default", key: str | None = None,
                cluster: bool = False, retry_seconds: float = RETRY_SECONDS,
-               socket_timeout: float = SOCKET_TIMEOUT) -> StateStore:  # fmt: skip
+               socket_timeout: float = SOCKET_TIMEOUT, wait_replicas: int = 0) -> StateStore:  # fmt: skip
     """`redis://...` gives a RedisStateStore; None or `memory://` an in-process store.
 
     `key` names one key's state (`--partition-by`); `cluster` makes the URL a
-    seed node of a Redis Cluster; `retry_seconds` and `socket_timeout` are the
-    RedisStateStore's (`--redis-retry-seconds`, `--redis-timeout`).
+    seed node of a Redis Cluster; `retry_seconds`, `socket_timeout` and
+    `wait_replicas` are the RedisStateStore's (`--redis-retry-seconds`,
+    `--redis-timeout`, `--redis-wait-replicas`).
     """
     if not url or url.startswith("memory:"):
         if cluster:
             raise StoreURLError("--redis-cluster needs a redis:// URL (a seed node of the cluster)")
         return MemoryStateStore()
     if url.startswith(("redis://", "rediss://", "unix://")):
-        return RedisStateStore(url, namespace, retry_seconds, socket_timeout, key=key, cluster=cluster)
+        return RedisStateStore(url, namespace, retry_seconds, socket_timeout, key=key, cluster=cluster,
+                               wait_replicas=wait_replicas)  # fmt: skip
     raise StoreURLError(
         f"unsupported state store URL {redact(url)!r} (expected redis://HOST:PORT/DB, "
         "rediss://... or memory://)"

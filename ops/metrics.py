@@ -125,6 +125,7 @@ class JobMetrics(JobObserver):
         self.oldest_ms: int | None = None  # Kafka timestamp of the oldest waiting update (set_lag)
         self.failing: str | None = None  # why the job is failing (a batch failed)
         self.verify_failing: str | None = None  # a self-check found a different materialisation
+        self.redis_problem: str | None = None  # a Redis Cluster node failing or a primary without replica
         for name, label, values in (("fluxmat_fact_operations_total", "op", ("add", "delete")),
                                     ("fluxmat_batches_total", "outcome", ("applied", "replayed")),
                                     ("fluxmat_delta_facts_total", "kind", ("added", "removed")),
@@ -404,6 +405,11 @@ class JobMetrics(JobObserver):
             self.oldest_ms = oldest_ms if sum(lag.values()) else None
             self._time_lag()
 
+    def set_redis_problem(self, problem: str | None) -> None:
+        """What weakens the Redis Cluster now (a node failing, a primary without its replica), or None."""
+        with self._lock:
+            self.redis_problem = problem
+
     def _time_lag(self) -> None:
         """fluxmat_time_lag_seconds: the oldest waiting update's age (0: nothing waits)."""
         seconds = 0.0 if self.oldest_ms is None else max(time.time() - self.oldest_ms / 1000.0, 0.0)
@@ -447,6 +453,8 @@ class JobMetrics(JobObserver):
         work = self._in_flight()
         if work is not None and work.seconds >= self.stall_seconds:
             return "degraded", work.text
+        if self.redis_problem:
+            return "degraded", self.redis_problem
         recent = [b for b in self.batches if b["t"] >= time.time() - DEGRADED_WINDOW]
         dead = sum(b["dead"] for b in recent)
         if dead:

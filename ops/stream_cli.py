@@ -47,6 +47,10 @@ RUN_FLAGS = [
     ("--stall-seconds", "STALL_SECONDS", "5",
      "a micro-batch in flight longer than this makes the health degraded, naming its phase "
      "(e.g. 'committing to Redis for 23 s'); fluxmat_batch_in_flight_seconds shows its age"),
+    ("--redis-wait-replicas", "REDIS_WAIT_REPLICAS", "0",
+     "after each batch commit, wait until this many Redis replicas hold it (WAIT) before the delta "
+     "is published, so a failover to a replica loses no acknowledged batch; too few within a "
+     "second: the commit is retried as for a lost connection (0: off)"),
     ("--checkpoint", "CHECKPOINT", None, "Spark checkpoint directory (offsets)"),
     ("--max-updates-per-batch", "MAX_UPDATES_PER_BATCH", None, "rate limit: messages per micro-batch"),
     ("--trigger-interval", "TRIGGER_INTERVAL", "500ms", "micro-batch interval"),
@@ -176,6 +180,7 @@ def job_config(ns: argparse.Namespace):
         redis_retry_seconds=_seconds(ns.redis_retry_seconds, "--redis-retry-seconds"),
         redis_timeout=_seconds(ns.redis_timeout, "--redis-timeout"),
         stall_seconds=_seconds(ns.stall_seconds, "--stall-seconds"),
+        redis_wait_replicas=_int(ns.redis_wait_replicas, "--redis-wait-replicas") or 0,
         key_partitions=_int(ns.key_partitions, "--key-partitions"), driver_host=ns.driver_host,
         redis_fsync=ns.redis_fsync, delta_compression=ns.delta_compression,
         engine_cache_facts=_int(ns.engine_cache_facts, "--engine-cache-facts") or DEFAULT_CACHE_FACTS,
@@ -229,6 +234,8 @@ def check_run_flags(cfg) -> None:
         fail(f"--redis-timeout must be more than 0 seconds, got {cfg.redis_timeout}")
     if not cfg.stall_seconds > 0:
         fail(f"--stall-seconds must be more than 0 seconds, got {cfg.stall_seconds}")
+    if cfg.redis_wait_replicas < 0:
+        fail(f"--redis-wait-replicas must be at least 0 (0: off), got {cfg.redis_wait_replicas}")
     if cfg.verify_every < 0:
         fail(f"--verify-every must be at least 0 (0: off), got {cfg.verify_every}")
     from fluxmat.stream.keyed import PARTITION_BY

@@ -26,6 +26,7 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +86,7 @@ class JobConfig:
     redis_cluster: bool = False  # --redis is a seed node of a Redis Cluster
     redis_retry_seconds: float = RETRY_SECONDS  # a failing Redis call is retried this long, then the batch fails
     redis_timeout: float = SOCKET_TIMEOUT  # seconds one Redis command may take before it counts as failed
+    redis_wait_replicas: int = 0  # replicas that must hold a commit before its delta is published (WAIT)
     delta_compression: str = "lz4"  # lz4 | gzip | none: delta and dead-letter messages (connectors.kafka_sink)
     redis_fsync: str = "everysec"  # everysec | always | keep: Redis's AOF fsync policy (connectors.state)
     key_partitions: int | None = None  # tasks per keyed batch (None: Spark's default parallelism)
@@ -154,6 +156,9 @@ def _batch_failed(exc: BaseException) -> FluxmatError:
                         "acknowledged, so restarting the job retries it (see docs/operations/runbook.md)")
 
 
+KEEP_OUTCOMES = 100  # outcomes of the last batches a job keeps (Job.outcomes)
+
+
 class Job:
     """One running streaming job; `run()` blocks until `stop()` or a signal."""
 
@@ -167,7 +172,8 @@ class Job:
         self._stop = threading.Event()
         self.error: BaseException | None = None
         self.failed: BaseException | None = None  # what made a batch fail (the job then stops)
-        self.outcomes: list[BatchOutcome] = []
+        self.outcomes: deque[BatchOutcome] = deque(maxlen=KEEP_OUTCOMES)  # the last batches' only
+        self.batches_done = 0  # batches applied or replayed since the start
         self.lock = threading.Lock()  # held while a batch mutates the engine
         self.metrics = None
         self.metrics_address: tuple[str, int] | None = None
@@ -188,7 +194,8 @@ class Job:
             topics[cfg.dead_letter_topic] = 1
         ensure_topics(cfg.bootstrap_servers, topics)
         store = open_store(cfg.redis, cfg.namespace, cluster=cfg.redis_cluster,
-                           retry_seconds=cfg.redis_retry_seconds, socket_timeout=cfg.redis_timeout)  # fmt: skip
+                           retry_seconds=cfg.redis_retry_seconds, socket_timeout=cfg.redis_timeout,
+                           wait_replicas=cfg.redis_wait_replicas)  # fmt: skip
         publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
@@ -237,7 +244,7 @@ class Job:
                 metrics.on_start(processor, store)
         verifier = self.verifier = Verifier(cfg.verify_every, self._verified)
         consumed: dict[str, int] = checkpoint_offsets(cfg.checkpoint)  # lag right after a restart
-        sampler = threading.Thread(target=self._sample, args=(metrics, consumed), daemon=True)
+        sampler = threading.Thread(target=self._sample, args=(metrics, consumed, store), daemon=True)
         try:
             self._serve(metrics, None if cfg.keyed else reasoner)
             spark = spark_session(with_task_retries(cfg.master) if cfg.keyed else cfg.master,
@@ -278,7 +285,7 @@ class Job:
                     raise
                 outcome = keyed.outcome
                 metrics.on_keys(keyed.keys, store, keyed.tasks)
-                self.outcomes.append(outcome)
+                self.record(outcome)
                 inflight.enter("sizes")
                 metrics.on_batch(outcome, None, store)
                 if self.on_batch:
@@ -306,7 +313,7 @@ class Job:
             if outcome.quarantined:
                 self.log(f"batch {outcome.batch}: {outcome.quarantined} update(s) over a work limit "
                          "quarantined (their dead letters say which and why)")  # fmt: skip
-            self.outcomes.append(outcome)
+            self.record(outcome)
             if self.on_batch:
                 self.on_batch(outcome)
 
@@ -405,6 +412,15 @@ class Job:
             )
         return False
 
+    def record(self, outcome: BatchOutcome) -> None:
+        """Count a finished batch; keep its outcome among the last `KEEP_OUTCOMES`.
+
+        An outcome holds the batch's whole output (its delta), so keeping every
+        one would grow the driver's memory for as long as the job runs.
+        """
+        self.outcomes.append(outcome)
+        self.batches_done += 1
+
     def _verified(self, result) -> None:
         """A self-check's result: to the observer, and a line in the log when it failed."""
         self.metrics.on_verified(result)
@@ -429,8 +445,11 @@ class Job:
             path = "/metrics" if name == "metrics" else "/"
             self.log(f"{name} on http://{host}:{port}{path}")
 
-    def _sample(self, metrics, consumed: dict[str, int]) -> None:
-        """Once a second: a history point; every few seconds: the consumer lag and the oldest waiting update.
+    def _sample(self, metrics, consumed: dict[str, int], store) -> None:
+        """Once a second: a history point; every few seconds: the lag and the Redis Cluster's health.
+
+        The lag: the consumer lag and the oldest waiting update; the cluster:
+        `cluster_problem` (a node failing, a primary without its replica).
 
         Everything from the consumed offsets on waits, the running batch's rows
         included (the offsets move when a batch is committed), so the first
@@ -451,6 +470,7 @@ class Job:
                                         min(heads.values(), default=None))
                     except Exception as exc:  # the lag is advisory; the job goes on
                         self.log(f"cannot read the consumer lag: {exc}")
+                    metrics.set_redis_problem(store.cluster_problem())
                 self._spark_progress(metrics)
                 metrics.sample()
         finally:
@@ -548,7 +568,7 @@ def run_until_signalled(cfg: JobConfig, operations: Operations | None = None) ->
     signal.signal(signal.SIGINT, handler)
     started = time.monotonic()
     job.run()
-    job.log(f"stopped after {len(job.outcomes)} batches in {time.monotonic() - started:.1f} s")
+    job.log(f"stopped after {job.batches_done} batches in {time.monotonic() - started:.1f} s")
 
 
 def _rows(df) -> list[tuple]:

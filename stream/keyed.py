@@ -136,7 +136,8 @@ class _Worker:
         entry = self.engines.get(key)
         store = (entry.processor.store if entry is not None
                  else RedisStateStore(cfg.redis, cfg.namespace, cfg.redis_retry_seconds, key=key,
-                                      cluster=cfg.redis_cluster, client=self.client))  # fmt: skip
+                                      cluster=cfg.redis_cluster, client=self.client,
+                                      wait_replicas=cfg.redis_wait_replicas))  # fmt: skip
         last = store.last_batch()
         cache, rebuild = "hit", None
         if entry is None or entry.batch != last:

@@ -54,6 +54,13 @@ class JobObserver:
         `oldest_ms` is None when nothing waits (or its timestamp could not be read).
         """
 
+    def set_redis_problem(self, problem: str | None) -> None:
+        """Every few seconds: what weakens the Redis Cluster, or None.
+
+        A node failing, a primary without its replica; None when nothing does
+        (or outside a cluster).
+        """
+
     def sample(self) -> None:
         """Once a second, from the job's sampler thread."""
 

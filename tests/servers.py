@@ -112,14 +112,19 @@ def _cluster_port() -> int:
 
 
 class RedisCluster:
-    """A real Redis Cluster: three `redis-server --cluster-enabled yes` on loopback, no replicas.
+    """A real Redis Cluster: `redis-server --cluster-enabled yes` on loopback, AOF on every node.
 
-    Each node keeps an AOF in its own directory, so one can be stopped and
+    Three primaries, and with `replicas=1` one replica each (six nodes): then a
+    primary killed (`kill(i)`) is replaced by its replica after
+    `node_timeout_ms` and a bit (`wait_promoted`); started again (`revive(i)`)
+    it rejoins as a replica. Without replicas a node can be stopped and
     restarted (`restart(i)`) with its data and its slots.
     """
 
-    def __init__(self, directory: Path, nodes: int = 3):
-        self.nodes = [RedisServer(Path(directory) / f"node{i}", port=_cluster_port()) for i in range(nodes)]
+    def __init__(self, directory: Path, nodes: int = 3, replicas: int = 0, node_timeout_ms: int = 2000):
+        count = nodes * (1 + replicas)
+        self.nodes = [RedisServer(Path(directory) / f"node{i}", port=_cluster_port()) for i in range(count)]
+        self.replicas, self.node_timeout_ms = replicas, node_timeout_ms
 
     @property
     def url(self) -> str:
@@ -129,33 +134,106 @@ class RedisCluster:
     def start(self) -> RedisCluster:
         for node in self.nodes:
             node.extra = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                          "--cluster-node-timeout", "2000"]  # fmt: skip
+                          "--cluster-node-timeout", str(self.node_timeout_ms)]  # fmt: skip
             node.start()
         cli = shutil.which("redis-cli")
         if cli is None:
             raise RuntimeError("redis-cli is not installed (apt-get install redis-server)")
         addresses = [f"127.0.0.1:{n.port}" for n in self.nodes]
-        subprocess.run([cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
-                       check=True, capture_output=True, timeout=60)  # fmt: skip
+        subprocess.run([cli, "--cluster", "create", *addresses, "--cluster-replicas", str(self.replicas),
+                        "--cluster-yes"], check=True, capture_output=True, timeout=60)  # fmt: skip
         self.wait_ok()
         return self
 
-    def wait_ok(self, timeout: float = 30.0) -> None:
-        """Until every node reports `cluster_state:ok`."""
+    def _info(self, node: RedisServer) -> dict | None:
         import redis
 
+        try:
+            return redis.Redis(port=node.port, socket_timeout=1).cluster("info")
+        except redis.RedisError:
+            return None
+
+    def wait_ok(self, timeout: float = 30.0) -> None:
+        """Until every running node reports `cluster_state:ok` and, with replicas, sees them all."""
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                if all(redis.Redis(port=n.port, socket_timeout=1).info("cluster") is not None
-                       and redis.Redis(port=n.port, socket_timeout=1).cluster("info")["cluster_state"] == "ok"
-                       for n in self.nodes):  # fmt: skip
-                    return
-            except redis.RedisError:
-                pass
+            infos = [self._info(n) for n in self.nodes if n.proc is not None]
+            if all(i is not None and i["cluster_state"] == "ok" for i in infos) and self._replicated():
+                return
             if time.monotonic() > deadline:
                 raise RuntimeError("the Redis Cluster did not reach cluster_state:ok")
             time.sleep(0.1)
+
+    def _replicated(self) -> bool:
+        """Every running replica's link to its primary is up (trivially true without replicas)."""
+        import redis
+
+        for node in self.nodes:
+            if node.proc is None:
+                continue
+            try:
+                info = redis.Redis(port=node.port, socket_timeout=1).info("replication")
+            except redis.RedisError:
+                return False
+            if info["role"] == "slave" and info.get("master_link_status") != "up":
+                return False
+        return True
+
+    def roles(self) -> dict[int, str]:
+        """`master` or `slave` per running node, by index."""
+        import redis
+
+        out = {}
+        for i, node in enumerate(self.nodes):
+            if node.proc is not None:
+                out[i] = redis.Redis(port=node.port, socket_timeout=1).info("replication")["role"]
+        return out
+
+    def primary_of(self, slot_key: str) -> int:
+        """The index of the node that serves `slot_key`'s slot now."""
+        import redis
+
+        client = redis.Redis(port=self.nodes[0].port, socket_timeout=2)
+        slot = client.cluster("keyslot", slot_key)
+        for start, end, primary, *_ in client.cluster("slots"):
+            if start <= slot <= end:
+                return next(i for i, n in enumerate(self.nodes) if n.port == int(primary[1]))
+        raise RuntimeError(f"slot {slot} is not served")
+
+    def replicas_of(self, i: int) -> list[int]:
+        """The running nodes that replicate node `i` now."""
+        import redis
+
+        out = []
+        for j, node in enumerate(self.nodes):
+            if node.proc is not None and j != i:
+                info = redis.Redis(port=node.port, socket_timeout=1).info("replication")
+                if info["role"] == "slave" and int(info.get("master_port", 0)) == self.nodes[i].port:
+                    out.append(j)
+        return out
+
+    def kill(self, i: int) -> list[int]:
+        """SIGKILL node `i` by its PID (no shutdown); returns the nodes that replicated it."""
+        replicas = self.replicas_of(i)
+        self.nodes[i].stop(kill=True)
+        return replicas
+
+    def wait_promoted(self, replicas: list[int], timeout: float = 60.0) -> int:
+        """After `kill` of a primary: until one of its `replicas` is a primary and the cluster is ok."""
+        deadline = time.monotonic() + timeout
+        while True:
+            promoted = [j for j, role in self.roles().items() if role == "master" and j in replicas]
+            if promoted:
+                self.wait_ok(max(1.0, deadline - time.monotonic()))
+                return promoted[0]
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"none of the replicas {replicas} was promoted")
+            time.sleep(0.1)
+
+    def revive(self, i: int) -> None:
+        """Start a killed node again from its AOF and nodes.conf (a replica now); wait until all is ok."""
+        self.nodes[i].start()
+        self.wait_ok()
 
     def restart(self, i: int, kill: bool = True) -> None:
         """Stop node `i` (SIGKILL by default) and start it again from its AOF."""

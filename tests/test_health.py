@@ -36,7 +36,7 @@ class _Store:
     def memory_bytes(self):
         return None
 
-    maxmemory_bytes = namespace_bytes = memory_bytes
+    maxmemory_bytes = namespace_bytes = cluster_problem = memory_bytes
 
     def memory(self):
         return {}, 0  # no Redis node (as MemoryStateStore)

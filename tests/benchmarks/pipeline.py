@@ -89,8 +89,8 @@ from tests.benchmarks.pipeline_measure import (
 )
 from tests.benchmarks.workloads import SEED, corpus_dir
 
-__all__ = ["HELD_OUT", "PROGRAM", "UpdateMaker", "pipeline_table", "phases_table", "run_pipeline", "summary",
-           "to_json"]  # fmt: skip
+__all__ = ["HELD_OUT", "PROGRAM", "UpdateMaker", "cmdline", "descendants", "job_command", "phases_table",
+           "pipeline_table", "run_pipeline", "status_kb", "summary", "to_json", "write_facts"]  # fmt: skip
 
 PROGRAM = Path("programs") / "lubm.dlog"
 UNIVERSITIES = 1
@@ -156,10 +156,11 @@ class UpdateMaker:
 # ---------------------------------------------------------------- processes
 
 
-def _vmhwm_kb(pid: int) -> int | None:
+def status_kb(pid: int, field: str = "VmHWM") -> int | None:
+    """A process's `/proc/PID/status` memory field in KiB (VmHWM: peak RSS, VmRSS: RSS now)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except (OSError, ValueError):
         return None
@@ -176,7 +177,7 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
     todo, seen = _children(pid), []
     while todo:
         p = todo.pop()
@@ -185,7 +186,7 @@ def _descendants(pid: int) -> list[int]:
     return seen
 
 
-def _cmdline(pid: int) -> str:
+def cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
@@ -197,6 +198,26 @@ def _stop_process(proc: subprocess.Popen, grace: float = 30.0) -> int | None:
 
 
 # ---------------------------------------------------------------- run
+
+
+def write_facts(path: Path, facts: list[tuple]) -> Path:
+    """The initial explicit facts as a JSON Lines facts file (`--facts`)."""
+    with path.open("w", encoding="utf-8") as fh:
+        for f in facts:
+            fh.write(json.dumps(list(f)) + "\n")
+    return path
+
+
+def job_command(program: Path, facts_file: Path, bootstrap: str, redis_url: str, root: Path,
+                redis_fsync: str, metrics_port: int, *extra: str) -> list[str]:  # fmt: skip
+    """The benchmarks' `fluxmat run`: fd-counting, Redis state, TRIGGER, metrics on `metrics_port`."""
+    exe = Path(sys.executable).parent / "fluxmat"
+    return [str(exe), "run", str(program), "--facts", str(facts_file),
+            "--bootstrap-servers", bootstrap, "--updates-topic", UPDATES,
+            "--deltas-topic", DELTAS, "--redis", redis_url, "--namespace", NAMESPACE,
+            "--checkpoint", str(root / "checkpoint"), "--algorithm", "fd-counting",
+            "--trigger-interval", TRIGGER, "--redis-fsync", redis_fsync,
+            "--metrics-port", str(metrics_port), *extra]  # fmt: skip
 
 
 def _scenarios(backlog: int, rate: float, steady_seconds: float) -> list[tuple[ScenarioRow, int, int, int, float]]:
@@ -249,23 +270,14 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
     broker = redis_srv = job = reader = producer = None
     job_log = root / "job.log"
     try:
-        facts_file = root / "facts.jsonl"
-        with facts_file.open("w", encoding="utf-8") as fh:
-            for f in maker.initial:
-                fh.write(json.dumps(list(f)) + "\n")
+        facts_file = write_facts(root / "facts.jsonl", maker.initial)
         broker = EmbeddedBroker(log_path=root / "broker.log").start()
         redis_srv = RedisServer(root / "redis").start()
         say(f"broker {broker.bootstrap} (pid {broker.pid}), redis {redis_srv.url} "
             f"(pid {redis_srv.proc.pid})")  # fmt: skip
         ensure_topics(broker.bootstrap, {UPDATES: 1, DELTAS: 1})
-        exe = Path(sys.executable).parent / "fluxmat"
         metrics_port = free_port()
-        cmd = [str(exe), "run", str(program), "--facts", str(facts_file),
-               "--bootstrap-servers", broker.bootstrap, "--updates-topic", UPDATES,
-               "--deltas-topic", DELTAS, "--redis", redis_srv.url, "--namespace", NAMESPACE,
-               "--checkpoint", str(root / "checkpoint"), "--algorithm", "fd-counting",
-               "--trigger-interval", TRIGGER, "--redis-fsync", redis_fsync,
-               "--metrics-port", str(metrics_port)]  # fmt: skip
+        cmd = job_command(program, facts_file, broker.bootstrap, redis_srv.url, root, redis_fsync, metrics_port)
         info["command"] = " ".join(cmd)
         started = time.monotonic()
         with job_log.open("wb") as out:
@@ -333,9 +345,9 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
         client.close()
         info["aof_bytes"] = sum(p.stat().st_size for p in (root / "redis").rglob("*")
                                 if p.is_file())  # fmt: skip
-        info["driver_vmhwm_kb"] = _vmhwm_kb(job.pid)
-        jvms = [p for p in _descendants(job.pid) if "java" in _cmdline(p)]
-        info["jvm_vmhwm_kb"] = sum(_vmhwm_kb(p) or 0 for p in jvms) if jvms else None
+        info["driver_vmhwm_kb"] = status_kb(job.pid)
+        jvms = [p for p in descendants(job.pid) if "java" in cmdline(p)]
+        info["jvm_vmhwm_kb"] = sum(status_kb(p) or 0 for p in jvms) if jvms else None
         info["loadavg_end"] = os.getloadavg()
 
         # correctness: deltas folded == remat over the final explicit facts
