@@ -19,12 +19,13 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from connectors.owl import read_graph
 from connectors.owl2rl import INCONSISTENT
 from connectors.rdf import format_of, read_rdf
-from engine.errors import ParseError
+from engine.errors import FluxmatError, ParseError
 from engine.parser import parse_program
 from engine.printer import FactPrinter
-from engine.syntax import Atom, Const, Program
+from engine.syntax import Atom, Const, Program, Var
 
 RULES = Path(__file__).with_name("owl2rl_rules.dl")
 OWL_RULES = ("axioms", "rdf")  # the values of --owl-rules
@@ -48,7 +49,10 @@ def rdf_program(paths: tuple[str, ...] | list[str]) -> Program:
     """The fixed rules plus the triples of every ontology in `paths` as facts."""
     base = rules()
     facts = [Atom(f[0], tuple(Const(v) for v in f[1:]), rdf=True) for p in paths for f in ontology_facts(p)]
-    return Program(base.rules, base.facts + tuple(facts), base.prefixes, ", ".join(paths) or base.source)
+    prefixes = dict(base.prefixes)
+    for path in paths:  # the ontologies' own prefixes, for printing
+        prefixes.update({k: v for k, v in read_graph(path).prefixes.items() if k not in prefixes})
+    return Program(base.rules, base.facts + tuple(facts), tuple(prefixes.items()), ", ".join(paths) or base.source)
 
 
 def program_text(paths: tuple[str, ...] | list[str], prefixes: dict[str, str] | None = None) -> str:
@@ -61,6 +65,21 @@ def program_text(paths: tuple[str, ...] | list[str], prefixes: dict[str, str] | 
         out.append(f"% the triples of {Path(path).name}")
         out += [pr.fact(f) for f in ontology_facts(path)]
     return "\n".join(out) + "\n"
+
+
+def inconsistent_facts(reasoner, limit: int = 5) -> tuple[int, list[str]]:
+    """How many `fluxmat:inconsistent` facts the materialisation holds, and the first `limit` as text.
+
+    For the job's metric and status (through the engine's index on the
+    predicate: no scan of the whole materialisation). 0 when the program has none.
+    """
+    pattern = Atom(INCONSISTENT, (Var("X"), Var("R")), rdf=True)
+    try:
+        found = list(reasoner.match(pattern))
+    except FluxmatError:  # a program without the predicate: no ontology
+        return 0, []
+    found.sort(key=lambda f: (str(f[2]), str(f[1])))
+    return len(found), [f"{reasoner.printer.value(f[1])} violates {f[2]}" for f in found[:limit]]
 
 
 def inconsistencies(facts) -> list[tuple]:
