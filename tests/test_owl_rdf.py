@@ -23,8 +23,8 @@ from connectors.programs import load_program
 from connectors.rdf import parse_rdf_text, read_rdf, write_rdf
 from engine import Reasoner
 from engine.feed import Fed
-from engine.triples import TRIPLE, fact_in, fact_out
 from engine.syntax import Iri
+from engine.triples import TRIPLE, fact_in, fact_out
 from tests.lubm_rdf import UNIV_BENCH, lubm_department
 from tests.test_owl2rl import UB, instance_triples
 
@@ -213,3 +213,47 @@ def test_inconsistencies_are_warnings_naming_the_facts(tmp_path, owl_rules):
         "fluxmat: warning: inconsistent ontology and data: ex:q violates prp-irp",
     ], r.stderr
     assert "Traceback" not in r.stderr
+
+
+# ---------------------------------------------------------------- the job: metric, status, health
+
+
+class _Publisher:
+    def __init__(self):
+        self.deltas = []
+
+    def publish_delta(self, batch, through, added, removed):
+        self.deltas.append({"batch": batch, "added": added, "removed": removed})
+
+    def publish_dead_letter(self, *args, **kw):
+        pass
+
+
+def test_job_reports_inconsistencies_as_metric_status_and_health_and_publishes_usual_facts(tmp_path):
+    """A schema triple in the stream makes the data inconsistent (cax-dw), another retraction mends it."""
+    from connectors.state import MemoryStateStore
+    from ops.metrics import JobMetrics
+    from stream.batch import BatchProcessor
+    from tests.shared import metric
+
+    onto = tmp_path / "o.ttl"
+    onto.write_text(ONTOLOGY, encoding="utf-8")
+    store, pub = MemoryStateStore(), _Publisher()
+    proc = BatchProcessor(Reasoner(load_program(None, [str(onto)], "rdf")[0], "fd-counting"), store, pub)
+    proc.start(parse_rdf_text(DATA + f"<{EX}tom> <{TYPE}> <{EX}Dog> .\n", "ntriples", "data"))
+    m = JobMetrics("o.ttl", "fd-counting", "default", "updates")
+    m.on_start(proc, store)
+    assert metric(m, "fluxmat_owl_inconsistencies") == 0 and m.health()[0] == "healthy"
+    steps = [(f"<{EX}Kitten> <{SUB}> <{EX}Cat> .\n<{EX}Cat> <{OWL}disjointWith> <{EX}Dog> .\n", ""),
+             ("", f"<{EX}tom> <{TYPE}> <{EX}Dog> .\n")]  # fmt: skip
+    for i, (add, delete) in enumerate(steps):
+        msg = json.dumps({"format": "ntriples", "add": add, "del": delete, "id": f"u{i}"})
+        m.on_batch(proc.process(i, [(0, i, None, msg, None, True, len(msg))]), proc, store)
+        if i == 0:
+            assert metric(m, "fluxmat_owl_inconsistencies") == 1
+            assert m.status()["now"]["inconsistent"] == ["ex:tom violates cax-dw"]
+            state, reason = m.health()
+            assert state == "degraded" and "ex:tom violates cax-dw" in reason
+            added = pub.deltas[-1]["added"]
+            assert ["ex:Cat", f"<{EX}tom>"] in added and not any("triple" in f[0] for f in added)
+    assert metric(m, "fluxmat_owl_inconsistencies") == 0 and m.status()["now"]["inconsistencies"] == 0
