@@ -59,6 +59,9 @@ def warn(message: str) -> None:
 
 def reasoner(program: str | None, ontologies, options: EngineOptions, owl_rules: str = "axioms") -> Reasoner:
     """A Reasoner over the program plus the ontologies' rules (warnings to stderr)."""
+    if owl_rules == "rdf" and options.equality == "rewrite" and ontologies:
+        raise FluxmatError("--owl-rules rdf treats owl:sameAs with the W3C eq-* rules over the triples; "
+                           "--equality rewrite works with --owl-rules axioms only")  # fmt: skip
     prog, warnings = load_program(program, tuple(ontologies), owl_rules)
     if warnings:
         warn(summary(warnings))

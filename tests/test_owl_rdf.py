@@ -257,3 +257,13 @@ def test_job_reports_inconsistencies_as_metric_status_and_health_and_publishes_u
             added = pub.deltas[-1]["added"]
             assert ["ex:Cat", f"<{EX}tom>"] in added and not any("triple" in f[0] for f in added)
     assert metric(m, "fluxmat_owl_inconsistencies") == 0 and m.status()["now"]["inconsistencies"] == 0
+
+
+def test_rdf_mode_refuses_equality_rewrite_with_a_clear_error(tmp_path):
+    """owl:sameAs in rdf mode is the eq-* rules over triples; the rewrite is for the axiom rules."""
+    onto = tmp_path / "o.ttl"
+    onto.write_text(ONTOLOGY, encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "ops.cli", "materialise", "--ontology", str(onto), "--owl-rules", "rdf",
+                        "--equality", "rewrite"], cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "--equality rewrite works with --owl-rules axioms only" in r.stderr
