@@ -267,3 +267,15 @@ def test_rdf_mode_refuses_equality_rewrite_with_a_clear_error(tmp_path):
                         "--equality", "rewrite"], cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "--equality rewrite works with --owl-rules axioms only" in r.stderr
+
+
+def test_list_walking_predicates_stay_out_of_the_output(tmp_path):
+    """cls-uni over an rdf:List: the union's member is typed; the list-walking facts are internal."""
+    onto, data = tmp_path / "o.ttl", tmp_path / "d.ttl"
+    onto.write_text(f"@prefix ex: <{EX}> . @prefix owl: <{OWL}> . ex:Pet owl:unionOf ( ex:Cat ex:Dog ) .",
+                    encoding="utf-8")  # fmt: skip
+    data.write_text(f"@prefix ex: <{EX}> . ex:rex a ex:Dog .", encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "ops.cli", "materialise", "--ontology", str(onto), "--owl-rules", "rdf",
+                        "--facts", str(data)], cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "ex:Pet(ex:rex)." in r.stdout.splitlines() and "owl2rl" not in r.stdout
