@@ -75,6 +75,8 @@ def run_owlrl(arg: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--universities", type=int, nargs="+", default=[1, 5])
+    ap.add_argument("--departments", type=int, default=None,
+                    help="departments per university (default: 15-25, as LUBM)")
     ap.add_argument("--cap", type=float, default=1800, help="seconds per fluxmat run")
     ap.add_argument("--owlrl-cap", type=float, default=900, help="seconds per owlrl run")
     ns = ap.parse_args(argv)
@@ -83,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| data | triples | system | CPU s | wall s | peak RSS MB | instance triples | load avg |")
     print("|---|---:|---|---:|---:|---:|---:|---|")
     for n in ns.universities:
+        label = f"LUBM-{n}" if ns.departments is None else f"LUBM-{n}x{ns.departments}d"
         path = Path(tempfile.mkdtemp(prefix="fluxmat-owl-")) / f"lubm{n}.nt"
-        facts = generate(n)
+        facts = generate(n, ns.departments)
         write_rdf(facts, str(path), "ntriples")
         digests = {}
         for name, fn, arg, cap in (("fluxmat axioms", run_fluxmat, {"mode": "axioms"}, ns.cap),
@@ -93,14 +96,14 @@ def main(argv: list[str] | None = None) -> int:
             r = isolated(fn, {**arg, "data": str(path)}, cap)
             load = " ".join(f"{x:.1f}" for x in os.getloadavg())
             if "error" in r:
-                print(f"| LUBM-{n} | {len(facts):,} | {name} | {r['error']} | | | | {load} |", flush=True)
+                print(f"| {label} | {len(facts):,} | {name} | {r['error']} | | | | {load} |", flush=True)
                 continue
             digests[name] = r["digest"]
-            print(f"| LUBM-{n} | {len(facts):,} | {name} | {r['cpu']:.1f} | {r['seconds']:.1f} | {r['peak_rss_mb']:.0f} | "
+            print(f"| {label} | {len(facts):,} | {name} | {r['cpu']:.1f} | {r['seconds']:.1f} | {r['peak_rss_mb']:.0f} | "
                   f"{r['instance']:,} | {load} |", flush=True)  # fmt: skip
         if "fluxmat rdf" in digests and "owlrl" in digests:
             same = digests["fluxmat rdf"] == digests["owlrl"]
-            print(f"LUBM-{n}: rdf mode and owlrl instance triples {'identical' if same else 'DIFFER'}")
+            print(f"{label}: rdf mode and owlrl instance triples {'identical' if same else 'DIFFER'}")
     return 0
 
 
