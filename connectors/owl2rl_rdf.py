@@ -19,13 +19,13 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from connectors.owl import read_graph
-from connectors.owl2rl import INCONSISTENT
-from connectors.rdf import format_of, read_rdf
-from engine.errors import FluxmatError, ParseError
-from engine.parser import parse_program
-from engine.printer import FactPrinter
-from engine.syntax import Atom, Const, Program, Var
+from fluxmat.connectors.owl import read_graph
+from fluxmat.connectors.owl2rl import INCONSISTENT
+from fluxmat.connectors.rdf import format_of, read_rdf
+from fluxmat.engine.errors import FluxmatError, ParseError
+from fluxmat.engine.parser import parse_program
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.syntax import Atom, Const, Program, Var
 
 RULES = Path(__file__).with_name("owl2rl_rules.dl")
 OWL_RULES = ("axioms", "rdf")  # the values of --owl-rules

@@ -10,12 +10,12 @@ translated.
 
 from __future__ import annotations
 
-from connectors.owl2rl import OwlWarning, translate
-from connectors.owl2rl_rdf import OWL_RULES, rdf_program
-from engine.errors import FluxmatError
-from engine.lexer import read_source
-from engine.parser import parse_program
-from engine.syntax import Atom, Program, Rule
+from fluxmat.connectors.owl2rl import OwlWarning, translate
+from fluxmat.connectors.owl2rl_rdf import OWL_RULES, rdf_program
+from fluxmat.engine.errors import FluxmatError
+from fluxmat.engine.lexer import read_source
+from fluxmat.engine.parser import parse_program
+from fluxmat.engine.syntax import Atom, Program, Rule
 
 
 def load_program(

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from engine.syntax import Atom, Const, Iri, Negation, Program, Rule
+from fluxmat.engine.syntax import Atom, Const, Iri, Negation, Program, Rule
 
 TRIPLE = "urn:fluxmat:triple"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"

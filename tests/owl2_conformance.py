@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from connectors.owl2rl_rdf import inconsistencies
-from connectors.programs import load_program
-from connectors.rdf import write_rdf
-from engine import Reasoner
+from fluxmat.connectors.owl2rl_rdf import inconsistencies
+from fluxmat.connectors.programs import load_program
+from fluxmat.connectors.rdf import write_rdf
+from fluxmat.engine import Reasoner
 
 ONTOLOGY = ox.NamedNode("http://www.w3.org/2002/07/owl#Ontology")
 SUITE = Path(__file__).resolve().parent / "data" / "owl2-rl-tests"

@@ -18,13 +18,13 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from connectors.owl2rl_rdf import rules
-from connectors.programs import load_program
-from connectors.rdf import parse_rdf_text, read_rdf, write_rdf
-from engine import Reasoner
-from engine.feed import Fed
-from engine.syntax import Iri
-from engine.triples import TRIPLE, fact_in, fact_out
+from fluxmat.connectors.owl2rl_rdf import rules
+from fluxmat.connectors.programs import load_program
+from fluxmat.connectors.rdf import parse_rdf_text, read_rdf, write_rdf
+from fluxmat.engine import Reasoner
+from fluxmat.engine.feed import Fed
+from fluxmat.engine.syntax import Iri
+from fluxmat.engine.triples import TRIPLE, fact_in, fact_out
 from tests.lubm_rdf import UNIV_BENCH, lubm_department
 from tests.test_owl2rl import UB, instance_triples
 
@@ -163,7 +163,7 @@ def test_replay_with_schema_updates_matches_owlrl(tmp_path):
     data.write_text(DATA, encoding="utf-8")
     updates.write_text("".join(json.dumps({"format": "ntriples", "add": a, "del": d}) + "\n" for a, d in STEPS[:3]),
                        encoding="utf-8")  # fmt: skip
-    r = subprocess.run([sys.executable, "-m", "ops.cli", "replay", "--ontology", str(onto), "--owl-rules", "rdf",
+    r = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "replay", "--ontology", str(onto), "--owl-rules", "rdf",
                         "--facts", str(data), "--updates", str(updates), "--format", "ntriples",
                         "--output", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -180,12 +180,12 @@ def test_owl2rl_prints_the_rdf_program_and_it_reads_back(tmp_path):
     onto, data, prog = tmp_path / "o.ttl", tmp_path / "d.nt", tmp_path / "p.dl"
     onto.write_text(ONTOLOGY + "ex:Kitten rdfs:subClassOf ex:Cat .\n", encoding="utf-8")
     data.write_text(DATA, encoding="utf-8")
-    p = subprocess.run([sys.executable, "-m", "ops.cli", "owl2rl", str(onto), "--owl-rules", "rdf",
+    p = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "owl2rl", str(onto), "--owl-rules", "rdf",
                         "--output", str(prog)], cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert p.returncode == 0, p.stderr
     assert "% cax-sco" in prog.read_text(encoding="utf-8")
     runs = [[str(prog)], ["--ontology", str(onto), "--owl-rules", "rdf"]]
-    outs = [subprocess.run([sys.executable, "-m", "ops.cli", "materialise", *args, "--facts", str(data)],
+    outs = [subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "materialise", *args, "--facts", str(data)],
                            cwd=ROOT, capture_output=True, text=True, timeout=120) for args in runs]  # fmt: skip
     assert all(o.returncode == 0 for o in outs), [o.stderr for o in outs]
     assert outs[0].stdout == outs[1].stdout
@@ -202,7 +202,7 @@ def test_inconsistencies_are_warnings_naming_the_facts(tmp_path, owl_rules):
         ex:differs a owl:IrreflexiveProperty . ex:Ghost rdfs:subClassOf owl:Nothing .""", encoding="utf-8")
     data.write_text(f"@prefix ex: <{EX}> . ex:tom a ex:Kitten, ex:Dog . ex:q ex:differs ex:q . ex:g a ex:Ghost .",
                     encoding="utf-8")  # fmt: skip
-    r = subprocess.run([sys.executable, "-m", "ops.cli", "materialise", "--ontology", str(onto),
+    r = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "materialise", "--ontology", str(onto),
                         "--owl-rules", owl_rules, "--facts", str(data)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -231,9 +231,9 @@ class _Publisher:
 
 def test_job_reports_inconsistencies_as_metric_status_and_health_and_publishes_usual_facts(tmp_path):
     """A schema triple in the stream makes the data inconsistent (cax-dw), another retraction mends it."""
-    from connectors.state import MemoryStateStore
-    from ops.metrics import JobMetrics
-    from stream.batch import BatchProcessor
+    from fluxmat.connectors.state import MemoryStateStore
+    from fluxmat.ops.metrics import JobMetrics
+    from fluxmat.stream.batch import BatchProcessor
     from tests.shared import metric
 
     onto = tmp_path / "o.ttl"
@@ -263,7 +263,7 @@ def test_rdf_mode_refuses_equality_rewrite_with_a_clear_error(tmp_path):
     """owl:sameAs in rdf mode is the eq-* rules over triples; the rewrite is for the axiom rules."""
     onto = tmp_path / "o.ttl"
     onto.write_text(ONTOLOGY, encoding="utf-8")
-    r = subprocess.run([sys.executable, "-m", "ops.cli", "materialise", "--ontology", str(onto), "--owl-rules", "rdf",
+    r = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "materialise", "--ontology", str(onto), "--owl-rules", "rdf",
                         "--equality", "rewrite"], cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "--equality rewrite works with --owl-rules axioms only" in r.stderr
@@ -275,7 +275,7 @@ def test_list_walking_predicates_stay_out_of_the_output(tmp_path):
     onto.write_text(f"@prefix ex: <{EX}> . @prefix owl: <{OWL}> . ex:Pet owl:unionOf ( ex:Cat ex:Dog ) .",
                     encoding="utf-8")  # fmt: skip
     data.write_text(f"@prefix ex: <{EX}> . ex:rex a ex:Dog .", encoding="utf-8")
-    r = subprocess.run([sys.executable, "-m", "ops.cli", "materialise", "--ontology", str(onto), "--owl-rules", "rdf",
+    r = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "materialise", "--ontology", str(onto), "--owl-rules", "rdf",
                         "--facts", str(data)], cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "ex:Pet(ex:rex)." in r.stdout.splitlines() and "owl2rl" not in r.stdout

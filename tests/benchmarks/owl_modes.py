@@ -43,9 +43,9 @@ def _digest(triples: set) -> str:
 
 
 def run_fluxmat(arg: dict) -> dict:
-    from connectors.programs import load_program
-    from connectors.rdf import read_rdf, triple_of
-    from engine import Reasoner
+    from fluxmat.connectors.programs import load_program
+    from fluxmat.connectors.rdf import read_rdf, triple_of
+    from fluxmat.engine import Reasoner
 
     start, cpu = time.perf_counter(), time.process_time()
     program, _ = load_program(None, [str(ONTOLOGY)], arg["mode"])
