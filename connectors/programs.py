@@ -11,6 +11,7 @@ translated.
 from __future__ import annotations
 
 from fluxmat.connectors.owl2rl import OwlWarning, translate
+from fluxmat.connectors.owl2rl_rdf import OWL_RULES, rdf_program
 from fluxmat.engine.errors import FluxmatError
 from fluxmat.engine.lexer import read_source
 from fluxmat.engine.parser import parse_program
@@ -18,9 +19,13 @@ from fluxmat.engine.syntax import Atom, Program, Rule
 
 
 def load_program(
-    program: str | None, ontologies: tuple[str, ...] | list[str] = ()
+    program: str | None, ontologies: tuple[str, ...] | list[str] = (), owl_rules: str = "axioms"
 ) -> tuple[Program, list[OwlWarning]]:
     """The program in `program` (None: none) plus the rules and facts of the ontologies.
+
+    `owl_rules`: "axioms" (one rule per OWL 2 RL axiom, connectors.owl2rl) or
+    "rdf" (the W3C OWL 2 RL/RDF rules over triples, the ontologies as data,
+    connectors.owl2rl_rdf; no warnings).
 
     Raises:
         FluxmatError: neither a program nor an ontology, or a file that cannot be read.
@@ -32,7 +37,9 @@ def load_program(
         parsed = parse_program(read_source(program), str(program))
     if not ontologies:
         return parsed, []
-    onto, warnings = ontology_rules(ontologies)
+    if owl_rules not in OWL_RULES:
+        raise FluxmatError(f"unknown --owl-rules {owl_rules!r} (expected {' or '.join(OWL_RULES)})")
+    onto, warnings = (rdf_program(ontologies), []) if owl_rules == "rdf" else ontology_rules(ontologies)
     if parsed is None:
         return onto, warnings
     prefixes = {**dict(onto.prefixes), **dict(parsed.prefixes)}

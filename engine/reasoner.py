@@ -40,6 +40,7 @@ from fluxmat.engine.plans import Plan
 from fluxmat.engine.printer import FactPrinter
 from fluxmat.engine.storage import Dictionary
 from fluxmat.engine.syntax import Atom, Program, PyFact, Rule
+from fluxmat.engine.triples import fact_in, facts_in, facts_out, program_in, uses_triples
 from fluxmat.engine.why import Explainer, Proof, match
 
 
@@ -82,9 +83,12 @@ class Reasoner:
         given = {"algorithm": algorithm, "modules": modules, "hypertree": hypertree,
                  "equality": equality, "levels": levels}  # fmt: skip
         self.options = replace(options or EngineOptions(), **{k: v for k, v in given.items() if v is not None})
+        self.triples = uses_triples(program)  # the triple view (engine.triples): converted at the door
+        if self.triples:  # cyclic through the one relation: hypertree decomposition measured 4-70x slower
+            self.options = replace(self.options, hypertree=False)
         o = self.options
-        self.program = program
-        self.analysis = analyse(program)
+        self.program = program_in(program) if self.triples else program
+        self.analysis = analyse(self.program)
         self.maintainer: Maintainer = create(
             o.algorithm, self.analysis, modules=o.modules, hypertree=o.hypertree,
             equality=o.equality, levels=o.levels,
@@ -130,19 +134,28 @@ class Reasoner:
 
     def load(self, facts: Iterable[tuple] = ()) -> Report:
         """E := the program's own facts plus `facts`; compute the materialisation."""
-        return self.maintainer.load([*self.program_facts(), *facts])
+        return self.maintainer.load(self._in([*self.program_facts(), *facts]))
+
+    def _in(self, facts: Iterable[tuple]) -> Iterable[tuple]:
+        return facts_in(facts) if self.triples else facts
+
+    def _out(self, facts: Iterable[tuple]) -> Iterable[tuple]:
+        return facts_out(facts) if self.triples else facts
 
     def update(self, add: Iterable[tuple] = (), delete: Iterable[tuple] = ()) -> Report:
         """Apply one update and maintain the materialisation (every algorithm)."""
-        return self.maintainer.update(add, delete)
+        return self.maintainer.update(self._in(add), self._in(delete))
 
     def update_checker(self) -> Callable[[Iterable[PyFact], Iterable[PyFact]], None]:
         """Validates updates in order without applying them (engine.maintainer)."""
-        return self.maintainer.update_checker()
+        check = self.maintainer.update_checker()
+        if not self.triples:
+            return check
+        return lambda add, delete: check(facts_in(add), facts_in(delete))
 
     def check_update(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> None:
         """Raise `UpdateError` if the update would be refused now; nothing is applied."""
-        self.maintainer.update_checker()(add, delete)
+        self.update_checker()(add, delete)
 
     # ------------------------------------------------------------ fully dynamic
     @property
@@ -165,11 +178,16 @@ class Reasoner:
         """
         o = self.options
         overlap = o.interleaved if overlap is None else overlap
+        if self.triples:
+            updates = (replace(u, add=facts_in(u.add), delete=facts_in(u.delete)) for u in updates)
         return feed(self._fd(), updates, o.budget, overlap, rejected, after_each)
 
     def poll(self) -> ConsistencyPoint | None:
         """The delta since the last poll, when the engine is quiescent."""
-        return self._fd().poll()
+        point = self._fd().poll()
+        if point is None or not self.triples:
+            return point
+        return replace(point, added=facts_out(point.added), removed=facts_out(point.removed))
 
     @property
     def pending(self) -> int:
@@ -256,15 +274,15 @@ class Reasoner:
     # ------------------------------------------------------------ reading
     def facts(self) -> set[tuple]:
         """The materialisation as Python facts."""
-        return set(self.maintainer.facts())
+        return set(self._out(self.maintainer.facts()))
 
     def explicit(self) -> set[tuple]:
         """The explicit facts E as Python facts (the program's own included)."""
-        return set(self.maintainer.explicit())
+        return set(self._out(self.maintainer.explicit()))
 
     def lines(self) -> list[str]:
         """The materialisation in program syntax, sorted."""
-        return self.printer.lines(self.maintainer.facts())
+        return self.printer.lines(self._out(self.maintainer.facts()))
 
     def rewritten_lines(self) -> list[str]:
         """The compact materialisation (equality="rewrite" only): normal facts only."""
@@ -279,11 +297,13 @@ class Reasoner:
 
     def match(self, pattern: Atom) -> Iterator[PyFact]:
         """The facts of the materialisation matching a pattern atom (engine.why)."""
+        if self.triples:
+            return iter(self._out(match(self.maintainer, program_in(Program((), (pattern,))).facts[0])))
         return match(self.maintainer, pattern)
 
     def explain(self, fact: PyFact, max_facts: int = 200_000) -> Proof | None:
         """A well-founded proof of `fact`, visiting at most `max_facts` facts (engine.why)."""
-        return Explainer(self.maintainer, max_facts, program=self.program).explain(fact)
+        return Explainer(self.maintainer, max_facts, program=self.program).explain(fact_in(fact) if self.triples else fact)
 
     def sizes(self) -> dict[str, int]:
         """Facts in the materialisation and explicit facts; `log`: derivation-log entries."""

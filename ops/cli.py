@@ -49,6 +49,7 @@ class Config:
     equality: str = "off"
     levels: str = "on"
     ontology: tuple[str, ...] = ()
+    owl_rules: str = "axioms"
     facts_format: str | None = None
     format: str = "facts"
     max_facts: int = DEFAULT_MAX_FACTS  # 0: no limit
@@ -170,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _reasoner(cfg: Config) -> Reasoner:
     if cfg.ontology or cfg.program is None:
-        return rdf_cli.reasoner(cfg.program, cfg.ontology, cfg.engine_options())
+        return rdf_cli.reasoner(cfg.program, cfg.ontology, cfg.engine_options(), cfg.owl_rules)
     return Reasoner.from_file(cfg.program, options=cfg.engine_options())
 
 
@@ -215,6 +216,8 @@ def cmd_materialise(cfg: Config) -> None:
     """One load, no updates: `remat` (no counters to keep; all modules apply)."""
     reasoner = _reasoner(replace(cfg, algorithm="remat"))
     reasoner.load(_facts(cfg, reasoner))
+    if cfg.ontology:
+        rdf_cli.warn_inconsistent(reasoner)
     _write_facts(cfg, reasoner)
 
 
@@ -237,6 +240,8 @@ def cmd_replay(cfg: Config) -> None:
     finally:
         if stats:
             stats.close()
+    if cfg.ontology:
+        rdf_cli.warn_inconsistent(reasoner)
     _write_facts(cfg, reasoner)
 
 

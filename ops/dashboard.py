@@ -182,7 +182,8 @@ class KeyedLiveSource(LiveSource):
             batch = store.last_batch()
             cached = self.views.get(key)
             if cached is None or cached[0] != batch:
-                view = from_store(cfg.program or None, cfg.redis, cfg.namespace, cfg.ontology, store, key=key)
+                view = from_store(cfg.program or None, cfg.redis, cfg.namespace, cfg.ontology, store, key=key,
+                                  owl_rules=cfg.owl_rules)
                 self.views.pop(key, None)
                 self.views[key] = cached = (batch, view)
                 while len(self.views) > self.VIEWS:
@@ -207,9 +208,10 @@ class StoredSource:
 
     def __init__(self, program: str, url: str, namespace: str = "default",
                  metrics_url: str | None = None, ontologies: tuple[str, ...] = (),
-                 key: str | None = None, cluster: bool = False):  # fmt: skip
+                 key: str | None = None, cluster: bool = False, owl_rules: str = "axioms"):  # fmt: skip
         from fluxmat.connectors.state import RedisStateStore, redis_client
 
+        self.owl_rules = owl_rules
         self.program, self.url, self.namespace = program, url, namespace
         self.metrics_url = metrics_url
         self.ontologies = tuple(ontologies)
@@ -260,7 +262,8 @@ class StoredSource:
             with self._store() as store:
                 batch = store.last_batch()
                 if self._view is None or batch != self._view_batch:
-                    self._view = from_store(self.program, self.url, self.namespace, self.ontologies, store)
+                    self._view = from_store(self.program, self.url, self.namespace, self.ontologies, store,
+                                            owl_rules=self.owl_rules)
                     self._view_batch = batch
             return self._view
         finally:

@@ -169,16 +169,17 @@ class _Text(str):
     """JSON text already encoded (json_text's punctuation)."""
 
 
-def _reasoner(program: str | None, options: EngineOptions, ontologies) -> Reasoner:
+def _reasoner(program: str | None, options: EngineOptions, ontologies, owl_rules: str = "axioms") -> Reasoner:
     if ontologies or program is None:  # the program plus the ontologies' rules, as `run` built it
         from fluxmat.ops.rdf_cli import reasoner
 
-        return reasoner(program, ontologies, options)
+        return reasoner(program, ontologies, options, owl_rules)
     return Reasoner.from_file(program, options=options)
 
 
 def from_store(program: str | None, url: str, namespace: str = "default", ontologies=(),
-               store=None, key: str | None = None, cluster: bool = False) -> StateView:  # fmt: skip
+               store=None, key: str | None = None, cluster: bool = False,
+               owl_rules: str = "axioms") -> StateView:  # fmt: skip
     """The state the streaming job keeps in `url` under `namespace`, for `program` (+ ontologies).
 
     `store` is an open store to read it from (kept open), else one is opened:
@@ -197,13 +198,14 @@ def from_store(program: str | None, url: str, namespace: str = "default", ontolo
         raise FluxmatError(f"no fluxmat state in {redact(url)} under {which} (has the job run"
                            + (" with --partition-by and updates of this key?)" if key is not None else "?)"))
     algorithm = str(snap.meta.get("algorithm", "fd-counting"))
-    reasoner = _reasoner(program, EngineOptions(algorithm=algorithm), ontologies)
+    reasoner = _reasoner(program, EngineOptions(algorithm=algorithm), ontologies, owl_rules)
     reasoner.restore(snap)
     return StateView(reasoner)
 
 
 def export_facts(program: str | None, url: str, namespace: str = "default", ontologies=(),
-                 key: str | None = None, cluster: bool = False, everything: bool = False) -> tuple[int, list[str]]:  # fmt: skip
+                 key: str | None = None, cluster: bool = False, everything: bool = False,
+                 owl_rules: str = "axioms") -> tuple[int, list[str]]:  # fmt: skip
     """The stored explicit facts (with `everything`, the whole materialisation) as sorted JSON Lines.
 
     Returns the batch whose state they are, and the lines: `["pred", arg, ...]`
@@ -219,7 +221,8 @@ def export_facts(program: str | None, url: str, namespace: str = "default", onto
     store = open_store(url, namespace, key=key, cluster=cluster)
     try:
         before = store.last_batch()
-        view = from_store(program, url, namespace, ontologies, store=store, key=key, cluster=cluster)
+        view = from_store(program, url, namespace, ontologies, store=store, key=key, cluster=cluster,
+                          owl_rules=owl_rules)
         after = store.last_batch()
     finally:
         store.close()
@@ -234,9 +237,10 @@ def export_facts(program: str | None, url: str, namespace: str = "default", onto
 
 
 def from_files(program: str | None, facts: list[str], algorithm: str = "remat", ontologies=(),
-               facts_format: str | None = None, max_facts: int | None = None) -> StateView:  # fmt: skip
+               facts_format: str | None = None, max_facts: int | None = None,
+               owl_rules: str = "axioms") -> StateView:  # fmt: skip
     """mat(P, E) computed from `program` (+ ontologies) and the explicit facts in `facts` (at most `max_facts`)."""
     options = EngineOptions(algorithm=algorithm, limits=Limits.of(facts=max_facts))
-    reasoner = _reasoner(program, options, ontologies)
+    reasoner = _reasoner(program, options, ontologies, owl_rules)
     reasoner.load([f for path in facts for f in read_facts(path, reasoner.prefixes, facts_format)])
     return StateView(reasoner)

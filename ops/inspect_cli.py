@@ -17,6 +17,7 @@ import time
 
 from fluxmat.engine import FluxmatError
 from fluxmat.ops.limit_flags import add_limit
+from fluxmat.ops.rdf_cli import add_owl_rules_flag
 
 
 def _source_flags(p: argparse.ArgumentParser) -> None:
@@ -62,6 +63,7 @@ def add_parsers(sub) -> None:
     x.add_argument("--all", action="store_true", help="the whole materialisation, not only the explicit facts")
     x.add_argument("--ontology", action="append", default=[], metavar="FILE",
                    help="the ontologies the job was started with (repeatable)")
+    add_owl_rules_flag(x)
     d = sub.add_parser("dashboard", help="serve the live dashboard over the job's Redis state")
     d.add_argument("program", help="the Datalog program the job runs")
     d.add_argument("--redis", default=os.environ.get("FLUXMAT_REDIS"), required=not os.environ.get("FLUXMAT_REDIS"),
@@ -79,6 +81,7 @@ def add_parsers(sub) -> None:
                    help="token required by every page (env FLUXMAT_AUTH_TOKEN; needed beyond 127.0.0.1)")
     d.add_argument("--ontology", action="append", default=[], metavar="FILE",
                    help="the ontologies the job was started with (repeatable)")
+    add_owl_rules_flag(d)
 
 
 def _view(ns: argparse.Namespace):
@@ -89,9 +92,10 @@ def _view(ns: argparse.Namespace):
     if ns.key is not None and not ns.redis:
         raise FluxmatError("--key names a key of the job's state: give --redis too")
     if ns.redis:
-        return from_store(ns.program, ns.redis, ns.namespace, ns.ontology, key=ns.key, cluster=ns.redis_cluster)
+        return from_store(ns.program, ns.redis, ns.namespace, ns.ontology, key=ns.key, cluster=ns.redis_cluster,
+                          owl_rules=ns.owl_rules)
     return from_files(ns.program, ns.facts, ontologies=ns.ontology, facts_format=ns.facts_format,
-                      max_facts=ns.max_facts)  # fmt: skip
+                      max_facts=ns.max_facts, owl_rules=ns.owl_rules)  # fmt: skip
 
 
 def cmd_query(ns: argparse.Namespace) -> None:
@@ -124,7 +128,7 @@ def cmd_dashboard(ns: argparse.Namespace) -> None:
     if not 0 <= ns.port <= 65535:
         raise FluxmatError(f"--port must be a port number from 0 to 65535, got {ns.port}")
     source = StoredSource(ns.program, ns.redis, ns.namespace, ns.metrics_url, tuple(ns.ontology),
-                          key=ns.key, cluster=ns.redis_cluster)  # fmt: skip
+                          key=ns.key, cluster=ns.redis_cluster, owl_rules=ns.owl_rules)  # fmt: skip
     source.view()  # load (and check) the state before announcing the page
     server = serve(source, ns.host, ns.port, ns.auth_token)
     host, port = server.server_address[:2]
@@ -142,7 +146,7 @@ def cmd_export(ns: argparse.Namespace) -> None:
     if ns.program is None and not ns.ontology:
         raise FluxmatError("give the program the job runs (or its --ontology)")
     batch, lines = export_facts(ns.program, ns.redis, ns.namespace, ns.ontology, key=ns.key,
-                                cluster=ns.redis_cluster, everything=ns.all)  # fmt: skip
+                                cluster=ns.redis_cluster, everything=ns.all, owl_rules=ns.owl_rules)  # fmt: skip
     sys.stdout.write("".join(line + "\n" for line in lines))
     what = "facts" if ns.all else "explicit facts"
     print(f"{len(lines)} {what} of batch {batch}", file=sys.stderr)

@@ -66,6 +66,9 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         GAUGE, "Facts in the materialisation mat(P, E).", ()),
     "fluxmat_explicit_facts": (
         GAUGE, "Explicit facts E.", ()),
+    "fluxmat_owl_inconsistencies": (
+        GAUGE, "Inconsistencies the OWL 2 RL rules derived (fluxmat:inconsistent facts: owl:Nothing "
+        "members, disjoint classes, irreflexive properties, ...); 0 without --ontology.", ()),
     "fluxmat_derivation_log_entries": (
         GAUGE, "Entries in the derivation log (applied rule instances).", ()),
     "fluxmat_state_entries": (

@@ -26,6 +26,7 @@ from prometheus_client import (
     start_http_server,
 )
 
+from fluxmat.connectors.owl2rl_rdf import inconsistent_facts
 from fluxmat.connectors.redact import redact
 from fluxmat.engine import atom_to_fact
 from fluxmat.engine.wire import fact_from_json
@@ -143,7 +144,8 @@ class JobMetrics(JobObserver):
         self.now: dict[str, object] = {"facts": 0, "explicit": 0, "log": 0, "pending": 0,
                                        "state_entries": 0, "state_bytes": None, "redis_bytes": None, "lag": {},
                                        "last_batch": None, "through": None, "last_commit": None,
-                                       "verified": None, "time_lag": 0.0}  # fmt: skip
+                                       "verified": None, "time_lag": 0.0,
+                                       "inconsistencies": 0, "inconsistent": []}  # fmt: skip
         self.history: deque[dict] = deque(maxlen=900)  # one sample per second: 15 minutes
         self.batches: deque[dict] = deque(maxlen=120)
         self.deltas: deque[dict] = deque(maxlen=20)
@@ -194,6 +196,7 @@ class JobMetrics(JobObserver):
         if processor is not None:  # --partition-by: the keys' sizes come with on_keys
             read.update(processor.reasoner.sizes(), entries=store.size(),
                         fluxmat_state_namespace_bytes=store.namespace_bytes())  # fmt: skip
+            read["inconsistencies"] = inconsistent_facts(processor.reasoner)
         return read
 
     def _gauges(self, read: dict) -> None:
@@ -212,6 +215,10 @@ class JobMetrics(JobObserver):
                 c[name].set(n)
         for node, used in read["nodes"].items():
             c["fluxmat_state_node_memory_bytes"].labels(node=node).set(used)
+        if "inconsistencies" in read:
+            n, shown = read["inconsistencies"]
+            c["fluxmat_owl_inconsistencies"].set(n)
+            self.now.update(inconsistencies=n, inconsistent=shown)
         self.now.update(facts=facts, explicit=explicit, log=log, state_entries=entries,
                         state_bytes=memory["fluxmat_state_namespace_bytes"],
                         redis_bytes=memory["fluxmat_redis_used_memory_bytes"],
@@ -459,6 +466,10 @@ class JobMetrics(JobObserver):
         dead = sum(b["dead"] for b in recent)
         if dead:
             return "degraded", f"{dead} dead letter{'s' if dead != 1 else ''} in the last {DEGRADED_WINDOW} s"
+        if self.now["inconsistencies"]:  # the ontology and the data contradict each other
+            n, first = self.now["inconsistencies"], self.now["inconsistent"]
+            return "degraded", (f"{n} OWL inconsistenc{'ies' if n != 1 else 'y'} (fluxmat_owl_inconsistencies): "
+                                + "; ".join(first))
         lags = [p["lag"] for p in self.history if p["t"] >= time.time() - DEGRADED_WINDOW]
         growing = all(b >= a for a, b in pairwise(lags)) and len(lags) >= 10 and lags[-1] > lags[0]
         if growing:

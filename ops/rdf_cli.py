@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from fluxmat.connectors.owl2rl import translate
+from fluxmat.connectors.owl2rl_rdf import OWL_RULES, inconsistencies, program_text
 from fluxmat.connectors.programs import load_program, summary
 from fluxmat.connectors.rdf import FORMATS, OUTPUT_FORMATS, write_rdf
 from fluxmat.connectors.sparql import (
@@ -36,10 +37,20 @@ def add_input_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ontology", action="append", default=[], metavar="FILE",
                    help="add this OWL ontology's OWL 2 RL rules and assertions (RDF/XML, Turtle, ...; "
                    "repeatable); PROGRAM may then be left out")  # fmt: skip
+    add_owl_rules_flag(p)
     p.add_argument("--facts-format", default=os.environ.get("FLUXMAT_FACTS_FORMAT") or None,
                    choices=FACTS_FORMATS,
                    help="format of every --facts file (env FLUXMAT_FACTS_FORMAT; default: by extension: "
                    ".nt .nq .ttl .trig .rdf .owl .xml (also .gz) RDF, .jsonl JSON Lines, else facts)")  # fmt: skip
+
+
+def add_owl_rules_flag(p: argparse.ArgumentParser) -> None:
+    """`--owl-rules {axioms,rdf}`: how --ontology becomes rules (connectors.programs)."""
+    p.add_argument("--owl-rules", default=os.environ.get("FLUXMAT_OWL_RULES", "axioms"), choices=OWL_RULES,
+                   help="axioms: one rule per OWL 2 RL axiom, axioms outside OWL 2 RL skipped with a warning "
+                   "(fast); rdf: the W3C OWL 2 RL/RDF rules over the triples, the ontology as data (owlrl's "
+                   "and GraphDB's answers; schema triples may arrive in updates) "
+                   "(env FLUXMAT_OWL_RULES; default: %(default)s)")  # fmt: skip
 
 
 def add_output_flag(p: argparse.ArgumentParser) -> None:
@@ -52,15 +63,32 @@ def warn(message: str) -> None:
     print(f"fluxmat: warning: {message}", file=sys.stderr)
 
 
-def reasoner(program: str | None, ontologies, options: EngineOptions) -> Reasoner:
+def reasoner(program: str | None, ontologies, options: EngineOptions, owl_rules: str = "axioms") -> Reasoner:
     """A Reasoner over the program plus the ontologies' rules (warnings to stderr)."""
-    prog, warnings = load_program(program, tuple(ontologies))
+    if owl_rules == "rdf" and options.equality == "rewrite" and ontologies:
+        raise FluxmatError("--owl-rules rdf treats owl:sameAs with the W3C eq-* rules over the triples; "
+                           "--equality rewrite works with --owl-rules axioms only")  # fmt: skip
+    prog, warnings = load_program(program, tuple(ontologies), owl_rules)
     if warnings:
         warn(summary(warnings))
     if options.equality != "rewrite" and any(r.head.pred == SAME_AS for r in prog.rules):
         warn("the rules derive owl:sameAs (functional or inverse-functional properties, keys, "
              "max cardinality 1): give --equality rewrite to treat it as equality")  # fmt: skip
     return Reasoner(prog, options=options)
+
+
+SHOWN_INCONSISTENCIES = 20  # warning lines at most; the rest is counted
+
+
+def warn_inconsistent(reasoner: Reasoner) -> int:
+    """One warning line per inconsistency the rules derived (at most SHOWN_INCONSISTENCIES); their number."""
+    found = inconsistencies(reasoner.facts())
+    for fact in found[:SHOWN_INCONSISTENCIES]:
+        warn(f"inconsistent ontology and data: {reasoner.printer.value(fact[1])} violates {fact[2]}")
+    if len(found) > SHOWN_INCONSISTENCIES:
+        warn(f"... and {len(found) - SHOWN_INCONSISTENCIES} more inconsistencies "
+             "(the fluxmat:inconsistent facts of the output)")  # fmt: skip
+    return len(found)
 
 
 def render(facts, fmt: str, prefixes: dict[str, str]) -> bytes:
@@ -91,6 +119,7 @@ def add_parsers(sub) -> None:
     o = sub.add_parser("owl2rl", help="print the OWL 2 RL rules of an ontology as a fluxmat program")
     o.add_argument("ontology", help="the ontology (RDF/XML .owl .rdf, Turtle .ttl, N-Triples .nt, ...)")
     o.add_argument("--output", metavar="FILE", help="write the program here instead of stdout")
+    add_owl_rules_flag(o)
     s = sub.add_parser("sparql", help="answer a SPARQL query over the materialisation's triples")
     s.add_argument("args", nargs="+", metavar="[PROGRAM] QUERY",
                    help="the program (may be left out with --ontology) and the query: a file "
@@ -113,6 +142,12 @@ def add_parsers(sub) -> None:
 
 
 def cmd_owl2rl(ns: argparse.Namespace) -> None:
+    if ns.owl_rules == "rdf":
+        text = program_text([ns.ontology], translate(ns.ontology).graph.prefixes)
+        write(text.encode("utf-8"), ns.output)
+        print(f"fluxmat: the fixed OWL 2 RL/RDF program, {text.count(':-')} rules, and the ontology's "
+              "triples as facts", file=sys.stderr)  # fmt: skip
+        return
     t = translate(ns.ontology)
     for w in t.warnings:
         warn(str(w))
@@ -142,9 +177,10 @@ def cmd_sparql(ns: argparse.Namespace) -> None:
     text, source = _query_text(query)
     limits = Limits(results=ns.limit, timeout=ns.timeout)
     if ns.redis:
-        view = from_store(program, ns.redis, ns.namespace, ontologies=ns.ontology)
+        view = from_store(program, ns.redis, ns.namespace, ontologies=ns.ontology, owl_rules=ns.owl_rules)
     else:
-        view = from_files(program, ns.facts, ontologies=ns.ontology, facts_format=ns.facts_format)
+        view = from_files(program, ns.facts, ontologies=ns.ontology, facts_format=ns.facts_format,
+                          owl_rules=ns.owl_rules)
     answer, skipped = view.sparql(text, ns.format, limits, source)
     write(answer.body, ns.output)
     more = f" (limit {limits.results:,} reached: more exist)" if answer.truncated else ""

@@ -172,7 +172,7 @@ def job_config(ns: argparse.Namespace):
         master=ns.master, metrics_port=_int(ns.metrics_port, "--metrics-port"),
         metrics_host=ns.metrics_host, dashboard_port=_int(ns.dashboard_port, "--dashboard-port"),
         dashboard_host=ns.dashboard_host, auth_token=ns.auth_token or None,
-        starting_offsets=ns.starting_offsets or None, ontology=tuple(ns.ontology),
+        starting_offsets=ns.starting_offsets or None, ontology=tuple(ns.ontology), owl_rules=ns.owl_rules,
         facts_format=ns.facts_format, delta_format=ns.delta_format,
         max_message_bytes=ns.max_message_bytes or None,
         verify_every=_int(ns.verify_every, "--verify-every") or 0,

@@ -78,6 +78,7 @@ class JobConfig:
     auth_token: str | None = None  # required by the dashboard beyond loopback
     starting_offsets: str | None = None  # for a new checkpoint: earliest (default), latest, JSON
     ontology: tuple[str, ...] = ()  # OWL ontologies whose OWL 2 RL rules join the program
+    owl_rules: str = "axioms"  # axioms | rdf: how the ontologies become rules (connectors.programs)
     facts_format: str | None = None  # how --facts files are read (None: by extension)
     delta_format: str = "json"  # json | ntriples (connectors.kafka_sink)
     max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES  # larger: dead letter (None: no limit)
@@ -121,7 +122,7 @@ def spark_session(master: str, app: str = "fluxmat", driver_host: str = "127.0.0
 def load_reasoner(cfg: JobConfig, log: Callable[[str], None]) -> Reasoner:
     """The job's reasoner: its program (with `--ontology` rules), no facts yet."""
     if cfg.ontology or not cfg.program:
-        program, warnings = load_program(cfg.program or None, cfg.ontology)
+        program, warnings = load_program(cfg.program or None, cfg.ontology, cfg.owl_rules)
         if warnings:
             log(f"warning: {summary(warnings)}")
         return Reasoner(program, options=cfg.engine)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 ROOT = Path(__file__).resolve().parent.parent
-UNIV_BENCH = ROOT.parent / "shared" / "corpus" / "ontologies" / "univ-bench.owl"
+UNIV_BENCH = ROOT / "tests" / "data" / "ontologies" / "univ-bench.owl"
 
 
 def _ox(term):
