@@ -5,13 +5,15 @@
 streaming job): the program file (optional when an ontology is given) and each
 ontology's OWL 2 RL translation (connectors.owl2rl) in one `Program`;
 `summary(warnings)` is the one line the commands print about what was not
-translated.
+translated. `build_reasoner` is the one way every command and the job build
+their reasoner from a program and ontologies.
 """
 
 from __future__ import annotations
 
 from fluxmat.connectors.owl2rl import OwlWarning, translate
 from fluxmat.connectors.owl2rl_rdf import OWL_RULES, rdf_program
+from fluxmat.engine import SAME_AS, EngineOptions, Reasoner
 from fluxmat.engine.errors import FluxmatError
 from fluxmat.engine.lexer import read_source
 from fluxmat.engine.parser import parse_program
@@ -46,6 +48,30 @@ def load_program(
     merged = Program(parsed.rules + onto.rules, parsed.facts + onto.facts, tuple(prefixes.items()),
                      parsed.source)  # fmt: skip
     return merged, warnings
+
+
+def build_reasoner(program: str | None, ontologies=(), options: EngineOptions | None = None,
+                   owl_rules: str = "axioms", warn=None) -> Reasoner:
+    """A Reasoner over the program plus the ontologies' rules: what every command and the job use.
+
+    `warn` (a callable taking one line) hears what was not translated and rules that derive
+    owl:sameAs without `--equality rewrite`.
+
+    Raises:
+        FluxmatError: as `load_program`, or `--owl-rules rdf` asked to rewrite equality.
+    """
+    options = options or EngineOptions()
+    if owl_rules == "rdf" and options.equality == "rewrite" and ontologies:
+        raise FluxmatError("--owl-rules rdf treats owl:sameAs with the W3C eq-* rules over the triples; "
+                           "--equality rewrite works with --owl-rules axioms only")  # fmt: skip
+    prog, warnings = load_program(program, tuple(ontologies), owl_rules)
+    say = warn or (lambda line: None)
+    if warnings:
+        say(summary(warnings))
+    if options.equality != "rewrite" and any(r.head.pred == SAME_AS for r in prog.rules):
+        say("the rules derive owl:sameAs (functional or inverse-functional properties, keys, "
+            "max cardinality 1): give --equality rewrite to treat it as equality")  # fmt: skip
+    return Reasoner(prog, options=options)
 
 
 def summary(warnings: list[OwlWarning]) -> str | None:

@@ -170,9 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _reasoner(cfg: Config) -> Reasoner:
-    if cfg.ontology or cfg.program is None:
-        return rdf_cli.reasoner(cfg.program, cfg.ontology, cfg.engine_options(), cfg.owl_rules)
-    return Reasoner.from_file(cfg.program, options=cfg.engine_options())
+    return rdf_cli.reasoner(cfg.program, cfg.ontology, cfg.engine_options(), cfg.owl_rules)
 
 
 def _facts(cfg: Config, reasoner: Reasoner) -> list[tuple]:

@@ -12,11 +12,13 @@ so a question never sees a half-applied batch).
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from contextlib import contextmanager
 from itertools import islice
 
 from fluxmat.connectors.files import read_facts
+from fluxmat.connectors.programs import build_reasoner
 from fluxmat.connectors.redact import redact
 from fluxmat.connectors.state import INITIAL, open_store
 from fluxmat.engine import EngineOptions, FluxmatError, Limits, Reasoner, atom_to_fact
@@ -170,11 +172,9 @@ class _Text(str):
 
 
 def _reasoner(program: str | None, options: EngineOptions, ontologies, owl_rules: str = "axioms") -> Reasoner:
-    if ontologies or program is None:  # the program plus the ontologies' rules, as `run` built it
-        from fluxmat.ops.rdf_cli import reasoner
-
-        return reasoner(program, ontologies, options, owl_rules)
-    return Reasoner.from_file(program, options=options)
+    """The program plus the ontologies' rules, as `run` built it (warnings to stderr)."""
+    return build_reasoner(program, ontologies, options, owl_rules,
+                          warn=lambda line: print(f"fluxmat: warning: {line}", file=sys.stderr))
 
 
 def from_store(program: str | None, url: str, namespace: str = "default", ontologies=(),

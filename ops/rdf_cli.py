@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fluxmat.connectors.owl2rl import translate
 from fluxmat.connectors.owl2rl_rdf import OWL_RULES, inconsistencies, program_text
-from fluxmat.connectors.programs import load_program, summary
+from fluxmat.connectors.programs import build_reasoner
 from fluxmat.connectors.rdf import FORMATS, OUTPUT_FORMATS, write_rdf
 from fluxmat.connectors.sparql import (
     DEFAULT_LIMIT,
@@ -26,7 +26,7 @@ from fluxmat.connectors.sparql import (
     TABLE_FORMATS,
     Limits,
 )
-from fluxmat.engine import SAME_AS, EngineOptions, FluxmatError, Reasoner
+from fluxmat.engine import EngineOptions, FluxmatError, Reasoner
 from fluxmat.engine.printer import FactPrinter
 
 FACTS_FORMATS = ("facts", "jsonl", *FORMATS)
@@ -65,16 +65,7 @@ def warn(message: str) -> None:
 
 def reasoner(program: str | None, ontologies, options: EngineOptions, owl_rules: str = "axioms") -> Reasoner:
     """A Reasoner over the program plus the ontologies' rules (warnings to stderr)."""
-    if owl_rules == "rdf" and options.equality == "rewrite" and ontologies:
-        raise FluxmatError("--owl-rules rdf treats owl:sameAs with the W3C eq-* rules over the triples; "
-                           "--equality rewrite works with --owl-rules axioms only")  # fmt: skip
-    prog, warnings = load_program(program, tuple(ontologies), owl_rules)
-    if warnings:
-        warn(summary(warnings))
-    if options.equality != "rewrite" and any(r.head.pred == SAME_AS for r in prog.rules):
-        warn("the rules derive owl:sameAs (functional or inverse-functional properties, keys, "
-             "max cardinality 1): give --equality rewrite to treat it as equality")  # fmt: skip
-    return Reasoner(prog, options=options)
+    return build_reasoner(program, ontologies, options, owl_rules, warn=warn)
 
 
 SHOWN_INCONSISTENCIES = 20  # warning lines at most; the rest is counted

@@ -298,7 +298,6 @@ def cmd_demo(ns: argparse.Namespace) -> None:
     """Embedded broker + in-process state + the same Spark job on the bundled example."""
     from fluxmat.connectors.broker import EmbeddedBroker
     from fluxmat.connectors.kafka_sink import read_deltas
-    from fluxmat.engine import Reasoner
     from fluxmat.ops.wiring import Operations
     from fluxmat.stream.job import STREAM_ENGINE, Job, JobConfig
 
@@ -364,12 +363,10 @@ def cmd_demo(ns: argparse.Namespace) -> None:
     for msg in dead:
         say(f"  dead letter (partition {msg['source']['partition']}, offset "
             f"{msg['source']['offset']}): {msg['reason']}")  # fmt: skip
-    if ontology:
-        from fluxmat.connectors.programs import load_program
+    from fluxmat.connectors.programs import build_reasoner
+    from fluxmat.engine import EngineOptions
 
-        reference = Reasoner(load_program(str(program) if program else None, ontology)[0], "remat")
-    else:
-        reference = Reasoner.from_file(program, "remat")
+    reference = build_reasoner(str(program) if program else None, ontology, EngineOptions(algorithm="remat"))
     explicit = _replay_explicit(reference, facts, lines)
     reference.load(explicit)
     expected = {f if isinstance(f, str) else tuple(f) for f in map(job.processor._wire, reference.facts())}

@@ -34,7 +34,7 @@ from pathlib import Path
 from fluxmat.connectors.broker import check_broker, ensure_topics
 from fluxmat.connectors.files import read_facts
 from fluxmat.connectors.kafka_sink import KafkaPublisher
-from fluxmat.connectors.programs import load_program, summary
+from fluxmat.connectors.programs import build_reasoner
 from fluxmat.connectors.redact import redact
 from fluxmat.connectors.state import RETRY_SECONDS, SOCKET_TIMEOUT, open_store
 from fluxmat.engine import EngineOptions, FluxmatError, Reasoner
@@ -121,12 +121,8 @@ def spark_session(master: str, app: str = "fluxmat", driver_host: str = "127.0.0
 
 def load_reasoner(cfg: JobConfig, log: Callable[[str], None]) -> Reasoner:
     """The job's reasoner: its program (with `--ontology` rules), no facts yet."""
-    if cfg.ontology or not cfg.program:
-        program, warnings = load_program(cfg.program or None, cfg.ontology, cfg.owl_rules)
-        if warnings:
-            log(f"warning: {summary(warnings)}")
-        return Reasoner(program, options=cfg.engine)
-    return Reasoner.from_file(cfg.program, options=cfg.engine)
+    return build_reasoner(cfg.program or None, cfg.ontology, cfg.engine, cfg.owl_rules,
+                          warn=lambda line: log(f"warning: {line}"))
 
 
 def shared_facts(cfg: JobConfig, reasoner: Reasoner) -> list[tuple]:

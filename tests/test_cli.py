@@ -483,9 +483,10 @@ def test_error_recursion_limit_is_named(tmp_path, path_files):
     changes with the code, and argparse itself fails below ~25 frames.)
     """
     program, facts, _ = path_files
-    code = ("import sys; from fluxmat import engine; from fluxmat.ops.cli import main; sys.setrecursionlimit(200)\n"
+    code = ("import sys; from fluxmat.connectors import programs; from fluxmat.ops.cli import main\n"
+            "sys.setrecursionlimit(200)\n"
             "def deeper(n): return deeper(n + 1)\n"
-            "engine.Reasoner.from_file = classmethod(lambda cls, *a, **k: deeper(0))\n"
+            "programs.load_program = lambda *a, **k: deeper(0)\n"
             f"sys.exit(main(['why', {str(program)!r}, 'path(a, d)', '--facts', {str(facts)!r}]))")  # fmt: skip
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     user_error(proc, "the input nests too deeply: Python's recursion limit (200 frames) was reached")
