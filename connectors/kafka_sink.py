@@ -67,6 +67,7 @@ from contextlib import contextmanager
 import orjson
 
 from connectors.broker import check_broker
+from connectors.kafka_config import NONE, KafkaSettings
 
 _FLUSH_DEADLINE = 30.0
 _MAX_REQUEST = 16 << 20  # client-side bound; one-fact parts may pass max_message_bytes
@@ -135,6 +136,7 @@ class KafkaPublisher:
         connect_timeout: Seconds to wait for the broker at construction.
         compression: `lz4` (default), `gzip` or `none`: how the producer
             compresses its record batches.
+        kafka: Security settings of the producer (connectors.kafka_config).
 
     Raises:
         ConnectionError: the broker cannot be reached at construction.
@@ -143,7 +145,8 @@ class KafkaPublisher:
     def __init__(self, bootstrap: str, deltas_topic: str, dead_letter_topic: str | None = None,
                  max_facts_per_message: int = 5000, source_topic: str | None = None,
                  connect_timeout: float = 5.0, max_message_bytes: int = 512 * 1024,
-                 delta_format: str = "json", compression: str = "lz4") -> None:
+                 delta_format: str = "json", compression: str = "lz4",
+                 kafka: KafkaSettings = NONE) -> None:
         from kafka import KafkaProducer
         from kafka.errors import KafkaError
 
@@ -160,7 +163,8 @@ class KafkaPublisher:
         self.delta_format = delta_format
         self.on_retry = None  # told why before each resend (the job's metrics)
         self._deferred: list | None = None  # futures to await at the end of `deferred()`
-        check_broker(bootstrap, timeout=connect_timeout)
+        self.kafka = kafka
+        check_broker(bootstrap, timeout=connect_timeout, kafka=kafka)
         try:
             self._producer = KafkaProducer(
                 bootstrap_servers=bootstrap,
@@ -171,6 +175,7 @@ class KafkaPublisher:
                 linger_ms=5,
                 max_request_size=_MAX_REQUEST,  # the broker's own limit decides
                 compression_type=None if compression == "none" else compression,
+                **kafka.args,
             )
         except (KafkaError, OSError) as exc:
             raise ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
@@ -336,7 +341,7 @@ def dead_letter_line(reason: str, partition: int, offset: int, raw: str | None,
     return f"dead letter: partition {partition} offset {offset}: {why}; message: {shown}"
 
 
-def read_deltas(bootstrap: str, topic: str, timeout: float = 10.0) -> list[dict]:
+def read_deltas(bootstrap: str, topic: str, timeout: float = 10.0, kafka: KafkaSettings = NONE) -> list[dict]:
     """Every message of `topic` from the beginning, decoded, in log order.
 
     Reads each partition (the publisher uses only partition 0) up to the high
@@ -349,9 +354,9 @@ def read_deltas(bootstrap: str, topic: str, timeout: float = 10.0) -> list[dict]
     """
     from kafka import KafkaConsumer, TopicPartition
 
-    check_broker(bootstrap)
+    check_broker(bootstrap, kafka=kafka)
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             group_id=None, fetch_max_wait_ms=100)
+                             group_id=None, fetch_max_wait_ms=100, **kafka.args)
     try:
         deadline = time.monotonic() + timeout
         parts = None

@@ -36,6 +36,9 @@ RUN_FLAGS = [
     ("--updates-topic", "UPDATES_TOPIC", None, "topic the producers write updates to"),
     ("--deltas-topic", "DELTAS_TOPIC", None, "topic the job publishes deltas to"),
     ("--dead-letter-topic", "DEAD_LETTER_TOPIC", None, "topic for bad messages (optional)"),
+    ("--kafka-config", "KAFKA_CONFIG", None,
+     "Kafka client settings file (security.protocol, ssl.ca.location, sasl.mechanism, sasl.username, "
+     "sasl.password, ...; ${VAR} and <secret>.file indirection) for every Kafka client of the job"),
     ("--redis", "REDIS", None, "state store: redis://HOST:PORT/DB (memory:// keeps it in-process)"),
     ("--namespace", "NAMESPACE", "default", "key namespace in Redis (one job per namespace)"),
     ("--redis-retry-seconds", "REDIS_RETRY_SECONDS", "30",
@@ -175,6 +178,7 @@ def job_config(ns: argparse.Namespace):
         key_partitions=_int(ns.key_partitions, "--key-partitions"), driver_host=ns.driver_host,
         redis_fsync=ns.redis_fsync, delta_compression=ns.delta_compression,
         engine_cache_facts=_int(ns.engine_cache_facts, "--engine-cache-facts") or DEFAULT_CACHE_FACTS,
+        kafka_config=ns.kafka_config or None,
     )  # fmt: skip
 
 
@@ -204,6 +208,13 @@ def check_run_flags(cfg) -> None:
     def fail(message: str):
         raise FluxmatError(message)
 
+    from connectors.kafka_config import KafkaConfigError, load
+
+    try:
+        if cfg.kafka_config:
+            load(cfg.kafka_config)
+    except KafkaConfigError as exc:
+        fail(f"--kafka-config: {exc}")
     fully_dynamic = sorted(FULLY_DYNAMIC)
     if cfg.engine.algorithm not in fully_dynamic:
         fail(f"--algorithm must be a fully dynamic algorithm ({' or '.join(fully_dynamic)}), "

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from connectors.broker import check_broker, ensure_topics
 from connectors.files import read_facts
+from connectors.kafka_config import load as load_kafka
 from connectors.kafka_sink import KafkaPublisher
 from connectors.programs import load_program, summary
 from connectors.redact import redact
@@ -87,6 +88,7 @@ class JobConfig:
     key_partitions: int | None = None  # tasks per keyed batch (None: Spark's default parallelism)
     engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines an engine host keeps between batches
     driver_host: str = "127.0.0.1"  # where executors reach the driver (spark.driver.host)
+    kafka_config: str | None = None  # Kafka security settings file (connectors.kafka_config); read where used
 
     @property
     def keyed(self) -> bool:
@@ -176,18 +178,21 @@ class Job:
 
     def _connect(self):
         cfg = self.cfg
-        check_broker(cfg.bootstrap_servers)
+        kafka = load_kafka(cfg.kafka_config)
+        if cfg.kafka_config:
+            self.log(f"kafka settings {kafka.describe()}")
+        check_broker(cfg.bootstrap_servers, kafka=kafka)
         deltas = cfg.updates_partitions if cfg.keyed else 1  # keyed deltas go by key
         topics = {cfg.updates_topic: cfg.updates_partitions, cfg.deltas_topic: deltas}
         if cfg.dead_letter_topic:
             topics[cfg.dead_letter_topic] = 1
-        ensure_topics(cfg.bootstrap_servers, topics)
+        ensure_topics(cfg.bootstrap_servers, topics, kafka=kafka)
         store = open_store(cfg.redis, cfg.namespace, cluster=cfg.redis_cluster,
                            retry_seconds=cfg.redis_retry_seconds, socket_timeout=cfg.redis_timeout)  # fmt: skip
         publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
-            compression=cfg.delta_compression,
+            compression=cfg.delta_compression, kafka=kafka,
         )  # fmt: skip
         return store, publisher
 
@@ -241,6 +246,8 @@ class Job:
             .option("bootstrap", cfg.bootstrap_servers)
             .option("topic", cfg.updates_topic)
         )
+        if cfg.kafka_config:  # the path: executors read the file, no secret in the plan
+            reader = reader.option("kafkaConfig", cfg.kafka_config)
         if cfg.max_updates_per_batch:
             reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_updates_per_batch))
         if cfg.starting_offsets:
@@ -416,7 +423,8 @@ class Job:
         """
         from connectors.kafka_source import KafkaStreamReader
 
-        reader = KafkaStreamReader({"bootstrap": self.cfg.bootstrap_servers, "topic": self.cfg.updates_topic})
+        reader = KafkaStreamReader({"bootstrap": self.cfg.bootstrap_servers, "topic": self.cfg.updates_topic,
+                                    "kafkaConfig": self.cfg.kafka_config or ""})
         last_lag = 0.0
         try:
             while not self._stop.wait(1.0):
