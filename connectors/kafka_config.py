@@ -263,7 +263,7 @@ def tls_problem(bootstrap: str, settings: KafkaSettings, timeout: float = 5.0) -
             return None
     except ssl.SSLCertVerificationError as exc:
         ca = args.get("ssl_cafile") or "the system's CAs"
-        return (f"TLS certificate of {host}:{port} not trusted: {exc.verify_message} "
+        return (f"TLS certificate of {host}:{port} not trusted (certificate verify failed: {exc.verify_message}) "
                 f"(ssl.ca.location: {ca})")
     except (ssl.SSLError, OSError, ValueError) as exc:
         return f"TLS handshake with {host}:{port} failed: {exc}"

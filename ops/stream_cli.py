@@ -102,9 +102,10 @@ def add_parsers(sub) -> None:
 
     add_input_flags(r)
     r.add_argument("--delta-format", default=os.environ.get("FLUXMAT_DELTA_FORMAT", "json"),
-                   choices=["json", "ntriples"],
-                   help="deltas as JSON facts, or as N-Triples text (facts that are not triples "
-                   "stay JSON, under not_triples) (env FLUXMAT_DELTA_FORMAT; default: %(default)s)")  # fmt: skip
+                   choices=["json", "ntriples", "debezium"],
+                   help="deltas as JSON facts, as N-Triples text (facts that are not triples "
+                   "stay JSON, under not_triples), or as Debezium change events, one per fact on "
+                   "the topic <deltas-topic>.<predicate> (env FLUXMAT_DELTA_FORMAT; default: %(default)s)")  # fmt: skip
     for flag, env, default, text in RUN_FLAGS:
         value = os.environ.get(f"FLUXMAT_{env}", default)
         needed = flag in REQUIRED and value is None

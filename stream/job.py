@@ -76,7 +76,7 @@ class JobConfig:
     starting_offsets: str | None = None  # for a new checkpoint: earliest (default), latest, JSON
     ontology: tuple[str, ...] = ()  # OWL ontologies whose OWL 2 RL rules join the program
     facts_format: str | None = None  # how --facts files are read (None: by extension)
-    delta_format: str = "json"  # json | ntriples (connectors.kafka_sink)
+    delta_format: str = "json"  # json | ntriples | debezium (connectors.kafka_sink)
     max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES  # larger: dead letter (None: no limit)
     verify_every: int = 0  # recompute from scratch every N batches and compare (stream.verify; 0: off)
     partition_by: str = "none"  # none | message-key | graph: one materialisation per key (stream.keyed)
