@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import random
 import time
 
 from kafka import KafkaConsumer, TopicPartition
 
 from connectors.debezium import topic_for
 from connectors.kafka_sink import KafkaPublisher
+from tests.test_pipeline import make_setup
 
 
 def read_events(bootstrap: str, topic: str, timeout: float = 20.0) -> list[tuple[bytes, bytes | None]]:
@@ -89,3 +91,37 @@ def test_keyed_events_carry_the_key(broker):
     edge = read_events(broker.bootstrap, "dbz2.edge")
     assert fold(edge, {}) == {"edge": {("tenant1", "a", "b"), ("tenant2", "a", "b")}}
     assert json.loads(edge[0][0])["payload"] == {"key": "tenant1", "arg0": "a", "arg1": "b"}
+
+
+def test_job_publishes_change_events(broker, redis_server, tmp_path):
+    """A real job with --delta-format debezium: the predicate topics fold to the materialisation."""
+    from tests.test_pipeline import (
+        INITIAL,
+        encode,
+        final_explicit,
+        produce,
+        random_updates,
+        remat,
+        start_job,
+        wait_for_log,
+    )
+
+    s = make_setup(broker, redis_server, tmp_path)
+    updates = random_updates(random.Random(3), 15, "d") + [{"add": [["edge", "q", "r"]], "id": "last"}]
+    job = start_job(s, "debezium", None, "--delta-format", "debezium")
+    try:
+        wait_for_log(job, "reading ", timeout=600)  # Spark starts slowly on a loaded machine
+        produce(s.bootstrap, s.updates, [(0, encode(u)) for u in updates])
+        deadline = time.monotonic() + 600
+        while not any(v is not None and json.loads(v)["payload"]["source"]["through"] == '"last"'
+                      for _, v in read_events(s.bootstrap, f"{s.deltas}.edge")):  # fmt: skip
+            assert job.returncode is None and time.monotonic() < deadline, job.tail()
+            time.sleep(0.5)
+        assert job.terminate() == 0, job.tail()
+    finally:
+        job.cleanup()
+    tables: dict = {}
+    for predicate in ("edge", "path", "src"):
+        fold(read_events(s.bootstrap, f"{s.deltas}.{predicate}"), tables)
+    got = {(p, *row) for p, rows in tables.items() for row in rows}
+    assert got == remat(final_explicit(INITIAL, updates))
