@@ -29,7 +29,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from connectors.kafka_config import NONE, KafkaSettings, tls_problem
+from fluxmat.connectors.kafka_config import NONE, KafkaSettings, tls_problem
 
 _START_TIMEOUT = 20.0
 _STOP_GRACE = 5.0

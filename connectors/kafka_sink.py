@@ -69,9 +69,9 @@ from contextlib import contextmanager
 
 import orjson
 
-from connectors.broker import check_broker, ensure_topics
-from connectors.debezium import events
-from connectors.kafka_config import NONE, KafkaSettings
+from fluxmat.connectors.broker import check_broker, ensure_topics
+from fluxmat.connectors.debezium import events
+from fluxmat.connectors.kafka_config import NONE, KafkaSettings
 
 _FLUSH_DEADLINE = 30.0
 _MAX_REQUEST = 16 << 20  # client-side bound; one-fact parts may pass max_message_bytes

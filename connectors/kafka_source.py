@@ -169,7 +169,7 @@ def _batch(rows: list[tuple], schema):
 def _consumer(bootstrap: str, kafka_config: str | None, **config):
     from kafka import KafkaConsumer
 
-    from connectors.kafka_config import load
+    from fluxmat.connectors.kafka_config import load
 
     return KafkaConsumer(**{
         **load(kafka_config).args,

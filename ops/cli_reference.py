@@ -130,7 +130,7 @@ def _subcommands(parser: argparse.ArgumentParser):
 def render(parser: argparse.ArgumentParser | None = None) -> str:
     """The whole reference page for `parser` (default: `fluxmat`'s, in an empty environment)."""
     if parser is None:
-        from ops.cli import build_parser
+        from fluxmat.ops.cli import build_parser
 
         with empty_environment():
             parser = build_parser()

@@ -8,8 +8,8 @@ import time
 
 from kafka import KafkaConsumer, TopicPartition
 
-from connectors.debezium import topic_for
-from connectors.kafka_sink import KafkaPublisher
+from fluxmat.connectors.debezium import topic_for
+from fluxmat.connectors.kafka_sink import KafkaPublisher
 from tests.test_pipeline import make_setup
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ops import cli_reference
+from fluxmat.ops import cli_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 MKDOCS = ROOT / "mkdocs.yml"
@@ -88,7 +88,7 @@ def test_cli_reference_is_current():
 
 
 def test_cli_reference_names_every_command_and_flag():
-    from ops.cli import build_parser
+    from fluxmat.ops.cli import build_parser
 
     page = cli_reference.render()
     with cli_reference.empty_environment():
@@ -197,7 +197,7 @@ def test_docs_name_only_real_environment_variables():
 
 
 def test_every_command_is_in_the_usage_page():
-    from ops.cli import build_parser
+    from fluxmat.ops.cli import build_parser
 
     page = (ROOT / "docs" / "reference" / "commands.md").read_text(encoding="utf-8")
     with cli_reference.empty_environment():

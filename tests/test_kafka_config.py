@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.kafka_config import NONE, KafkaConfigError, load
+from fluxmat.connectors.kafka_config import NONE, KafkaConfigError, load
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,7 +96,7 @@ def test_run_refuses_a_bad_settings_file_in_one_line(tmp_path):
     bad = _write(tmp_path, "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=u\n"
                            "sasl.password=hunter2\nssl.keystore.location=/k.jks\n")  # fmt: skip
     out = subprocess.run(
-        [sys.executable, "-m", "ops.cli", "run", str(program), "--bootstrap-servers", "127.0.0.1:1",
+        [sys.executable, "-m", "fluxmat.ops.cli", "run", str(program), "--bootstrap-servers", "127.0.0.1:1",
          "--updates-topic", "u", "--deltas-topic", "d", "--redis", "memory://", "--checkpoint",
          str(tmp_path / "cp"), "--kafka-config", str(bad)],
         cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip

@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
-from connectors.broker import EmbeddedBroker, ensure_topics, stop_process
-from connectors.kafka_config import load
-from connectors.kafka_sink import read_deltas
+from fluxmat.connectors.broker import EmbeddedBroker, ensure_topics, stop_process
+from fluxmat.connectors.kafka_config import load
+from fluxmat.connectors.kafka_sink import read_deltas
 from tests.servers import free_port
 from tests.test_pipeline import (
     INITIAL,
@@ -149,7 +149,7 @@ def test_wrong_ca_is_refused(tls, redis_server, tmp_path):
     directory = tmp_path / "job"
     directory.mkdir()
     (directory / "p.dl").write_text("path(X, Y) :- edge(X, Y).\n", encoding="utf-8")
-    args = ["-m", "ops.cli", "run", str(directory / "p.dl"), "--bootstrap-servers", bootstrap,
+    args = ["-m", "fluxmat.ops.cli", "run", str(directory / "p.dl"), "--bootstrap-servers", bootstrap,
             "--updates-topic", "u", "--deltas-topic", "d", "--redis", "memory://",
             "--checkpoint", str(directory / "cp"), "--kafka-config", str(conf)]  # fmt: skip
     job = Proc([sys.executable, *args], directory, "wrong-ca", job_env({"KAFKA_KEY_PASSWORD": SECRET}))
