@@ -29,6 +29,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from fluxmat.connectors.kafka_config import NONE, KafkaSettings, tls_problem
+
 _START_TIMEOUT = 20.0
 _STOP_GRACE = 5.0
 
@@ -62,8 +64,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def check_broker(bootstrap: str, timeout: float = 5.0) -> None:
+def check_broker(bootstrap: str, timeout: float = 5.0, kafka: KafkaSettings = NONE) -> None:
     """Fail fast with a clear message if no Kafka broker answers at `bootstrap`.
+
+    `kafka` holds the client's security settings (connectors.kafka_config);
+    with TLS, a failed handshake is named (e.g. an untrusted certificate).
 
     Raises:
         ConnectionError: "cannot reach Kafka broker at <bootstrap>: <cause>".
@@ -81,22 +86,28 @@ def check_broker(bootstrap: str, timeout: float = 5.0) -> None:
     try:
         try:
             consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=ms,
-                                     enable_auto_commit=False, **{knob: ms})
+                                     enable_auto_commit=False, **{knob: ms}, **kafka.args)
         except KafkaConfigurationError:
             raise
         except (KafkaError, OSError, ValueError) as exc:
-            raise ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
+            raise _unreachable(bootstrap, exc, kafka) from None
         try:
             consumer.topics()
         except (KafkaError, OSError) as exc:
-            raise ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
+            raise _unreachable(bootstrap, exc, kafka) from None
         finally:
             consumer.close()
     finally:
         kafka_log.setLevel(level)
 
 
-def ensure_topics(bootstrap: str, topics: dict[str, int], timeout: float = 10.0) -> None:
+def _unreachable(bootstrap: str, exc: Exception, kafka: KafkaSettings) -> ConnectionError:
+    why = tls_problem(bootstrap, kafka) or exc
+    return ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {why}")
+
+
+def ensure_topics(bootstrap: str, topics: dict[str, int], timeout: float = 10.0,
+                  kafka: KafkaSettings = NONE) -> None:
     """Create each topic with its partition count unless it already exists.
 
     Idempotent: an existing topic is left as it is (its partition count is not
@@ -111,9 +122,9 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], timeout: float = 10.0)
     from kafka.admin import NewTopic
     from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-    check_broker(bootstrap, timeout=min(timeout, 5.0))
+    check_broker(bootstrap, timeout=min(timeout, 5.0), kafka=kafka)
     deadline = time.monotonic() + timeout
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout * 1000))
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout * 1000), **kafka.args)
     try:
         existing = set(admin.list_topics())
         for name, partitions in topics.items():
@@ -155,12 +166,17 @@ class EmbeddedBroker:
         log_path: File receiving the broker's stdout/stderr; discarded when None.
         storage: tansu's `--storage-engine` URL.
         env: Environment variables added to the broker's (the object store's).
+        advertised: `host:port` the broker tells clients to connect to (e.g. a
+            TLS terminator in front of it); its own address when None. Then
+            `start` only waits until the port accepts connections.
     """
 
     def __init__(self, port: int | None = None, log_path: str | Path | None = None,
-                 storage: str = "memory://tansu/", env: dict[str, str] | None = None) -> None:  # fmt: skip
+                 storage: str = "memory://tansu/", env: dict[str, str] | None = None,
+                 advertised: str | None = None) -> None:  # fmt: skip
         self.port = port
         self.storage, self.env = storage, dict(env or {})
+        self.advertised = advertised
         self.log_path = Path(log_path) if log_path is not None else None
         self._proc: subprocess.Popen | None = None
         self._log = None
@@ -191,7 +207,8 @@ class EmbeddedBroker:
         if self.port is None:
             self.port = _free_port()
         url = f"tcp://127.0.0.1:{self.port}"
-        cmd = [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+        shown = f"tcp://{self.advertised}" if self.advertised else url
+        cmd = [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", shown,
                "--storage-engine", self.storage]
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
@@ -206,9 +223,12 @@ class EmbeddedBroker:
                 raise RuntimeError(f"tansu broker exited with code {code} at start"
                                    f"{self._log_tail()}")
             try:
-                check_broker(self.bootstrap, timeout=1.0)
+                if self.advertised:  # clients go through the advertised address
+                    socket.create_connection(("127.0.0.1", self.port), timeout=1.0).close()
+                else:
+                    check_broker(self.bootstrap, timeout=1.0)
                 return self
-            except ConnectionError as exc:
+            except (ConnectionError, OSError) as exc:
                 last = exc
                 time.sleep(0.1)
         self.stop()

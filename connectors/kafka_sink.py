@@ -28,6 +28,9 @@ the producer's hash of the key), so each key's deltas are one ordered log.
   8x, and sending and acknowledging a 550 KB message takes ~4 ms instead of ~70
   on tansu. The size limits above apply to the uncompressed value, so a part
   also fits a broker whatever the compression ratio.
+* With `delta_format="debezium"` each fact is one change event on its
+  predicate's topic (connectors.debezium); the size limits and parts do not
+  apply then (one fact is no larger than the update it came in).
 * Everything goes to partition 0, so the topic is one totally ordered log:
   a consumer that applies messages in log order rebuilds the materialisation
   without reordering across batches (`read_deltas` does that). The producer
@@ -66,12 +69,15 @@ from contextlib import contextmanager
 
 import orjson
 
-from fluxmat.connectors.broker import check_broker
+from fluxmat.connectors.broker import check_broker, ensure_topics
+from fluxmat.connectors.debezium import events
+from fluxmat.connectors.kafka_config import NONE, KafkaSettings
 
 _FLUSH_DEADLINE = 30.0
 _MAX_REQUEST = 16 << 20  # client-side bound; one-fact parts may pass max_message_bytes
 LOG_RAW_CHARS = 200  # of a dead letter's message, in its log line
 COMPRESSIONS = ("lz4", "gzip", "none")  # fluxmat run --delta-compression
+DELTA_FORMATS = ("json", "ntriples", "debezium")  # fluxmat run --delta-format
 log = logging.getLogger("fluxmat.dead-letters")
 
 
@@ -135,6 +141,7 @@ class KafkaPublisher:
         connect_timeout: Seconds to wait for the broker at construction.
         compression: `lz4` (default), `gzip` or `none`: how the producer
             compresses its record batches.
+        kafka: Security settings of the producer (connectors.kafka_config).
 
     Raises:
         ConnectionError: the broker cannot be reached at construction.
@@ -143,7 +150,8 @@ class KafkaPublisher:
     def __init__(self, bootstrap: str, deltas_topic: str, dead_letter_topic: str | None = None,
                  max_facts_per_message: int = 5000, source_topic: str | None = None,
                  connect_timeout: float = 5.0, max_message_bytes: int = 512 * 1024,
-                 delta_format: str = "json", compression: str = "lz4") -> None:
+                 delta_format: str = "json", compression: str = "lz4",
+                 kafka: KafkaSettings = NONE) -> None:
         from kafka import KafkaProducer
         from kafka.errors import KafkaError
 
@@ -160,7 +168,9 @@ class KafkaPublisher:
         self.delta_format = delta_format
         self.on_retry = None  # told why before each resend (the job's metrics)
         self._deferred: list | None = None  # futures to await at the end of `deferred()`
-        check_broker(bootstrap, timeout=connect_timeout)
+        self.kafka = kafka
+        self._topics: set[str] = set()  # Debezium topics known to exist
+        check_broker(bootstrap, timeout=connect_timeout, kafka=kafka)
         try:
             self._producer = KafkaProducer(
                 bootstrap_servers=bootstrap,
@@ -171,6 +181,7 @@ class KafkaPublisher:
                 linger_ms=5,
                 max_request_size=_MAX_REQUEST,  # the broker's own limit decides
                 compression_type=None if compression == "none" else compression,
+                **kafka.args,
             )
         except (KafkaError, OSError) as exc:
             raise ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
@@ -227,6 +238,8 @@ class KafkaPublisher:
             kafka.errors.KafkaError: a part could not be delivered within ~30 s
                 (after the producer's own retries and resends with backoff).
         """
+        if self.delta_format == "debezium":
+            return self._publish_events(events(self.deltas_topic, batch, through, added, removed, key))
         parts = self._split(added, removed)
         while True:
             n = len(parts)
@@ -247,6 +260,15 @@ class KafkaPublisher:
         else:
             self._send_all(self.deltas_topic, key.encode("utf-8"), values, partition=None)
         return n
+
+    def _publish_events(self, changes: list[tuple[str, bytes, bytes | None]]) -> int:
+        """Send Debezium change events (connectors.debezium), each topic's in order; their number."""
+        new = {topic: 1 for topic, _, _ in changes if topic not in self._topics}
+        if new:
+            ensure_topics(self.bootstrap, new, kafka=self.kafka)
+            self._topics.update(new)
+        self._send_records([(topic, key, value) for topic, key, value in changes], partition=0)
+        return len(changes)
 
     def publish_dead_letter(self, reason: str, partition: int, offset: int,
                             raw: str | None, truncated: bool = False) -> None:
@@ -271,16 +293,20 @@ class KafkaPublisher:
 
     def _send_all(self, topic: str, key: bytes, messages: list[bytes], partition) -> None:
         """Send in order and wait for acks; resend failed ones with backoff until 30 s."""
+        self._send_records([(topic, key, m) for m in messages], partition)
+
+    def _send_records(self, records: list[tuple[str, bytes, bytes | None]], partition) -> None:
+        """`_send_all` of (topic, key, value) records."""
         from kafka.errors import KafkaError
 
         if self._deferred is not None:  # awaited at the end of `deferred()`
-            self._deferred += [self._producer.send(topic, key=key, value=m, partition=partition) for m in messages]
+            self._deferred += [self._producer.send(t, key=k, value=m, partition=partition) for t, k, m in records]
             return
         deadline = time.monotonic() + _FLUSH_DEADLINE
-        pending = list(messages)
+        pending = list(records)
         delay = 0.2
         while True:
-            futures = [(m, self._producer.send(topic, key=key, value=m, partition=partition))
+            futures = [(m, self._producer.send(m[0], key=m[1], value=m[2], partition=partition))
                        for m in pending]
             self._producer.flush(timeout=max(deadline - time.monotonic(), 1.0))
             failed, last = [], None
@@ -336,7 +362,7 @@ def dead_letter_line(reason: str, partition: int, offset: int, raw: str | None,
     return f"dead letter: partition {partition} offset {offset}: {why}; message: {shown}"
 
 
-def read_deltas(bootstrap: str, topic: str, timeout: float = 10.0) -> list[dict]:
+def read_deltas(bootstrap: str, topic: str, timeout: float = 10.0, kafka: KafkaSettings = NONE) -> list[dict]:
     """Every message of `topic` from the beginning, decoded, in log order.
 
     Reads each partition (the publisher uses only partition 0) up to the high
@@ -349,9 +375,9 @@ def read_deltas(bootstrap: str, topic: str, timeout: float = 10.0) -> list[dict]
     """
     from kafka import KafkaConsumer, TopicPartition
 
-    check_broker(bootstrap)
+    check_broker(bootstrap, kafka=kafka)
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             group_id=None, fetch_max_wait_ms=100)
+                             group_id=None, fetch_max_wait_ms=100, **kafka.args)
     try:
         deadline = time.monotonic() + timeout
         parts = None

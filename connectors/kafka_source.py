@@ -18,6 +18,10 @@ Options:
         partitions (a rate limit; default: everything available).
     stallTimeoutSeconds: How long `read` may go without progress before it
         fails (default 30).
+    kafkaConfig: Path of a Kafka security settings file (connectors.kafka_config),
+        read where each consumer is made, on the driver and on executors (so
+        the secrets never appear in the options, the plan or a pickle; the
+        file, and the environment variables it names, must be there).
     maxValueBytes: Values longer than this many bytes are cut to it before
         decoding (`size` still tells their length), so an oversized message
         travels no further than the executor (default: no limit).
@@ -162,10 +166,13 @@ def _batch(rows: list[tuple], schema):
                                       schema=schema)  # fmt: skip
 
 
-def _consumer(bootstrap: str, **config):
+def _consumer(bootstrap: str, kafka_config: str | None, **config):
     from kafka import KafkaConsumer
 
+    from fluxmat.connectors.kafka_config import load
+
     return KafkaConsumer(**{
+        **load(kafka_config).args,
         "bootstrap_servers": bootstrap,
         "enable_auto_commit": False,
         "group_id": None,
@@ -247,6 +254,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.topic = options["topic"]
         except KeyError as exc:
             raise ValueError(f"fluxmat-kafka source needs option {exc.args[0]!r}") from None
+        self.kafka_config = options.get("kafkaConfig") or None
         self.starting = options.get("startingOffsets", "earliest")
         max_rows = options.get("maxOffsetsPerTrigger")
         self.max_rows = int(max_rows) if max_rows not in (None, "") else None
@@ -269,7 +277,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _metadata(self):
         if self._meta is None:
             try:
-                self._meta = _consumer(self.bootstrap, **_LOOKUP)
+                self._meta = _consumer(self.bootstrap, self.kafka_config, **_LOOKUP)
             except Exception as exc:
                 raise KafkaSourceError(
                     f"cannot reach Kafka broker at {self.bootstrap}: {exc}") from None
@@ -441,7 +449,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         done = False
         try:
             if consumer is None:
-                consumer = _consumer(self.bootstrap, max_poll_records=5000)
+                consumer = _consumer(self.bootstrap, self.kafka_config, max_poll_records=5000)
                 consumer.assign([tp])
                 consumer.seek(tp, partition.start)
             elif consumer.position(tp) != partition.start:

@@ -36,6 +36,9 @@ RUN_FLAGS = [
     ("--updates-topic", "UPDATES_TOPIC", None, "topic the producers write updates to"),
     ("--deltas-topic", "DELTAS_TOPIC", None, "topic the job publishes deltas to"),
     ("--dead-letter-topic", "DEAD_LETTER_TOPIC", None, "topic for bad messages (optional)"),
+    ("--kafka-config", "KAFKA_CONFIG", None,
+     "Kafka client settings file (security.protocol, ssl.ca.location, sasl.mechanism, sasl.username, "
+     "sasl.password, ...; ${VAR} and <secret>.file indirection) for every Kafka client of the job"),
     ("--redis", "REDIS", None, "state store: redis://HOST:PORT/DB (memory:// keeps it in-process)"),
     ("--namespace", "NAMESPACE", "default", "key namespace in Redis (one job per namespace)"),
     ("--redis-retry-seconds", "REDIS_RETRY_SECONDS", "30",
@@ -106,9 +109,10 @@ def add_parsers(sub) -> None:
 
     add_input_flags(r)
     r.add_argument("--delta-format", default=os.environ.get("FLUXMAT_DELTA_FORMAT", "json"),
-                   choices=["json", "ntriples"],
-                   help="deltas as JSON facts, or as N-Triples text (facts that are not triples "
-                   "stay JSON, under not_triples) (env FLUXMAT_DELTA_FORMAT; default: %(default)s)")  # fmt: skip
+                   choices=["json", "ntriples", "debezium"],
+                   help="deltas as JSON facts, as N-Triples text (facts that are not triples "
+                   "stay JSON, under not_triples), or as Debezium change events, one per fact on "
+                   "the topic <deltas-topic>.<predicate> (env FLUXMAT_DELTA_FORMAT; default: %(default)s)")  # fmt: skip
     for flag, env, default, text in RUN_FLAGS:
         value = os.environ.get(f"FLUXMAT_{env}", default)
         needed = flag in REQUIRED and value is None
@@ -184,6 +188,7 @@ def job_config(ns: argparse.Namespace):
         key_partitions=_int(ns.key_partitions, "--key-partitions"), driver_host=ns.driver_host,
         redis_fsync=ns.redis_fsync, delta_compression=ns.delta_compression,
         engine_cache_facts=_int(ns.engine_cache_facts, "--engine-cache-facts") or DEFAULT_CACHE_FACTS,
+        kafka_config=ns.kafka_config or None,
     )  # fmt: skip
 
 
@@ -213,6 +218,13 @@ def check_run_flags(cfg) -> None:
     def fail(message: str):
         raise FluxmatError(message)
 
+    from fluxmat.connectors.kafka_config import KafkaConfigError, load
+
+    try:
+        if cfg.kafka_config:
+            load(cfg.kafka_config)
+    except KafkaConfigError as exc:
+        fail(f"--kafka-config: {exc}")
     fully_dynamic = sorted(FULLY_DYNAMIC)
     if cfg.engine.algorithm not in fully_dynamic:
         fail(f"--algorithm must be a fully dynamic algorithm ({' or '.join(fully_dynamic)}), "

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from fluxmat.connectors.broker import check_broker, ensure_topics
 from fluxmat.connectors.files import read_facts
+from fluxmat.connectors.kafka_config import load as load_kafka
 from fluxmat.connectors.kafka_sink import KafkaPublisher
 from fluxmat.connectors.programs import build_reasoner
 from fluxmat.connectors.redact import redact
@@ -80,7 +81,7 @@ class JobConfig:
     ontology: tuple[str, ...] = ()  # OWL ontologies whose OWL 2 RL rules join the program
     owl_rules: str = "axioms"  # axioms | rdf: how the ontologies become rules (connectors.programs)
     facts_format: str | None = None  # how --facts files are read (None: by extension)
-    delta_format: str = "json"  # json | ntriples (connectors.kafka_sink)
+    delta_format: str = "json"  # json | ntriples | debezium (connectors.kafka_sink)
     max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES  # larger: dead letter (None: no limit)
     verify_every: int = 0  # recompute from scratch every N batches and compare (stream.verify; 0: off)
     partition_by: str = "none"  # none | message-key | graph: one materialisation per key (stream.keyed)
@@ -94,6 +95,7 @@ class JobConfig:
     engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines an engine host keeps between batches
     driver_host: str = "127.0.0.1"  # where executors reach the driver (spark.driver.host)
     stall_seconds: float = DEFAULT_STALL_SECONDS  # a batch in flight longer than this: health degraded
+    kafka_config: str | None = None  # Kafka security settings file (connectors.kafka_config); read where used
 
     @property
     def keyed(self) -> bool:
@@ -184,19 +186,22 @@ class Job:
 
     def _connect(self):
         cfg = self.cfg
-        check_broker(cfg.bootstrap_servers)
+        kafka = load_kafka(cfg.kafka_config)
+        if cfg.kafka_config:
+            self.log(f"kafka settings {kafka.describe()}")
+        check_broker(cfg.bootstrap_servers, kafka=kafka)
         deltas = cfg.updates_partitions if cfg.keyed else 1  # keyed deltas go by key
         topics = {cfg.updates_topic: cfg.updates_partitions, cfg.deltas_topic: deltas}
         if cfg.dead_letter_topic:
             topics[cfg.dead_letter_topic] = 1
-        ensure_topics(cfg.bootstrap_servers, topics)
+        ensure_topics(cfg.bootstrap_servers, topics, kafka=kafka)
         store = open_store(cfg.redis, cfg.namespace, cluster=cfg.redis_cluster,
                            retry_seconds=cfg.redis_retry_seconds, socket_timeout=cfg.redis_timeout,
                            wait_replicas=cfg.redis_wait_replicas)  # fmt: skip
         publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
-            compression=cfg.delta_compression,
+            compression=cfg.delta_compression, kafka=kafka,
         )  # fmt: skip
         return store, publisher
 
@@ -257,6 +262,8 @@ class Job:
             .option("bootstrap", cfg.bootstrap_servers)
             .option("topic", cfg.updates_topic)
         )
+        if cfg.kafka_config:  # the path: executors read the file, no secret in the plan
+            reader = reader.option("kafkaConfig", cfg.kafka_config)
         if cfg.max_updates_per_batch:
             reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_updates_per_batch))
         if cfg.starting_offsets:
@@ -454,7 +461,8 @@ class Job:
         """
         from fluxmat.connectors.kafka_source import KafkaStreamReader
 
-        reader = KafkaStreamReader({"bootstrap": self.cfg.bootstrap_servers, "topic": self.cfg.updates_topic})
+        reader = KafkaStreamReader({"bootstrap": self.cfg.bootstrap_servers, "topic": self.cfg.updates_topic,
+                                    "kafkaConfig": self.cfg.kafka_config or ""})
         last_lag = 0.0
         try:
             while not self._stop.wait(1.0):

@@ -110,6 +110,7 @@ class _Worker:
     """What an engine host (stream.engine_host) keeps for its job: program, shared facts, clients, engines."""
 
     def __init__(self, cfg):
+        from fluxmat.connectors.kafka_config import load
         from fluxmat.connectors.kafka_sink import KafkaPublisher
         from fluxmat.connectors.state import redis_client
         from fluxmat.stream.job import load_reasoner, shared_facts
@@ -123,7 +124,7 @@ class _Worker:
         self.publisher = KafkaPublisher(
             cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
             source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
-            compression=cfg.delta_compression,
+            compression=cfg.delta_compression, kafka=load(cfg.kafka_config),
         )  # fmt: skip
         self.engines = _Engines(cfg.engine_cache_facts)
 

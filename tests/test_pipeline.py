@@ -39,6 +39,7 @@ import pytest
 from kafka import KafkaProducer
 
 from fluxmat.connectors.broker import ensure_topics
+from fluxmat.connectors.kafka_config import NONE
 from fluxmat.connectors.kafka_sink import read_deltas
 from fluxmat.engine import Reasoner
 from tests.servers import RedisServer, free_port
@@ -101,7 +102,7 @@ class Setup:
         ]  # fmt: skip
 
 
-def make_setup(broker, redis_srv, directory: Path) -> Setup:
+def make_setup(broker, redis_srv, directory: Path, kafka=NONE) -> Setup:
     n = next(_names)
     directory.mkdir(parents=True, exist_ok=True)
     program = directory / "path.dl"
@@ -112,7 +113,7 @@ def make_setup(broker, redis_srv, directory: Path) -> Setup:
               updates=f"updates{n}", deltas=f"deltas{n}", dead=f"dead{n}",
               namespace=f"pipeline{n}", checkpoint=directory / "checkpoint",
               logs=directory)  # fmt: skip
-    ensure_topics(s.bootstrap, {s.updates: 2, s.deltas: 1, s.dead: 1})
+    ensure_topics(s.bootstrap, {s.updates: 2, s.deltas: 1, s.dead: 1}, kafka=kafka)
     return s
 
 
