@@ -23,7 +23,7 @@ from connectors.redact import redact
 from engine import ALGORITHMS, EngineOptions, Fed, FluxmatError, Reasoner, Report
 from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, LimitExceeded, Limits
 from engine.printer import FactPrinter
-from ops import inspect_cli, limit_flags, rdf_cli, stream_cli
+from ops import follow_cli, inspect_cli, limit_flags, rdf_cli, stream_cli
 
 
 def _env(name: str, default):
@@ -162,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     stream_cli.add_parsers(sub)
     inspect_cli.add_parsers(sub)
     rdf_cli.add_parsers(sub)
+    follow_cli.add_parsers(sub)
     return ap
 
 
@@ -399,7 +400,7 @@ COMMANDS = {
 
 
 STREAM_COMMANDS = {"run": stream_cli.cmd_run, "demo": stream_cli.cmd_demo, **inspect_cli.COMMANDS,
-                   **rdf_cli.COMMANDS}  # fmt: skip
+                   **rdf_cli.COMMANDS, **follow_cli.COMMANDS}  # fmt: skip
 
 
 def _limit_hit(exc: BaseException) -> str:

@@ -173,9 +173,9 @@ def test_dead_letters(broker):
         pub.publish_dead_letter("invalid JSON: Expecting value", 2, 41, "{oops")
         pub.publish_dead_letter("null value", 0, 3, None)
     assert read_deltas(bs, dl) == [
-        {"reason": "invalid JSON: Expecting value",
+        {"v": 1, "reason": "invalid JSON: Expecting value",
          "source": {"topic": "updates", "partition": 2, "offset": 41}, "raw": "{oops"},
-        {"reason": "null value", "source": {"topic": "updates", "partition": 0, "offset": 3},
+        {"v": 1, "reason": "null value", "source": {"topic": "updates", "partition": 0, "offset": 3},
          "raw": None},
     ]
 
@@ -236,7 +236,7 @@ def test_deltas_are_compressed_on_the_wire(broker, compression):
         assert pub.publish_delta(0, "u9", facts, []) == 1
         rate = pub._producer.metrics()["producer-metrics"]["compression-rate-avg"]  # sent / encoded bytes
     assert rate < 0.25 if compression != "none" else rate == 1.0
-    assert read_deltas(bs, deltas) == [{"batch": 0, "through": "u9", "part": 0, "parts": 1,
+    assert read_deltas(bs, deltas) == [{"v": 1, "batch": 0, "through": "u9", "part": 0, "parts": 1,
                                         "added": facts, "removed": []}]  # fmt: skip
 
 
