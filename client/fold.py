@@ -26,6 +26,7 @@ exactly after a crash.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 from client.wire import WireError, decode_fact, ntriples_facts
@@ -36,6 +37,7 @@ except ImportError:  # pragma: no cover - the client works with the standard lib
     orjson = None
 
 VERSION = 1  # the delta and dead-letter format this client reads ("v")
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")  # a run of digits that may be an integer beyond 64 bits
 _FIELDS = {"v", "key", "batch", "through", "part", "parts", "added", "removed", "format", "not_triples"}
 
 __all__ = ["VERSION", "Batch", "Folder", "MessageError", "check_delta", "decode_message"]
@@ -74,10 +76,12 @@ def decode_message(value: bytes | str, where: str = "") -> dict:
     """
     if value is None:
         raise MessageError(f"{where}: a record without a value is not a delta")
-    try:
-        item = orjson.loads(value) if orjson is not None else json.loads(value)
+    if type(value) is str:
+        value = value.encode("utf-8")
+    try:  # orjson reads an integer beyond 64 bits as a float: json reads it exactly
+        item = orjson.loads(value) if orjson is not None and _LONG_DIGITS.search(value) is None else json.loads(value)
     except ValueError:
-        try:  # orjson refuses integers beyond 64 bits, json reads them
+        try:
             item = json.loads(value)
         except ValueError as exc:
             raise MessageError(f"{where}: not JSON (a truncated or corrupted message?): {exc}") from None

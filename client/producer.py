@@ -24,7 +24,9 @@ from client.wire import BNODE, RDF_TYPE, Iri, Literal, encode_fact, literal
 
 __all__ = ["UpdateProducer", "arities_of"]
 
-_ATOM = re.compile(r"([A-Za-z_?][\w\-.:]*|\x00\d+\x00)\s*([(\[])")
+_ATOM = re.compile(r"([A-Za-z_?:][\w\-.:]*|\x00\d+\x00)\s*([(\[])")
+_PREFIX = re.compile(r"\s*(?:@prefix|PREFIX)\s+([A-Za-z][\w\-]*|):\s*<([^>]*)>")
+_TOKEN = re.compile(r"[(\[)\]]|[A-Za-z_][\w\-]*(?::[\w\-.]*)?(?P<call>\s*[(\[])?")
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|<[^\s<>"]*>')
 
 
@@ -33,6 +35,8 @@ def arities_of(program: str) -> dict[str, set[int]]:
 
     IRIs `<...>` and strings are set aside first, `//` and `%` comments (outside
     parentheses) dropped; an atom's arity is its number of top-level arguments.
+    A predicate written `<iri>` or `pre:local` (with `@prefix pre: <...>`) is
+    listed both as written and expanded.
     """
     kept: list[str] = []
 
@@ -40,9 +44,11 @@ def arities_of(program: str) -> dict[str, set[int]]:
         kept.append(m.group())
         return f"\x00{len(kept) - 1}\x00"
 
-    lines = []
+    lines, prefixes = [], {}
     for line in program.splitlines():
-        if line.lstrip().startswith(("@prefix", "PREFIX", "@base", "BASE")):
+        decl = _PREFIX.match(line)
+        if decl is not None:
+            prefixes[decl.group(1)] = decl.group(2)
             continue
         line, depth, out = _STRING.sub(hide, line), 0, []
         for i, c in enumerate(line):
@@ -59,8 +65,29 @@ def arities_of(program: str) -> dict[str, set[int]]:
             name = kept[int(name.strip("\x00"))]
         if name[0] in "?" or name[0].isupper() or name in ("not",):
             continue
-        found.setdefault(name, set()).add(_count_args(text, m.end()))
+        arity = _count_args(text, m.end())
+        found.setdefault(name, set()).add(arity)
+        pre, _, local = name.partition(":")
+        full = name[1:-1] if name[0] == "<" else prefixes[pre] + local if local and pre in prefixes else None
+        if full is not None:  # also under the expanded name (the job's)
+            found.setdefault(full, set()).add(arity)
+    for name in _zero_arity(text):
+        found.setdefault(name, set()).add(0)
     return found
+
+
+def _zero_arity(text: str) -> list[str]:
+    """Names outside any parentheses that no `(`/`[` follows: atoms without arguments (`raining.`)."""
+    out, depth = [], 0
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        if tok in "([" or m.group("call"):
+            depth += 1
+        elif tok in ")]":
+            depth -= 1
+        elif depth == 0 and tok[0].islower() and tok != "not":
+            out.append(tok)
+    return out
 
 
 def _count_args(text: str, start: int) -> int:

@@ -48,7 +48,7 @@ class MemoryView:
     """
 
     def __init__(self, on_change: Callable[[Change], None] | None = None) -> None:
-        self.facts: dict[str | None, set[tuple]] = {}
+        self.sets: dict[str | None, set[tuple]] = {}
         self.progress = Progress()
         self.on_change = on_change
 
@@ -56,7 +56,7 @@ class MemoryView:
         return self.progress
 
     def apply(self, batch: Batch, topic: str, offsets: dict[int, int]) -> None:
-        facts = self.facts.setdefault(batch.key, set())
+        facts = self.sets.setdefault(batch.key, set())
         facts.difference_update(batch.removed)
         facts.update(batch.added)
         self.progress.batches[batch.key] = batch.batch
@@ -70,7 +70,7 @@ class MemoryView:
 
     def facts(self, key: str | None = None) -> set[tuple]:
         """The facts of `key`'s materialisation (None: the unkeyed stream)."""
-        return self.facts.get(key, set())
+        return self.sets.get(key, set())
 
     def close(self) -> None:
         pass

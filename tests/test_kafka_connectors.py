@@ -28,7 +28,7 @@ from connectors.broker import (  # noqa: E402
     ensure_topics,
     tansu_path,
 )
-from connectors.kafka_sink import LOG_RAW_CHARS, KafkaPublisher, read_deltas  # noqa: E402
+from connectors.kafka_sink import LOG_RAW_CHARS, KafkaPublisher  # noqa: E402
 from connectors.kafka_source import (  # noqa: E402
     KafkaInputPartition,
     KafkaSourceError,
@@ -36,6 +36,7 @@ from connectors.kafka_source import (  # noqa: E402
     fair_limit,
     register,
 )
+from tests.messages import read_deltas  # noqa: E402
 
 _topic_counter = iter(range(10_000))
 
