@@ -182,3 +182,51 @@ def test_ntriples_deltas_with_facts_that_are_not_triples(broker, db_url):
     expected = {(f"{ex}Person", Iri(f"{ex}a")), (f"{ex}name", Iri(f"{ex}a"), Literal("Zoë", es.RDF_LANG_STRING, "fr")),
                 (f"{ex}n", Iri("urn:fluxmat:bnode:b1"), 7)}  # fmt: skip
     assert got == expected
+
+
+def test_a_large_first_snapshot_goes_in_bulk_and_reads_back(db_url):
+    from client import Folder
+    from client.database import COPY_ROWS
+
+    facts = [("takes", Iri(f"http://x/s{i}"), f"Course {i} é", i * 7) for i in range(COPY_ROWS * 3)]
+    store = open_store(db_url)
+    folder = Folder(store.load("t").batches)
+    body = {"v": 1, "batch": -1, "through": None, "part": 0, "parts": 1,
+            "added": [encode_fact(f) for f in facts], "removed": []}  # fmt: skip
+    import json
+
+    store.apply(folder.offer(json.dumps(body).encode()), "t", folder.resume())
+    assert store.facts() == set(facts)
+    store.close()
+
+
+def test_update_producer_messages_are_what_the_job_reads(broker):
+    import pyoxigraph as ox
+
+    from client import UpdateProducer
+    from connectors.files import parse_update
+    from connectors.kafka_sink import read_deltas as read_topic
+    from tests.messages import check_message
+
+    bs, updates = broker.bootstrap, topic(broker.bootstrap, 1)
+    program = "@prefix ex: <http://example.org/> .\npath(X, Y) :- edge(X, Y).\nex:age[?X, ?A] :- person(?X, ?A).\n"
+    triple = ox.Triple(ox.NamedNode("http://example.org/a"), ox.NamedNode("http://example.org/age"),
+                       ox.Literal("42", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#int")))  # fmt: skip
+    with UpdateProducer(bs, updates, program=program, max_facts=3) as producer:
+        with pytest.raises(ValueError, match="has arity 3; the program uses edge with arity 2"):
+            producer.send(add=[("edge", "a", "b", "c")])
+        with pytest.raises(ValueError, match="an argument is an int, str, Iri or Literal"):
+            producer.add(("edge", "a", 1.5))
+        producer.send(add=[("edge", "a", Iri("http://x/b")), triple], delete=[("edge", "<x>", 2**70)], id="u1")
+        producer.add(*[("edge", f"n{i}", f"n{i + 1}") for i in range(4)], key="k")  # 3: sent at once, 1 pending
+        producer.send_rdf(add="<http://x/a> <http://x/p> <http://x/b> .\n", id=2)
+        producer.flush()
+    messages = read_topic(bs, updates)
+    assert len(messages) == 4
+    for i, message in enumerate(messages):
+        check_message(message, "update")
+        parse_update(message, {"ex": "http://example.org/"}, f"message {i}")  # the job's own reader accepts it
+    first = parse_update(messages[0], {}, "first")
+    assert first.add[1] == ("http://example.org/age", es.Iri("http://example.org/a"),
+                            es.literal("42", "http://www.w3.org/2001/XMLSchema#int"))  # fmt: skip
+    assert first.delete == (("edge", "<x>", 2**70),) and first.id == "u1"
