@@ -149,7 +149,7 @@ def test_keyed_deltas_deferred_go_by_key_in_order(broker):
     assert len(keyed) == 12 and len(msgs) == 13
     for key in ("t1", "t2", "t3"):  # one key's deltas in order (one partition per key)
         assert [m["through"] for m in keyed if m["key"] == key] == [f"{key}-{b}" for b in range(4)]
-    assert list(keyed[0]) == ["key", "batch", "through", "part", "parts", "added", "removed"]
+    assert list(keyed[0]) == ["v", "key", "batch", "through", "part", "parts", "added", "removed"]
 
 
 def test_read_deltas_rebuilds_materialisation(broker):
