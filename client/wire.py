@@ -37,6 +37,8 @@ RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 BNODE = "urn:fluxmat:bnode:"
 _IRI = re.compile('<[^\\s<>"\ud800-\udfff]*>\\Z')
 _CANONICAL_INTEGER = re.compile(r"(?:0|-?[1-9][0-9]{0,3999})\Z")
+_IRI_CACHE = 200_000  # decoded "<...>" strings kept (LUBM repeats each IRI many times)
+_IRIS: dict[str, object] = {}
 _LITERAL_KEYS = ({"@value"}, {"@value", "@type"}, {"@value", "@language"})
 
 
@@ -118,10 +120,25 @@ def decode_fact(item) -> tuple:
     """
     if type(item) is not list or not item or type(item[0]) is not str or not item[0]:
         raise WireError(f"expected a fact [predicate, arg, ...], found {_show(item)}")
+    out = [item[0]]
     try:
-        return (item[0], *map(decode_value, item[1:]))
+        for arg in item[1:]:
+            t = type(arg)
+            if t is int or (t is str and arg[:1] != "<"):  # the common cases, inline
+                out.append(arg)
+            elif t is str:
+                iri = _IRIS.get(arg)
+                if iri is None:
+                    iri = decode_value(arg)
+                    if len(_IRIS) >= _IRI_CACHE:
+                        _IRIS.clear()
+                    _IRIS[arg] = iri
+                out.append(iri)
+            else:
+                out.append(decode_value(arg))
     except WireError as exc:
         raise WireError(f"in fact {_show(item)}: {exc}") from None
+    return tuple(out)
 
 
 def encode_fact(fact: tuple) -> list:
