@@ -230,3 +230,21 @@ def test_update_producer_messages_are_what_the_job_reads(broker):
     assert first.add[1] == ("http://example.org/age", es.Iri("http://example.org/a"),
                             es.literal("42", "http://www.w3.org/2001/XMLSchema#int"))  # fmt: skip
     assert first.delete == (("edge", "<x>", 2**70),) and first.id == "u1"
+
+
+@pytest.mark.parametrize("to,fragment", [
+    ("mysql://x/y", "unknown database URL 'mysql://x/y'"),
+    ("sqlite:///{tmp}/v.db", "cannot reach Kafka broker at 127.0.0.1:{port}"),
+    ("postgresql://nobody@127.0.0.1:{port}/x", "cannot open postgresql://nobody@127.0.0.1:{port}/x"),
+])  # fmt: skip
+def test_follow_refuses_bad_places_with_one_error_line(tmp_path, to, fragment):
+    from tests.servers import free_port
+
+    port = free_port()
+    to, fragment = (x.format(tmp=tmp_path, port=port) for x in (to, fragment))
+    r = subprocess.run([sys.executable, "-m", "ops.cli", "follow", "--deltas-topic", "d",
+                        "--bootstrap-servers", f"127.0.0.1:{port}", "--to", to],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("fluxmat: error:")]
+    assert r.returncode == 1 and "Traceback" not in r.stderr and len(lines) == 1, r.stderr
+    assert fragment in lines[0], lines[0]
