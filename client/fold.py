@@ -164,7 +164,11 @@ class Folder:
         where = f"partition {partition} offset {offset}"
         msg = value if type(value) is dict else decode_message(value, where)
         check_delta(msg, where)
-        self.seen[partition] = max(self.seen.get(partition, 0), offset + 1)
+        done = self._fold(msg, partition, offset, where)
+        self.seen[partition] = max(self.seen.get(partition, 0), offset + 1)  # only once accepted
+        return done
+
+    def _fold(self, msg: dict, partition: int, offset: int, where: str) -> Batch | None:
         key, batch = msg.get("key"), msg["batch"]
         if self.only is not None and key != self.only:
             return None

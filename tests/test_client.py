@@ -310,3 +310,11 @@ def test_arities_of_agrees_with_the_parser(path):
             expected.setdefault(atom.pred, set()).add(len(atom.args))
     got = arities_of(text)
     assert {p: got.get(p) for p in expected} == expected
+
+
+def test_a_refused_message_does_not_move_the_resume_offset():
+    f = Folder()
+    f.offer(delta(-1, added=[("e", "a")]), 0, 0)
+    with pytest.raises(MessageError):
+        f.offer(delta(0, added=[("e", 1.5)]), 1, 5)  # a bad fact on another partition
+    assert f.resume() == {0: 1}  # partition 1 is read again from where it was
