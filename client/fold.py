@@ -181,10 +181,13 @@ class Folder:
                 return None  # an older batch's replay while a newer one is assembled
             raise MessageError(f"{where}: batch {batch} of key {key!r} began before batch {pend.batch} was "
                                f"complete (parts {sorted(pend.got)} of {pend.parts}): its other parts are lost")
-        if pend is None or pend.parts != msg["parts"]:  # the first part, or the batch re-split on replay
+        fresh = pend is None or pend.parts != msg["parts"]  # the first part, or the batch re-split on replay
+        if not fresh and msg["part"] in pend.got:
+            return None  # a part resent
+        facts = _facts(msg, where)
+        if fresh:
             pend = self.pending[key] = _Pending(batch, msg["parts"], msg["through"], start=(partition, offset))
-        if msg["part"] not in pend.got:
-            pend.got[msg["part"]] = _facts(msg, where)
+        pend.got[msg["part"]] = facts
         if len(pend.got) < pend.parts:
             return None
         del self.pending[key]
