@@ -6,12 +6,14 @@ client.fold.Folder and applies each complete batch to its store: an in-memory
 view (client.view.MemoryView, the default) or a database
 (client.database.open_store).
 
-Position: the follower does not use Kafka consumer groups. Its position is
-part of the store's progress (the next offset per partition), written in the
-same transaction as the batch it follows, so a follower killed at any moment
-restarts where its view is: nothing applied twice, nothing skipped. A store
-that keeps nothing across processes (MemoryView) starts from the beginning of
-the topic, whose first batches carry the whole materialisation.
+Position: the follower's position is part of the store's progress (the next
+offset per partition), written in the same transaction as the batch it
+follows, so a follower killed at any moment restarts where its view is:
+nothing applied twice, nothing skipped. A store that keeps nothing across
+processes (MemoryView) starts from the beginning of the topic, whose first
+batches carry the whole materialisation. With a `group_id`, the same offsets
+are also committed to Kafka after each applied batch (all its parts applied),
+for tools that watch consumer-group lag; they are never read back.
 
 Compression: the job's producer compresses record batches (lz4 by default);
 kafka-python decompresses them (with the `lz4` package installed).
@@ -49,13 +51,15 @@ class DeltaFollower:
         key: follow only this key of a keyed job (`--partition-by`); None: all keys.
         timeout: seconds to wait for the broker and the topic at start.
         consumer_config: extra kafka-python KafkaConsumer settings.
+        group_id: a consumer group to commit the follower's offsets to (for monitoring).
 
     Raises:
         ConnectionError: the broker or the topic cannot be reached within `timeout`.
     """
 
     def __init__(self, bootstrap: str, topic: str, store=None, key: str | None = None,
-                 timeout: float = 10.0, consumer_config: dict | None = None) -> None:  # fmt: skip
+                 timeout: float = 10.0, consumer_config: dict | None = None,
+                 group_id: str | None = None) -> None:  # fmt: skip
         from kafka import KafkaConsumer, TopicPartition
         from kafka.errors import KafkaError
 
@@ -65,8 +69,9 @@ class DeltaFollower:
         progress = self.store.load(topic)
         self.folder = Folder(progress.batches, key=key)
         self.reflects = dict(progress.through)  # key -> through of its last applied batch
+        self.group_id = group_id
         try:
-            self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+            self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False,
                                           fetch_max_wait_ms=100, **(consumer_config or {}))  # fmt: skip
         except (KafkaError, OSError) as exc:
             raise ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
@@ -103,10 +108,20 @@ class DeltaFollower:
             for rec in records[tp]:
                 batch = self.folder.offer(rec.value, tp.partition, rec.offset)
                 if batch is not None:
-                    self.store.apply(batch, self.topic, self.folder.resume())
+                    offsets = self.folder.resume()
+                    self.store.apply(batch, self.topic, offsets)
                     self.reflects[batch.key] = batch.through
                     done.append(batch)
+                    if self.group_id is not None:
+                        self._commit(offsets)
         return done
+
+    def _commit(self, offsets: dict[int, int]) -> None:
+        from kafka import TopicPartition
+        from kafka.structs import OffsetAndMetadata
+
+        self.consumer.commit({TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1)
+                              for p, o in offsets.items()})  # fmt: skip
 
     def caught_up(self) -> bool:
         """Whether every followed partition has been read to its high watermark (as last fetched)."""

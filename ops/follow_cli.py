@@ -30,6 +30,9 @@ def add_parsers(sub) -> None:
                    help="sqlite:///FILE or postgresql://USER@HOST:PORT/DB "
                         "(env FLUXMAT_FOLLOW_TO; default: %(default)s)")
     f.add_argument("--key", default=None, help="follow only this key of a job run with --partition-by")
+    f.add_argument("--group-id", default=os.environ.get("FLUXMAT_FOLLOW_GROUP_ID"),
+                   help="also commit the follower's offsets to this Kafka consumer group, for lag monitoring "
+                        "(env FLUXMAT_FOLLOW_GROUP_ID; the database's progress stays the record)")
     f.add_argument("--until-caught-up", action="store_true",
                    help="stop once every partition has been read to its end (default: run until stopped)")
     f.add_argument("--quiet", action="store_true", help="no line per applied batch")
@@ -56,7 +59,7 @@ def cmd_follow(ns: argparse.Namespace) -> None:
     except Exception as exc:  # the database's own error (psycopg.OperationalError, sqlite3.Error)
         raise ConnectionError(f"cannot open {ns.to}: {exc}") from None
     stopped = _stopper()
-    follower = DeltaFollower(ns.bootstrap_servers, ns.deltas_topic, store, key=ns.key)
+    follower = DeltaFollower(ns.bootstrap_servers, ns.deltas_topic, store, key=ns.key, group_id=ns.group_id)
     try:
         while not stopped:
             for batch in follower.poll(0.5):

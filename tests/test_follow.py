@@ -138,9 +138,18 @@ def test_one_key_alone_and_a_refused_message(broker, tmp_path):
         stream.publish(3)
         views = stream.views
     url = f"sqlite:///{tmp_path / 'b.db'}"
-    proc = follow(url, bs, deltas, "--key", "b", "--until-caught-up", "--quiet")
+    proc = follow(url, bs, deltas, "--key", "b", "--until-caught-up", "--quiet", "--group-id", "views")
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
+    from kafka import KafkaConsumer, TopicPartition
+
+    from client.follower import partition_of
+
+    watcher = KafkaConsumer(bootstrap_servers=bs, group_id="views", enable_auto_commit=False)
+    part = partition_of("b", 2)
+    saved = open_store(url).load(deltas).offsets
+    assert watcher.committed(TopicPartition(deltas, part)) == saved[part] > 0  # the group sees the progress
+    watcher.close()
     store = open_store(url)
     store.load(deltas)
     assert store.facts("b") == views["b"] and store.facts("a") == set()
