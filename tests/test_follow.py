@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from client import DeltaFollower, Iri, Literal, open_store
+from client.follower import partition_of
 from client.wire import encode_fact
 from connectors.broker import ensure_topics
 from connectors.kafka_sink import KafkaPublisher
@@ -143,7 +144,6 @@ def test_one_key_alone_and_a_refused_message(broker, tmp_path):
     assert proc.returncode == 0, err
     from kafka import KafkaConsumer, TopicPartition
 
-    from client.follower import partition_of
 
     watcher = KafkaConsumer(bootstrap_servers=bs, group_id="views", enable_auto_commit=False)
     part = partition_of("b", 2)
@@ -159,7 +159,6 @@ def test_one_key_alone_and_a_refused_message(broker, tmp_path):
 
     producer = KafkaProducer(bootstrap_servers=bs)
     old = b'{"key":"b","batch":3,"through":"u3","part":0,"parts":1,"added":[["edge","x","y"]],"removed":[]}'
-    from client.follower import partition_of
 
     producer.send(deltas, key=b"b", value=old, partition=partition_of("b", 2)).get(timeout=30)
     producer.close()
