@@ -318,3 +318,11 @@ def test_a_refused_message_does_not_move_the_resume_offset():
     with pytest.raises(MessageError):
         f.offer(delta(0, added=[("e", 1.5)]), 1, 5)  # a bad fact on another partition
     assert f.resume() == {0: 1}  # partition 1 is read again from where it was
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ENGINE_VALUES, max_size=4))
+def test_a_facts_key_is_the_same_with_or_without_orjson(args):
+    fact = wire.decode_fact(json.loads(json.dumps(fact_json(("p", *args)))))
+    plain = json.dumps(fact_json(("p", *args))[1:], ensure_ascii=False, separators=(",", ":"))
+    assert wire.fact_key(fact) == plain
