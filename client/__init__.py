@@ -19,12 +19,12 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from client.database import SqlStore, open_store
-from client.fold import VERSION, Batch, Folder, MessageError, check_delta
-from client.follower import DeltaFollower
-from client.producer import UpdateProducer, arities_of
-from client.view import Change, MemoryView, Progress
-from client.wire import Iri, Literal, WireError, decode_fact, encode_fact
+from fluxmat.client.database import SqlStore, open_store
+from fluxmat.client.fold import VERSION, Batch, Folder, MessageError, check_delta
+from fluxmat.client.follower import DeltaFollower
+from fluxmat.client.producer import UpdateProducer, arities_of
+from fluxmat.client.view import Change, MemoryView, Progress
+from fluxmat.client.wire import Iri, Literal, WireError, decode_fact, encode_fact
 
 SCHEMAS = ("update", "delta", "dead-letter")
 

@@ -31,9 +31,9 @@ import re
 import sqlite3
 from pathlib import Path
 
-from client.fold import Batch
-from client.view import Progress
-from client.wire import Iri, Literal, fact_key, literal
+from fluxmat.client.fold import Batch
+from fluxmat.client.view import Progress
+from fluxmat.client.wire import Iri, Literal, fact_key, literal
 
 __all__ = ["SqlStore", "open_store"]
 

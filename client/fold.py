@@ -29,7 +29,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from client.wire import WireError, decode_fact, ntriples_facts
+from fluxmat.client.wire import WireError, decode_fact, ntriples_facts
 
 try:  # a faster JSON decoder when installed (fluxmat installs it)
     import orjson

@@ -28,8 +28,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from client.fold import Batch, Folder
-from client.view import MemoryView
+from fluxmat.client.fold import Batch, Folder
+from fluxmat.client.view import MemoryView
 
 __all__ = ["DeltaFollower"]
 

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from client.wire import BNODE, RDF_TYPE, Iri, Literal, encode_fact, literal
+from fluxmat.client.wire import BNODE, RDF_TYPE, Iri, Literal, encode_fact, literal
 
 __all__ = ["UpdateProducer", "arities_of"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from client.fold import Batch
+from fluxmat.client.fold import Batch
 
 __all__ = ["Change", "MemoryView", "Progress"]
 

@@ -45,8 +45,8 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from engine.errors import ParseError
-from engine.syntax import XSD_INTEGER, Iri, Pos, RdfLiteral, literal
+from fluxmat.engine.errors import ParseError
+from fluxmat.engine.syntax import XSD_INTEGER, Iri, Pos, RdfLiteral, literal
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 BNODE = "urn:fluxmat:bnode:"

@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.rules import AnalysedRule, Assign, Filter, term_vars
-from engine.storage import Dictionary
-from engine.syntax import (
+from fluxmat.engine.rules import AnalysedRule, Assign, Filter, term_vars
+from fluxmat.engine.storage import Dictionary
+from fluxmat.engine.syntax import (
     INT_SAFE_BITS,
     BinOp,
     Const,

@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 
-from engine import FluxmatError
+from fluxmat.engine import FluxmatError
 
 
 def add_parsers(sub) -> None:
@@ -50,7 +50,7 @@ def _stopper():
 
 
 def cmd_follow(ns: argparse.Namespace) -> None:
-    from client import DeltaFollower, MessageError, open_store
+    from fluxmat.client import DeltaFollower, MessageError, open_store
 
     try:
         store = open_store(ns.to)

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import fastjsonschema
 
-from client import schema
-from connectors.kafka_sink import read_deltas as _read_topic
+from fluxmat.client import schema
+from fluxmat.connectors.kafka_sink import read_deltas as _read_topic
 
 
 def draft7(node):

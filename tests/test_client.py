@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client import (
+from fluxmat.client import (
     Folder,
     Iri,
     Literal,
@@ -29,10 +29,10 @@ from client import (
     schema,
     wire,
 )
-from connectors.rdf import ntriples_lines
-from engine import parse_program
-from engine import syntax as es
-from engine.wire import fact_json, value_from_json
+from fluxmat.connectors.rdf import ntriples_lines
+from fluxmat.engine import parse_program
+from fluxmat.engine import syntax as es
+from fluxmat.engine.wire import fact_json, value_from_json
 from tests.messages import VALIDATORS, check_message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,8 +50,8 @@ class Block:
         if name.split(".")[0] in ("engine", "connectors", "stream", "ops", "pyspark", "redis"):
             raise ImportError(f"blocked: {name}")
 sys.meta_path.insert(0, Block())
-import client
-from client import Folder, MemoryView, DeltaFollower, UpdateProducer, open_store, schema
+from fluxmat import client
+from fluxmat.client import Folder, MemoryView, DeltaFollower, UpdateProducer, open_store, schema
 f = Folder()
 b = f.offer(b'{"v":1,"batch":-1,"through":null,"part":0,"parts":1,"added":[["p","<http://x/a>",5]],"removed":[]}')
 assert b.added == [("p", client.Iri("http://x/a"), 5)], b

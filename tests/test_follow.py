@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from client import DeltaFollower, Iri, Literal, open_store
-from client.follower import partition_of
-from client.wire import encode_fact
-from connectors.broker import ensure_topics
-from connectors.kafka_sink import KafkaPublisher
-from connectors.rdf import ntriples_lines
-from engine import syntax as es
+from fluxmat.client import DeltaFollower, Iri, Literal, open_store
+from fluxmat.client.follower import partition_of
+from fluxmat.client.wire import encode_fact
+from fluxmat.connectors.broker import ensure_topics
+from fluxmat.connectors.kafka_sink import KafkaPublisher
+from fluxmat.connectors.rdf import ntriples_lines
+from fluxmat.engine import syntax as es
 from tests.servers import PostgresServer, postgres_bin
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +90,7 @@ class Stream:
 
 
 def follow(url: str, bootstrap: str, deltas: str, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "ops.cli", "follow", "--deltas-topic", deltas,
+    return subprocess.Popen([sys.executable, "-m", "fluxmat.ops.cli", "follow", "--deltas-topic", deltas,
                              "--bootstrap-servers", bootstrap, "--to", url, *extra],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
 
@@ -193,8 +193,8 @@ def test_ntriples_deltas_with_facts_that_are_not_triples(broker, db_url):
 
 
 def test_a_large_first_snapshot_goes_in_bulk_and_reads_back(db_url):
-    from client import Folder
-    from client.database import COPY_ROWS
+    from fluxmat.client import Folder
+    from fluxmat.client.database import COPY_ROWS
 
     facts = [("takes", Iri(f"http://x/s{i}"), f"Course {i} é", i * 7) for i in range(COPY_ROWS * 3)]
     store = open_store(db_url)
@@ -211,9 +211,9 @@ def test_a_large_first_snapshot_goes_in_bulk_and_reads_back(db_url):
 def test_update_producer_messages_are_what_the_job_reads(broker):
     import pyoxigraph as ox
 
-    from client import UpdateProducer
-    from connectors.files import parse_update
-    from connectors.kafka_sink import read_deltas as read_topic
+    from fluxmat.client import UpdateProducer
+    from fluxmat.connectors.files import parse_update
+    from fluxmat.connectors.kafka_sink import read_deltas as read_topic
     from tests.messages import check_message
 
     bs, updates = broker.bootstrap, topic(broker.bootstrap, 1)
@@ -250,7 +250,7 @@ def test_follow_refuses_bad_places_with_one_error_line(tmp_path, to, fragment):
 
     port = free_port()
     to, fragment = (x.format(tmp=tmp_path, port=port) for x in (to, fragment))
-    r = subprocess.run([sys.executable, "-m", "ops.cli", "follow", "--deltas-topic", "d",
+    r = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "follow", "--deltas-topic", "d",
                         "--bootstrap-servers", f"127.0.0.1:{port}", "--to", to],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("fluxmat: error:")]

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from client import open_store
+from fluxmat.client import open_store
 from tests.messages import read_deltas
 from tests.servers import RedisServer
 from tests.test_follow import ROOT, postgres  # noqa: F401 - the fixture
@@ -49,7 +49,7 @@ def redis_srv(tmp_path_factory):
 
 
 def follow(url: str, s, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "ops.cli", "follow", "--deltas-topic", s.deltas,
+    return subprocess.Popen([sys.executable, "-m", "fluxmat.ops.cli", "follow", "--deltas-topic", s.deltas,
                              "--bootstrap-servers", s.bootstrap, "--to", url, *extra],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
 

@@ -15,7 +15,7 @@ import math
 
 import pytest
 
-from engine import ALGORITHMS, Reasoner, analyse, create, parse_program
+from fluxmat.engine import ALGORITHMS, Reasoner, analyse, create, parse_program
 from tests.test_corpus import CORPUS, MISSING
 
 TC = "r(X, Z) :- r(X, Y), r(Y, Z).\n"  # rule (1)

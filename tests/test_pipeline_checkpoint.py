@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import redis
 
-from connectors.state import STATE_KEYS
-from stream.job import checkpoint_last_commit
+from fluxmat.connectors.state import STATE_KEYS
+from fluxmat.stream.job import checkpoint_last_commit
 from tests.messages import read_deltas
 from tests.test_pipeline import (
     INITIAL,

@@ -24,11 +24,11 @@ import os
 import random
 import time
 
-from client import DeltaFollower, open_store
-from connectors.broker import EmbeddedBroker, ensure_topics
-from connectors.kafka_sink import KafkaPublisher
-from engine import Reasoner
-from engine.wire import fact_json
+from fluxmat.client import DeltaFollower, open_store
+from fluxmat.connectors.broker import EmbeddedBroker, ensure_topics
+from fluxmat.connectors.kafka_sink import KafkaPublisher
+from fluxmat.engine import Reasoner
+from fluxmat.engine.wire import fact_json
 from tests.benchmarks.workloads import lubm
 
 
