@@ -2,8 +2,11 @@
 
 Delta messages (deltas topic, partition 0, key `str(batch)`)::
 
-    {"batch": 7, "through": <opaque, e.g. source offsets>, "part": 0, "parts": 2,
+    {"v": 1, "batch": 7, "through": <opaque, e.g. source offsets>, "part": 0, "parts": 2,
      "added": [["edge", "a", "b"], ...], "removed": [...]}
+
+`"v"` is the message format's version (`MESSAGE_VERSION`), first in every delta
+and dead letter; the JSON Schemas of both are shipped in `client/schemas/`.
 
 With `--partition-by` a delta belongs to one key of the stream: it carries
 `"key"` first and is sent with the key as its Kafka message key (partition by
@@ -43,7 +46,7 @@ the producer's hash of the key), so each key's deltas are one ordered log.
 
 Dead letters (dead-letter topic)::
 
-    {"reason": "...", "source": {"topic": ..., "partition": ..., "offset": ...},
+    {"v": 1, "reason": "...", "source": {"topic": ..., "partition": ..., "offset": ...},
      "raw": "<original value or null>"[, "truncated": true]}
 
 * `raw` is what the caller passes: the stream cuts it short (stream.batch,
@@ -78,6 +81,7 @@ _MAX_REQUEST = 16 << 20  # client-side bound; one-fact parts may pass max_messag
 LOG_RAW_CHARS = 200  # of a dead letter's message, in its log line
 COMPRESSIONS = ("lz4", "gzip", "none")  # fluxmat run --delta-compression
 DELTA_FORMATS = ("json", "ntriples", "debezium")  # fluxmat run --delta-format
+MESSAGE_VERSION = 1  # "v" of delta messages and dead letters (client/schemas/*.schema.json)
 log = logging.getLogger("fluxmat.dead-letters")
 
 
@@ -243,7 +247,8 @@ class KafkaPublisher:
         parts = self._split(added, removed)
         while True:
             n = len(parts)
-            head = {"batch": batch} if key is None else {"key": key, "batch": batch}
+            head = {"v": MESSAGE_VERSION, "batch": batch} if key is None else {
+                "v": MESSAGE_VERSION, "key": key, "batch": batch}
             messages = [{**head, "through": through, "part": i, "parts": n, "added": a, "removed": r}
                         for i, (a, r) in enumerate(parts)]  # fmt: skip
             if self.delta_format == "ntriples":
@@ -282,7 +287,7 @@ class KafkaPublisher:
         if self.dead_letter_topic is None:
             log.warning("%s", dead_letter_line(reason, partition, offset, raw, truncated))
             return
-        message = {"reason": reason,
+        message = {"v": MESSAGE_VERSION, "reason": reason,
                    "source": {"topic": self.source_topic, "partition": partition,
                               "offset": offset},
                    "raw": raw}

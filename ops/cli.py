@@ -23,7 +23,7 @@ from fluxmat.connectors.redact import redact
 from fluxmat.engine import ALGORITHMS, EngineOptions, Fed, FluxmatError, Reasoner, Report
 from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, LimitExceeded, Limits
 from fluxmat.engine.printer import FactPrinter
-from fluxmat.ops import inspect_cli, limit_flags, rdf_cli, stream_cli
+from fluxmat.ops import follow_cli, inspect_cli, limit_flags, rdf_cli, stream_cli
 
 
 def _env(name: str, default):
@@ -163,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     stream_cli.add_parsers(sub)
     inspect_cli.add_parsers(sub)
     rdf_cli.add_parsers(sub)
+    follow_cli.add_parsers(sub)
     return ap
 
 
@@ -402,7 +403,7 @@ COMMANDS = {
 
 
 STREAM_COMMANDS = {"run": stream_cli.cmd_run, "demo": stream_cli.cmd_demo, **inspect_cli.COMMANDS,
-                   **rdf_cli.COMMANDS}  # fmt: skip
+                   **rdf_cli.COMMANDS, **follow_cli.COMMANDS}  # fmt: skip
 
 
 def _limit_hit(exc: BaseException) -> str:

@@ -362,6 +362,7 @@ def cmd_demo(ns: argparse.Namespace) -> None:
         job.run()
         deltas = read_deltas(broker.bootstrap, "deltas")
         dead = read_deltas(broker.bootstrap, "dead-letters")
+    _dump_messages(deltas + dead)
     say("deltas published (as consumers see them):")
     current: set = set()
     for msg in deltas:
@@ -388,6 +389,14 @@ def cmd_demo(ns: argparse.Namespace) -> None:
         f"{time.monotonic() - started:.1f} s")  # fmt: skip
     if current != expected:
         raise SystemExit(1)
+
+
+def _dump_messages(messages: list[dict]) -> None:
+    """With FLUXMAT_DEMO_MESSAGES=FILE, every message read, as JSON Lines (the tests check them)."""
+    path = os.environ.get("FLUXMAT_DEMO_MESSAGES")
+    if path:
+        Path(path).write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages),
+                              encoding="utf-8")
 
 
 def _fact(f) -> str:

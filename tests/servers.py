@@ -313,3 +313,73 @@ class SparkStandalone:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(timeout=10)
         self.procs.clear()
+
+
+def postgres_bin() -> Path | None:
+    """The directory of Debian's PostgreSQL server binaries (initdb, pg_ctl), newest version; None if absent."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parent.parent.name))
+    return found[-1].parent if found else None
+
+
+class PostgresServer:
+    """A throwaway PostgreSQL cluster (initdb, trust auth) on a free loopback port, stopped by PID.
+
+    Run as the `postgres` user when the tests run as root (the server refuses
+    root); its data directory is a new directory under /tmp owned by that user.
+    """
+
+    def __init__(self) -> None:
+        import os
+        import tempfile
+
+        self.bin = postgres_bin()
+        if self.bin is None:
+            raise RuntimeError("PostgreSQL is not installed (apt-get install postgresql)")
+        self.port = free_port()
+        self.directory = Path(tempfile.mkdtemp(prefix="fluxmat-pg-"))
+        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self.as_user:
+            shutil.chown(self.directory, "postgres", "postgres")
+        self.data = self.directory / "data"
+        self.pid: int | None = None
+
+    def _run(self, *args: str) -> None:
+        r = subprocess.run([*self.as_user, *args], capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(args[:2])} failed: {r.stderr.strip() or r.stdout.strip()}")
+
+    def start(self) -> PostgresServer:
+        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                  "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")  # fmt: skip
+        options = f"-p {self.port} -h 127.0.0.1 -k {self.directory} -c fsync=off"
+        self._run(str(self.bin / "pg_ctl"), "start", "-w", "-t", "60", "-D", str(self.data), "-o", options,
+                  "-l", str(self.directory / "server.log"))  # fmt: skip
+        self.pid = int((self.data / "postmaster.pid").read_text().split()[0])
+        return self
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, name: str) -> str:
+        """A new empty database; its URL."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def stop(self) -> None:
+        import os
+        import signal
+
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGINT)  # fast shutdown
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:
+                    os.kill(self.pid, 0)
+                    time.sleep(0.1)
+            except ProcessLookupError:
+                pass
+            self.pid = None
+        shutil.rmtree(self.directory, ignore_errors=True)

@@ -11,11 +11,12 @@ import json
 from prometheus_client import generate_latest
 
 from fluxmat.connectors.broker import ensure_topics
-from fluxmat.connectors.kafka_sink import KafkaPublisher, read_deltas
+from fluxmat.connectors.kafka_sink import KafkaPublisher
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import Reasoner
 from fluxmat.ops.metrics import JobMetrics
 from fluxmat.stream.batch import BatchProcessor
+from tests.messages import read_deltas
 
 PROGRAM = "path(X, Y) :- edge(X, Y). path(X, Z) :- path(X, Y), edge(Y, Z)."
 

@@ -28,7 +28,7 @@ from fluxmat.connectors.broker import (  # noqa: E402
     ensure_topics,
     tansu_path,
 )
-from fluxmat.connectors.kafka_sink import LOG_RAW_CHARS, KafkaPublisher, read_deltas  # noqa: E402
+from fluxmat.connectors.kafka_sink import LOG_RAW_CHARS, KafkaPublisher  # noqa: E402
 from fluxmat.connectors.kafka_source import (  # noqa: E402
     KafkaInputPartition,
     KafkaSourceError,
@@ -36,6 +36,7 @@ from fluxmat.connectors.kafka_source import (  # noqa: E402
     fair_limit,
     register,
 )
+from tests.messages import read_deltas  # noqa: E402
 
 _topic_counter = iter(range(10_000))
 
@@ -148,7 +149,7 @@ def test_keyed_deltas_deferred_go_by_key_in_order(broker):
     assert len(keyed) == 12 and len(msgs) == 13
     for key in ("t1", "t2", "t3"):  # one key's deltas in order (one partition per key)
         assert [m["through"] for m in keyed if m["key"] == key] == [f"{key}-{b}" for b in range(4)]
-    assert list(keyed[0]) == ["key", "batch", "through", "part", "parts", "added", "removed"]
+    assert list(keyed[0]) == ["v", "key", "batch", "through", "part", "parts", "added", "removed"]
 
 
 def test_read_deltas_rebuilds_materialisation(broker):
@@ -173,9 +174,9 @@ def test_dead_letters(broker):
         pub.publish_dead_letter("invalid JSON: Expecting value", 2, 41, "{oops")
         pub.publish_dead_letter("null value", 0, 3, None)
     assert read_deltas(bs, dl) == [
-        {"reason": "invalid JSON: Expecting value",
+        {"v": 1, "reason": "invalid JSON: Expecting value",
          "source": {"topic": "updates", "partition": 2, "offset": 41}, "raw": "{oops"},
-        {"reason": "null value", "source": {"topic": "updates", "partition": 0, "offset": 3},
+        {"v": 1, "reason": "null value", "source": {"topic": "updates", "partition": 0, "offset": 3},
          "raw": None},
     ]
 
@@ -236,7 +237,7 @@ def test_deltas_are_compressed_on_the_wire(broker, compression):
         assert pub.publish_delta(0, "u9", facts, []) == 1
         rate = pub._producer.metrics()["producer-metrics"]["compression-rate-avg"]  # sent / encoded bytes
     assert rate < 0.25 if compression != "none" else rate == 1.0
-    assert read_deltas(bs, deltas) == [{"batch": 0, "through": "u9", "part": 0, "parts": 1,
+    assert read_deltas(bs, deltas) == [{"v": 1, "batch": 0, "through": "u9", "part": 0, "parts": 1,
                                         "added": facts, "removed": []}]  # fmt: skip
 
 

@@ -110,7 +110,7 @@ def rows(offset: int, key: str, *updates: dict) -> list[tuple]:
 
 
 def test_engine_host_keeps_engines_survives_a_crash_and_stops(cfg):
-    from fluxmat.connectors.kafka_sink import read_deltas
+    from tests.messages import read_deltas
 
     first = engine_host.call(cfg, 0, 0, {"k1": rows(0, "k1", {"add": [["edge", "a", "b"]], "id": "1"}),
                                           "k2": rows(1, "k2", {"add": [["edge", "x", "y"]], "id": "2"})})  # fmt: skip

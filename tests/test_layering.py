@@ -218,3 +218,15 @@ def test_dependencies_point_one_way(tmp_path):
     copy = scratch_copy(tmp_path, LAYERS, "stream/job.py",
                         "\n\ndef _late():\n    from ops.metrics import JobMetrics\n\n    return JobMetrics\n")
     assert layer_violations(copy) == ["stream/job.py imports ops.metrics"]
+
+
+# ---------------------------------------------------------------- client/ stands alone
+
+CLIENT_FILES = sorted((ROOT / "client").rglob("*.py"))
+CLIENT_FORBIDDEN = ("pyspark", "redis", "engine", "connectors", "stream", "ops")
+
+
+@pytest.mark.parametrize("path", CLIENT_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_client_imports_neither_spark_nor_the_engine(path):
+    bad = [m for m in _imports(path) if m.split(".")[0] in CLIENT_FORBIDDEN]
+    assert not bad, f"{path.relative_to(ROOT)} imports {bad}"

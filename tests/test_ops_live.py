@@ -21,8 +21,8 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fluxmat.connectors.kafka_sink import read_deltas
 from tests.browser import Browser
+from tests.messages import read_deltas
 from tests.servers import free_port
 from tests.test_pipeline import (
     INITIAL,

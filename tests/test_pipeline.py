@@ -40,8 +40,8 @@ from kafka import KafkaProducer
 
 from fluxmat.connectors.broker import ensure_topics
 from fluxmat.connectors.kafka_config import NONE
-from fluxmat.connectors.kafka_sink import read_deltas
 from fluxmat.engine import Reasoner
+from tests.messages import read_deltas
 from tests.servers import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -688,14 +688,27 @@ def test_dead_redis_port(setup):
 # ------------------------------------------------------------------ 6. demo
 
 
+def demo_messages_valid(path: Path) -> int:
+    """Every delta and dead letter the demo read (FLUXMAT_DEMO_MESSAGES) validates against its schema."""
+    from tests.messages import check_message
+
+    messages = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for message in messages:
+        check_message(message)
+    return len(messages)
+
+
 def test_demo(tmp_path):
-    demo = Proc([sys.executable, "-m", "fluxmat.ops.cli", "demo"], tmp_path, "demo")
+    dump = tmp_path / "messages.jsonl"
+    demo = Proc([sys.executable, "-m", "fluxmat.ops.cli", "demo"], tmp_path, "demo",
+                job_env({"FLUXMAT_DEMO_MESSAGES": str(dump)}))  # fmt: skip
     try:
         code = demo.wait(240)
     finally:
         demo.cleanup()
     lines = demo.stdout().strip().splitlines()
     assert code == 0, demo.tail()
+    assert demo_messages_valid(dump) > 1
     assert lines and lines[-1].startswith("summary:"), demo.tail()
     assert "(equals a from-scratch evaluation)" in lines[-1], demo.tail()
 

@@ -26,7 +26,7 @@ import pytest
 from kafka import KafkaProducer
 
 from fluxmat.connectors.broker import ensure_topics
-from fluxmat.connectors.kafka_sink import read_deltas
+from tests.messages import read_deltas
 from tests.servers import RedisCluster, free_port
 from tests.shared import series
 from tests.test_pipeline import INITIAL, POOL, PROGRAM, SPARK_TIMEOUT, Proc, job_env, remat

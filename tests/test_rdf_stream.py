@@ -25,14 +25,14 @@ import pytest
 
 from fluxmat.connectors.broker import ensure_topics
 from fluxmat.connectors.files import parse_update
-from fluxmat.connectors.kafka_sink import read_deltas
 from fluxmat.connectors.programs import load_program
 from fluxmat.connectors.rdf import Triples, read_rdf
 from fluxmat.engine import Reasoner
 from fluxmat.engine.printer import FactPrinter
 from fluxmat.engine.wire import json_value
+from tests.messages import read_deltas
 from tests.servers import RedisServer
-from tests.test_pipeline import ROOT, Proc, job_env, produce, wait_for_through
+from tests.test_pipeline import ROOT, Proc, demo_messages_valid, job_env, produce, wait_for_through
 
 RDF_DIR = Path(__file__).parent / "rdf"
 EX = "http://example.org/"
@@ -166,12 +166,15 @@ def test_ntriples_updates_in_ntriples_deltas_out(broker, redis_srv, tmp_path):
 
 def test_demo_rdf(tmp_path):
     """`fluxmat demo --rdf`: the README's streaming example runs as printed and checks itself."""
-    demo = Proc([sys.executable, "-m", "fluxmat.ops.cli", "demo", "--rdf"], tmp_path, "demo-rdf")
+    dump = tmp_path / "messages.jsonl"
+    demo = Proc([sys.executable, "-m", "fluxmat.ops.cli", "demo", "--rdf"], tmp_path, "demo-rdf",
+                job_env({"FLUXMAT_DEMO_MESSAGES": str(dump)}))  # fmt: skip
     try:
         code = demo.wait(240)
     finally:
         demo.cleanup()
     lines = demo.stdout().strip().splitlines()
     assert code == 0, demo.tail()
+    assert demo_messages_valid(dump) > 1
     assert "(equals a from-scratch evaluation)" in lines[-1], demo.tail()
     assert any(re.search(rf"through u\d: \+\[<{FAMILY}\w+> <", ln) for ln in lines), demo.tail()  # N-Triples
