@@ -151,7 +151,7 @@ def stop_hosts(cfg) -> int:
 
 def serve(path: Path, idle: float = IDLE_SECONDS) -> None:
     """Answer requests on `path` one at a time until `idle` seconds pass without one."""
-    from fluxmat.stream.keyed import process_groups
+    from fluxmat.stream.key_engines import process_groups
 
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")

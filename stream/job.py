@@ -32,17 +32,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fluxmat.connectors.broker import check_broker, ensure_topics
-from fluxmat.connectors.files import read_facts
 from fluxmat.connectors.kafka_config import load as load_kafka
 from fluxmat.connectors.kafka_sink import KafkaPublisher
-from fluxmat.connectors.programs import build_reasoner
 from fluxmat.connectors.redact import redact
 from fluxmat.connectors.state import RETRY_SECONDS, SOCKET_TIMEOUT, open_store
-from fluxmat.engine import EngineOptions, FluxmatError, Reasoner
+from fluxmat.engine import EngineOptions, FluxmatError
 from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
 from fluxmat.stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
 from fluxmat.stream.inflight import InFlight
 from fluxmat.stream.keyed import DEFAULT_CACHE_FACTS, PARTITION_BY, KeyedDriver
+from fluxmat.stream.loading import load_reasoner, shared_facts
 from fluxmat.stream.observe import Operations
 from fluxmat.stream.verify import Verifier
 
@@ -119,17 +118,6 @@ def spark_session(master: str, app: str = "fluxmat", driver_host: str = "127.0.0
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
-
-def load_reasoner(cfg: JobConfig, log: Callable[[str], None]) -> Reasoner:
-    """The job's reasoner: its program (with `--ontology` rules), no facts yet."""
-    return build_reasoner(cfg.program or None, cfg.ontology, cfg.engine, cfg.owl_rules,
-                          warn=lambda line: log(f"warning: {line}"))
-
-
-def shared_facts(cfg: JobConfig, reasoner: Reasoner) -> list[tuple]:
-    """The `--facts` files' facts (with `--partition-by`: shared by every key)."""
-    return [f for path in cfg.facts for f in read_facts(path, reasoner.prefixes, cfg.facts_format)]
 
 
 def with_task_retries(master: str, attempts: int = 4) -> str:

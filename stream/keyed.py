@@ -20,7 +20,7 @@ Spark executor tasks:
 The engines live in engine hosts (stream.engine_host), one process per task
 partition on each executor host, so a key meets its engine again whichever
 Python worker Spark gives its task; the task only relays rows and summaries.
-Each host keeps a bounded cache of engines (`_Engines`, least recently used
+Each host keeps a bounded cache of engines (stream.key_engines, least recently used
 first out, bounded by facts). A cached engine is used only when it is at the
 key's last committed batch in Redis (`last_batch`, one HGET); otherwise it is
 rebuilt from Redis (a miss), so any task may land anywhere, and a key whose
@@ -43,9 +43,7 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from fluxmat.connectors.files import decode_json
@@ -63,124 +61,6 @@ SUMMARY = ("kind string, key string, replayed boolean, updates long, adds long, 
            "quarantined long, added long, removed long, seconds double, rebuild double, cache string, "
            "facts long, engines long, pid long, partition int, offset long, raw string, size long, "
            "detail string")  # fmt: skip
-
-
-# ------------------------------------------------------------------ executor side
-@dataclass
-class _Entry:
-    processor: BatchProcessor
-    batch: int | None  # the key's last committed batch this engine is at
-    facts: int = 0
-
-
-class _Engines:
-    """An engine host's engines by key, least recently used first out, at most `max_facts` facts in all.
-
-    Facts stand in for memory (an engine's size grows with its facts and log); one
-    engine larger than the bound alone is kept until the next key needs room.
-    """
-
-    def __init__(self, max_facts: int):
-        self.max_facts = max_facts
-        self.entries: OrderedDict[str, _Entry] = OrderedDict()
-        self.facts = 0
-
-    def get(self, key: str) -> _Entry | None:
-        entry = self.entries.get(key)
-        if entry is not None:
-            self.entries.move_to_end(key)
-        return entry
-
-    def put(self, key: str, entry: _Entry) -> None:
-        self.drop(key)
-        entry.facts = entry.processor.reasoner.sizes()["facts"]
-        self.entries[key] = entry
-        self.facts += entry.facts
-        while self.facts > self.max_facts and len(self.entries) > 1:
-            _, old = self.entries.popitem(last=False)
-            self.facts -= old.facts
-
-    def drop(self, key: str) -> None:
-        old = self.entries.pop(key, None)
-        if old is not None:
-            self.facts -= old.facts
-
-
-class _Worker:
-    """What an engine host (stream.engine_host) keeps for its job: program, shared facts, clients, engines."""
-
-    def __init__(self, cfg):
-        from fluxmat.connectors.kafka_config import load
-        from fluxmat.connectors.kafka_sink import KafkaPublisher
-        from fluxmat.connectors.state import redis_client
-        from fluxmat.stream.job import load_reasoner, shared_facts
-
-        self.cfg = cfg
-        reasoner = load_reasoner(cfg, log=lambda msg: None)
-        self.program = reasoner.program
-        self.facts = shared_facts(cfg, reasoner)
-        self.shared = frozenset(self.facts)  # a key's update cannot delete them (BatchProcessor.shared)
-        self.client = redis_client(cfg.redis, cfg.redis_cluster, cfg.redis_timeout)
-        self.publisher = KafkaPublisher(
-            cfg.bootstrap_servers, cfg.deltas_topic, cfg.dead_letter_topic,
-            source_topic=cfg.updates_topic, delta_format=cfg.delta_format,
-            compression=cfg.delta_compression, kafka=load(cfg.kafka_config),
-        )  # fmt: skip
-        self.engines = _Engines(cfg.engine_cache_facts)
-
-    def process(self, key: str, batch: int, rows: list) -> dict:
-        """Apply one key's rows of `batch`; its summary row."""
-        from fluxmat.connectors.state import RedisStateStore
-        from fluxmat.engine import Reasoner
-
-        cfg, start = self.cfg, time.perf_counter()
-        entry = self.engines.get(key)
-        store = (entry.processor.store if entry is not None
-                 else RedisStateStore(cfg.redis, cfg.namespace, cfg.redis_retry_seconds, key=key,
-                                      cluster=cfg.redis_cluster, client=self.client,
-                                      wait_replicas=cfg.redis_wait_replicas))  # fmt: skip
-        last = store.last_batch()
-        cache, rebuild = "hit", None
-        if entry is None or entry.batch != last:
-            cache = "miss" if last is not None else "new"
-            processor = BatchProcessor(
-                Reasoner(self.program, options=cfg.engine), store, self.publisher,
-                max_message_bytes=cfg.max_message_bytes or sys.maxsize,
-                delta_format=cfg.delta_format, key=key, shared=self.shared,
-            )  # fmt: skip
-            processor.begin(self.facts)
-            entry = _Entry(processor, last)
-            rebuild = time.perf_counter() - start
-        try:
-            outcome = entry.processor.process(batch, rows)
-        except BaseException:
-            self.engines.drop(key)  # possibly half-way through the batch
-            raise
-        if not outcome.replayed:
-            entry.batch = batch
-        self.engines.put(key, entry)
-        detail = {"phases": outcome.phases, "stats": outcome.stats, "timestamps": outcome.timestamps_ms,
-                  "published": outcome.published, "rules": outcome.rules,
-                  "dead": [d[:3] for d in (outcome.output or {}).get("dead", ())],
-                  "oldest": outcome.oldest_timestamp_ms}  # fmt: skip
-        return {"kind": "key", "key": key, "replayed": outcome.replayed, "updates": outcome.updates,
-                "adds": outcome.adds, "deletes": outcome.deletes, "dead": outcome.dead,
-                "quarantined": outcome.quarantined, "added": outcome.added, "removed": outcome.removed,
-                "seconds": time.perf_counter() - start, "rebuild": rebuild, "cache": cache,
-                "facts": entry.facts, "engines": len(self.engines.entries), "pid": os.getpid(),
-                "detail": json.dumps(detail)}  # fmt: skip
-
-
-_WORKERS: dict[str, _Worker] = {}  # by the job's configuration: lives as long as the engine host
-
-
-def _worker(cfg) -> _Worker:
-    ident = repr(cfg)
-    worker = _WORKERS.get(ident)
-    if worker is None:
-        _WORKERS.clear()
-        worker = _WORKERS[ident] = _Worker(cfg)
-    return worker
 
 
 def key_of(row, mode: str) -> str | None:
@@ -234,16 +114,6 @@ def run_partition(cfg, batch: int, batches):
                     "size": row[6] if len(row) > 6 else None, "pid": os.getpid()})  # fmt: skip
     if out:
         yield pa.RecordBatch.from_pylist(out, schema=_schema())
-
-
-def process_groups(cfg, batch: int, groups: dict[str, list]) -> list[dict]:
-    """In an engine host: each key's rows of `batch`, in key order; the keys' summaries.
-
-    Each key commits, then sends its delta; the sends are awaited at the end.
-    """
-    worker = _worker(cfg)
-    with worker.publisher.deferred():
-        return [worker.process(key, batch, groups[key]) for key in sorted(groups)]
 
 
 def _schema():

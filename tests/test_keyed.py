@@ -18,7 +18,8 @@ import pytest
 from fluxmat.connectors.rdf import graph_of
 from fluxmat.stream import engine_host
 from fluxmat.stream.job import JobConfig
-from fluxmat.stream.keyed import KeyedDriver, _Engines, key_of
+from fluxmat.stream.key_engines import Engines
+from fluxmat.stream.keyed import KeyedDriver, key_of
 from tests.test_pipeline import PROGRAM, remat
 
 EX = "http://ex.org/"
@@ -58,7 +59,7 @@ def _entry(facts: int):
 
 
 def test_engine_cache_evicts_least_recently_used_by_facts():
-    cache = _Engines(max_facts=100)
+    cache = Engines(max_facts=100)
     for key in "abc":
         cache.put(key, _entry(40))
     assert list(cache.entries) == ["b", "c"] and cache.facts == 80  # a went first
