@@ -143,6 +143,8 @@ class Compiler:
         self.needed: set[str] = set()  # rule variables used after the body (head, bag row)
         self.keep_facts = False  # whether the facts matched (`tvars`) are used after the body
         self.later: Callable[[], set[str]] = set  # variables the rest of the body uses
+        self.packed: str | None = None  # the tuple of facts an earlier stage handed on
+        self.packed_at: dict[int, int] = {}  # literal -> its fact's position in `packed`
 
     # -- stages
     def room(self, loops: int) -> None:
@@ -158,16 +160,31 @@ class Compiler:
         if e.loops + loops + 1 <= MAX_LOOPS and e.depth + 4 <= MAX_DEPTH:
             return
         live = self.needed | self.later()
-        names = [pyvar(v) for v in sorted(self.bound & live)]
+        names = [pyvar(v) for v in sorted(self.bound & live)] + self.carry_also
         if self.keep_facts:
-            names += [self.tvars[i] for i in sorted(self.tvars)]
-        names += self.carry_also
+            names.append(self._pack_facts())
         carry = "(" + "".join(n + ", " for n in names) + ")"
         e.emit(f"yield {carry}")
         e.stages.append(e.lines)
         e.lines, e.depth, e.loops = [], 1, 0
         e.open_loop(f"for {carry if names else '_'} in src:")
         self.order.append("|")
+
+    def _pack_facts(self) -> str:
+        """Gather the facts matched so far into one tuple `F<n>`; return its name.
+
+        It is the previous stage's tuple plus this stage's facts, so a stage hands on one name,
+        not one per literal.
+        """
+        new = [i for i in sorted(self.tvars) if i not in self.packed_at]
+        name = self.e.fresh("F")
+        self.e.emit(f"{name} = {self.packed or '()'} + ({''.join(self.tvars[i] + ', ' for i in new)})")
+        for i in new:
+            self.packed_at[i] = len(self.packed_at)
+        self.packed = name
+        for i, j in self.packed_at.items():
+            self.tvars[i] = f"{name}[{j}]"
+        return name
 
     def source(self, signature: str, preamble: tuple[str, ...] = ()) -> str:
         """The generated module's source.
@@ -404,9 +421,10 @@ def place_body(
     remaining_neg, remaining_bi = list(neg), list(builtins)
     order = _JoinOrder(lits, pos, size, comp.bound)
 
+    lit_vars = {i: {v for a in lits[i].args for v in term_vars(a)} for i in [*pos, *neg]}
+
     def later() -> set[str]:
-        live = [*order.remaining, *remaining_neg]
-        out = {v for i in live for a in lits[i].args for v in term_vars(a)}
+        out = set().union(*(lit_vars[i] for i in [*order.remaining, *remaining_neg]))
         return out.union(*(_builtin_vars(b) for b in remaining_bi))
 
     comp.later = later
@@ -422,7 +440,7 @@ def place_body(
                     remaining_bi.remove(b)
                     progress = True
             for i in list(remaining_neg):
-                if {v for a in lits[i].args for v in term_vars(a)} <= comp.bound:
+                if lit_vars[i] <= comp.bound:
                     comp.room(1)
                     comp.negative(i, lits[i].args)
                     remaining_neg.remove(i)
