@@ -34,10 +34,10 @@ from pathlib import Path
 
 import orjson
 
-from connectors.rdf import format_of, rdf_update, read_rdf
-from engine import atom_to_fact, fact_from_json, parse_facts, read_source
-from engine.errors import ParseError
-from engine.syntax import MAX_INT_DIGITS, Pos
+from fluxmat.connectors.rdf import format_of, rdf_update, read_rdf
+from fluxmat.engine import atom_to_fact, fact_from_json, parse_facts, read_source
+from fluxmat.engine.errors import ParseError
+from fluxmat.engine.syntax import MAX_INT_DIGITS, Pos
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ from contextlib import contextmanager
 
 import orjson
 
-from connectors.broker import check_broker
+from fluxmat.connectors.broker import check_broker
 
 _FLUSH_DEADLINE = 30.0
 _MAX_REQUEST = 16 << 20  # client-side bound; one-fact parts may pass max_message_bytes

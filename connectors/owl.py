@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from connectors.rdf import FORMATS, format_of, syntax_error
-from connectors.xml_guard import check_entities
-from engine.errors import ParseError
-from engine.syntax import Pos
+from fluxmat.connectors.rdf import FORMATS, format_of, syntax_error
+from fluxmat.connectors.xml_guard import check_entities
+from fluxmat.engine.errors import ParseError
+from fluxmat.engine.syntax import Pos
 
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 RDFS = "http://www.w3.org/2000/01/rdf-schema#"

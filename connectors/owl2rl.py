@@ -43,10 +43,19 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from connectors.owl import OWL, RDF, RDFS, STANDARD_PREFIXES, XSD, Graph, is_bnode, read_graph
-from connectors.rdf import Terms, file_tag
-from engine.printer import FactPrinter
-from engine.syntax import Atom, Const, Iri, Pos, Program, Rule, Var, literal
+from fluxmat.connectors.owl import (
+    OWL,
+    RDF,
+    RDFS,
+    STANDARD_PREFIXES,
+    XSD,
+    Graph,
+    is_bnode,
+    read_graph,
+)
+from fluxmat.connectors.rdf import Terms, file_tag
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.syntax import Atom, Const, Iri, Pos, Program, Rule, Var, literal
 
 FLUXMAT = "urn:fluxmat:"
 INCONSISTENT = FLUXMAT + "inconsistent"

@@ -10,11 +10,11 @@ translated.
 
 from __future__ import annotations
 
-from connectors.owl2rl import OwlWarning, translate
-from engine.errors import FluxmatError
-from engine.lexer import read_source
-from engine.parser import parse_program
-from engine.syntax import Atom, Program, Rule
+from fluxmat.connectors.owl2rl import OwlWarning, translate
+from fluxmat.engine.errors import FluxmatError
+from fluxmat.engine.lexer import read_source
+from fluxmat.engine.parser import parse_program
+from fluxmat.engine.syntax import Atom, Program, Rule
 
 
 def load_program(

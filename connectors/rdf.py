@@ -45,9 +45,9 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from connectors.xml_guard import check_entities
-from engine.errors import ParseError
-from engine.syntax import XSD_INTEGER, Iri, Pos, RdfLiteral, literal
+from fluxmat.connectors.xml_guard import check_entities
+from fluxmat.engine.errors import ParseError
+from fluxmat.engine.syntax import XSD_INTEGER, Iri, Pos, RdfLiteral, literal
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 BNODE = "urn:fluxmat:bnode:"

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import pyoxigraph as ox
 
-from connectors.rdf import Triples
-from engine.errors import FluxmatError
+from fluxmat.connectors.rdf import Triples
+from fluxmat.engine.errors import FluxmatError
 
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 10_000

@@ -29,8 +29,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from connectors.redact import redact
-from engine import FluxmatError, StateChanges, StateSnapshot
+from fluxmat.connectors.redact import redact
+from fluxmat.engine import FluxmatError, StateChanges, StateSnapshot
 
 log = logging.getLogger("fluxmat.state")
 CONNECT_TIMEOUT = 10.0  # seconds: connecting (TLS handshake included) and the first PING

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 
-from engine.errors import ParseError
-from engine.syntax import Pos
+from fluxmat.engine.errors import ParseError
+from fluxmat.engine.syntax import Pos
 
 MAX_ENTITY_CHARS = 1 << 20  # 1 MiB of text for one entity
 MAX_EXPANDED_CHARS = 1 << 24  # 16 MiB of text from all entity references of a document

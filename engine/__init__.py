@@ -16,19 +16,25 @@ streaming job (stream), the CLI and operations (ops).
 
 from __future__ import annotations
 
-from engine.analysis import Analysis, analyse
-from engine.equality import SAME_AS
-from engine.errors import AlgorithmError, AnalysisError, FluxmatError, ParseError, UpdateError
-from engine.fd.snapshot import StateChanges, StateMismatch, StateSnapshot
-from engine.feed import Fed, FeedResult
-from engine.lexer import read_source
-from engine.limits import FactLimitExceeded, LimitExceeded, Limits, WorkLimitExceeded
-from engine.maintain import ALGORITHMS, FULLY_DYNAMIC, Maintainer, Report, create
-from engine.options import EngineOptions
-from engine.parser import parse_facts, parse_program
-from engine.reasoner import Reasoner, atom_to_fact
-from engine.syntax import Iri, Program
-from engine.wire import fact_from_json
+from fluxmat.engine.analysis import Analysis, analyse
+from fluxmat.engine.equality import SAME_AS
+from fluxmat.engine.errors import (
+    AlgorithmError,
+    AnalysisError,
+    FluxmatError,
+    ParseError,
+    UpdateError,
+)
+from fluxmat.engine.fd.snapshot import StateChanges, StateMismatch, StateSnapshot
+from fluxmat.engine.feed import Fed, FeedResult
+from fluxmat.engine.lexer import read_source
+from fluxmat.engine.limits import FactLimitExceeded, LimitExceeded, Limits, WorkLimitExceeded
+from fluxmat.engine.maintain import ALGORITHMS, FULLY_DYNAMIC, Maintainer, Report, create
+from fluxmat.engine.options import EngineOptions
+from fluxmat.engine.parser import parse_facts, parse_program
+from fluxmat.engine.reasoner import Reasoner, atom_to_fact
+from fluxmat.engine.syntax import Iri, Program
+from fluxmat.engine.wire import fact_from_json
 
 __all__ = [
     "ALGORITHMS", "FULLY_DYNAMIC", "SAME_AS", "AlgorithmError", "Analysis", "AnalysisError", "EngineOptions",

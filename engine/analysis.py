@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.decompose import decompositions
-from engine.errors import AnalysisError
-from engine.graph import components
-from engine.rules import AnalysedRule, Assign, Builtin, Filter, term_vars
-from engine.syntax import Atom, Comparison, Negation, Pos, Program, Rule, Var
+from fluxmat.engine.decompose import decompositions
+from fluxmat.engine.errors import AnalysisError
+from fluxmat.engine.graph import components
+from fluxmat.engine.rules import AnalysedRule, Assign, Builtin, Filter, term_vars
+from fluxmat.engine.syntax import Atom, Comparison, Negation, Pos, Program, Rule, Var
 
 INTERNAL_PREFIX = "__"
 

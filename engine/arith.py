@@ -7,7 +7,7 @@ key (the integer value of an `xsd:integer` literal and its subtypes, else its le
 
 from __future__ import annotations
 
-from engine.syntax import INT_SAFE_BITS, RdfLiteral, int_in_range
+from fluxmat.engine.syntax import INT_SAFE_BITS, RdfLiteral, int_in_range
 
 
 def _plain(x):

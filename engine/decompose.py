@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from engine.rules import AnalysedRule, Assign, Builtin, Filter, term_vars
+from fluxmat.engine.rules import AnalysedRule, Assign, Builtin, Filter, term_vars
 
 MAX_ATOMS = 8
 

@@ -6,7 +6,7 @@ Internal bugs are never wrapped in these classes.
 
 from __future__ import annotations
 
-from engine.syntax import Pos
+from fluxmat.engine.syntax import Pos
 
 
 class FluxmatError(Exception):

@@ -29,11 +29,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 
-from engine.analysis import Analysis
-from engine.hypertree import compile_decomposed
-from engine.plans import AnyOf, Plan, compile_plan
-from engine.rules import AnalysedRule
-from engine.storage import Dictionary, Fact, Relation
+from fluxmat.engine.analysis import Analysis
+from fluxmat.engine.hypertree import compile_decomposed
+from fluxmat.engine.plans import AnyOf, Plan, compile_plan
+from fluxmat.engine.rules import AnalysedRule
+from fluxmat.engine.storage import Dictionary, Fact, Relation
 
 Source = tuple[Relation, object]
 View = Callable[[str], list[Source]]

@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from engine.errors import FluxmatError
-from engine.fd.core import FullyDynamic
-from engine.limits import LimitExceeded
-from engine.storage import paused_gc
-from engine.syntax import PyFact
+from fluxmat.engine.errors import FluxmatError
+from fluxmat.engine.fd.core import FullyDynamic
+from fluxmat.engine.limits import LimitExceeded
+from fluxmat.engine.storage import paused_gc
+from fluxmat.engine.syntax import PyFact
 
 
 @dataclass

@@ -32,10 +32,10 @@ from collections import Counter
 from collections.abc import Callable
 from operator import itemgetter
 
-from engine.decompose import Decomposition
-from engine.plans import RUNTIME, Compiler, Plan, place_body, pyvar
-from engine.rules import AnalysedRule, term_vars
-from engine.storage import Dictionary
+from fluxmat.engine.decompose import Decomposition
+from fluxmat.engine.plans import RUNTIME, Compiler, Plan, place_body, pyvar
+from fluxmat.engine.rules import AnalysedRule, term_vars
+from fluxmat.engine.storage import Dictionary
 
 
 def _compile_bag(rule, bag, lits, delta, seeds, keep, facts, dictionary, size, count):

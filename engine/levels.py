@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from engine.analysis import Analysis, Stratum
-from engine.evaluate import Derived
-from engine.maintainer import Changes
-from engine.storage import Fact, Weighted, weights_in
+from fluxmat.engine.analysis import Analysis, Stratum
+from fluxmat.engine.evaluate import Derived
+from fluxmat.engine.maintainer import Changes
+from fluxmat.engine.storage import Fact, Weighted, weights_in
 
 UNKNOWN_HEAD = float("inf")  # a head without a level: every loss counts (safe side)
 

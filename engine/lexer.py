@@ -29,8 +29,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from engine.errors import ParseError
-from engine.syntax import IRI_CHAR, MAX_INT_DIGITS, Pos
+from fluxmat.engine.errors import ParseError
+from fluxmat.engine.syntax import IRI_CHAR, MAX_INT_DIGITS, Pos
 
 _LOCAL = r"(?:[A-Za-z0-9_](?:[A-Za-z0-9_\-.]*[A-Za-z0-9_\-])?)"
 _PREFIX_NAME = r"(?:[A-Za-z](?:[A-Za-z0-9_\-]*[A-Za-z0-9_])?)"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.errors import FluxmatError
+from fluxmat.engine.errors import FluxmatError
 
 DEFAULT_MAX_FACTS = 2_000_000  # 4.5x the largest materialisation of the benchmark suite (DAG-R)
 DEFAULT_MAX_UPDATE_WORK = 20_000_000  # 2.7x the suite's costliest update (7.4M applications)

@@ -31,14 +31,14 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from engine.analysis import Analysis
-from engine.errors import UpdateError
-from engine.evaluate import Counts
-from engine.limits import NO_LIMITS, Limits
-from engine.modules import Module
-from engine.printer import FactPrinter
-from engine.storage import Dictionary, Fact, Relation, paused_gc, relation_in
-from engine.syntax import PyFact
+from fluxmat.engine.analysis import Analysis
+from fluxmat.engine.errors import UpdateError
+from fluxmat.engine.evaluate import Counts
+from fluxmat.engine.limits import NO_LIMITS, Limits
+from fluxmat.engine.modules import Module
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.storage import Dictionary, Fact, Relation, paused_gc, relation_in
+from fluxmat.engine.syntax import PyFact
 
 Changes = dict[str, set[Fact]]
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.errors import FluxmatError
-from engine.limits import NO_LIMITS, Limits
+from fluxmat.engine.errors import FluxmatError
+from fluxmat.engine.limits import NO_LIMITS, Limits
 
 SCHEDULES = ("sequential", "interleaved")
 

@@ -33,8 +33,8 @@ from __future__ import annotations
 import json
 import re
 
-from engine.errors import ParseError
-from engine.lexer import (
+from fluxmat.engine.errors import ParseError
+from fluxmat.engine.lexer import (
     ANON_LIKE,
     ARITH_OPS,
     CMP_OPS,
@@ -43,7 +43,7 @@ from engine.lexer import (
     describe,
     tokenize,
 )
-from engine.syntax import (
+from fluxmat.engine.syntax import (
     Atom,
     BinOp,
     Comparison,
@@ -56,7 +56,7 @@ from engine.syntax import (
     Var,
     literal,
 )
-from engine.wire import fact_from_json  # the one codec of facts and JSON
+from fluxmat.engine.wire import fact_from_json  # the one codec of facts and JSON
 
 __all__ = ["parse_program", "parse_facts", "fact_from_json", "MAX_NESTING"]
 

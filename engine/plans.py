@@ -27,10 +27,10 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.arith import ARITH, COMPARE, RUNTIME
-from engine.rules import AnalysedRule, Assign, Filter, term_vars
-from engine.storage import Dictionary
-from engine.syntax import BinOp, Const, Iri, RdfLiteral, Term, Var, postorder
+from fluxmat.engine.arith import ARITH, COMPARE, RUNTIME
+from fluxmat.engine.rules import AnalysedRule, Assign, Filter, term_vars
+from fluxmat.engine.storage import Dictionary
+from fluxmat.engine.syntax import BinOp, Const, Iri, RdfLiteral, Term, Var, postorder
 
 __all__ = ["RUNTIME", "AnyOf", "Compiler", "Need", "Plan", "compile_plan", "place_body", "pyvar"]
 

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Iterable
 
-from engine.syntax import Iri, RdfLiteral, format_pred, format_value
+from fluxmat.engine.syntax import Iri, RdfLiteral, format_pred, format_value
 
 _LOCAL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_\-.]*[A-Za-z0-9_\-])?\Z")
 

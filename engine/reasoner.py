@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from engine.analysis import analyse
-from engine.errors import AlgorithmError, FluxmatError
-from engine.evaluate import Evaluator
-from engine.fd.core import ConsistencyPoint, FullyDynamic
-from engine.fd.snapshot import (
+from fluxmat.engine.analysis import analyse
+from fluxmat.engine.errors import AlgorithmError, FluxmatError
+from fluxmat.engine.evaluate import Evaluator
+from fluxmat.engine.fd.core import ConsistencyPoint, FullyDynamic
+from fluxmat.engine.fd.snapshot import (
     StateChanges,
     StateSnapshot,
     check_fingerprint,
@@ -31,16 +31,16 @@ from engine.fd.snapshot import (
     meta,
     restore,
 )
-from engine.feed import Fed, FeedResult, feed
-from engine.lexer import read_source
-from engine.maintain import Maintainer, Report, create
-from engine.options import EngineOptions
-from engine.parser import parse_program
-from engine.plans import Plan
-from engine.printer import FactPrinter
-from engine.storage import Dictionary
-from engine.syntax import Atom, Program, PyFact, Rule
-from engine.why import Explainer, Proof, match
+from fluxmat.engine.feed import Fed, FeedResult, feed
+from fluxmat.engine.lexer import read_source
+from fluxmat.engine.maintain import Maintainer, Report, create
+from fluxmat.engine.options import EngineOptions
+from fluxmat.engine.parser import parse_program
+from fluxmat.engine.plans import Plan
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.storage import Dictionary
+from fluxmat.engine.syntax import Atom, Program, PyFact, Rule
+from fluxmat.engine.why import Explainer, Proof, match
 
 
 def rule_label(rule: Rule, rid: int) -> str:

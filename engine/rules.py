@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.syntax import Atom, BinOp, Rule, Term, Var, postorder
+from fluxmat.engine.syntax import Atom, BinOp, Rule, Term, Var, postorder
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from engine.analysis import Analysis, ModuleSpec
-from engine.evaluate import Derived, Evaluator, saturate
-from engine.levels import Levels
-from engine.limits import Limits
-from engine.maintainer import Changes, Maintainer, Report
-from engine.modules import Module, UpkeepModule, build, build_upkeep
-from engine.storage import Dictionary, Fact, Weighted, relation_in, weights_in
-from engine.syntax import PyFact
+from fluxmat.engine.analysis import Analysis, ModuleSpec
+from fluxmat.engine.evaluate import Derived, Evaluator, saturate
+from fluxmat.engine.levels import Levels
+from fluxmat.engine.limits import Limits
+from fluxmat.engine.maintainer import Changes, Maintainer, Report
+from fluxmat.engine.modules import Module, UpkeepModule, build, build_upkeep
+from fluxmat.engine.storage import Dictionary, Fact, Weighted, relation_in, weights_in
+from fluxmat.engine.syntax import PyFact
 
 
 class SemiNaive(Maintainer):

@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - other Python implementations
         for x in iterable:
             mapping[x] = get(x, 0) + 1
 
-from engine.syntax import Value
+from fluxmat.engine.syntax import Value
 
 Fact = tuple[int, ...]
 

@@ -22,9 +22,9 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from engine.errors import FluxmatError
-from engine.rules import AnalysedRule
-from engine.syntax import Atom, Const, PyFact, Var
+from fluxmat.engine.errors import FluxmatError
+from fluxmat.engine.rules import AnalysedRule
+from fluxmat.engine.syntax import Atom, Const, PyFact, Var
 
 Key = tuple[str, tuple[int, ...]]
 ANY = "_\u2063"  # an argument a negated atom leaves open (printed as `_`)

@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import json
 
-from engine.errors import ParseError
-from engine.lexer import IRI_FULL, PNAME_FULL
-from engine.printer import FactPrinter
-from engine.syntax import (
+from fluxmat.engine.errors import ParseError
+from fluxmat.engine.lexer import IRI_FULL, PNAME_FULL
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.syntax import (
     MAX_INT_DIGITS,
     XSD_STRING,
     Atom,

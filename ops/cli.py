@@ -18,12 +18,12 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from connectors.files import read_facts, read_updates
-from connectors.redact import redact
-from engine import ALGORITHMS, EngineOptions, Fed, FluxmatError, Reasoner, Report
-from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, LimitExceeded, Limits
-from engine.printer import FactPrinter
-from ops import inspect_cli, limit_flags, rdf_cli, stream_cli
+from fluxmat.connectors.files import read_facts, read_updates
+from fluxmat.connectors.redact import redact
+from fluxmat.engine import ALGORITHMS, EngineOptions, Fed, FluxmatError, Reasoner, Report
+from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, LimitExceeded, Limits
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.ops import inspect_cli, limit_flags, rdf_cli, stream_cli
 
 
 def _env(name: str, default):

@@ -51,11 +51,11 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from connectors.redact import redact
-from connectors.state import INITIAL, KEEP_OUTPUTS
-from engine import FluxmatError
-from ops.inspect import Busy, StateView, from_store, json_text
-from ops.metrics import delta_entry, fact_text, history_point
+from fluxmat.connectors.redact import redact
+from fluxmat.connectors.state import INITIAL, KEEP_OUTPUTS
+from fluxmat.engine import FluxmatError
+from fluxmat.ops.inspect import Busy, StateView, from_store, json_text
+from fluxmat.ops.metrics import delta_entry, fact_text, history_point
 
 PAGE = Path(__file__).with_name("dashboard.html")
 DEFAULT_LIMIT = 1000
@@ -153,7 +153,7 @@ class KeyedLiveSource(LiveSource):
 
     def __init__(self, metrics, cfg):
         super().__init__(metrics, None)
-        from connectors.state import redis_client
+        from fluxmat.connectors.state import redis_client
 
         self.cfg = cfg
         self.client = redis_client(cfg.redis, cfg.redis_cluster, STORE_TIMEOUT)
@@ -168,7 +168,7 @@ class KeyedLiveSource(LiveSource):
     def view(self, key: str | None = None) -> StateView:
         import redis
 
-        from connectors.state import RedisStateStore
+        from fluxmat.connectors.state import RedisStateStore
 
         if not key:
             raise FluxmatError("this job keeps one materialisation per key (--partition-by): "
@@ -208,7 +208,7 @@ class StoredSource:
     def __init__(self, program: str, url: str, namespace: str = "default",
                  metrics_url: str | None = None, ontologies: tuple[str, ...] = (),
                  key: str | None = None, cluster: bool = False):  # fmt: skip
-        from connectors.state import RedisStateStore, redis_client
+        from fluxmat.connectors.state import RedisStateStore, redis_client
 
         self.program, self.url, self.namespace = program, url, namespace
         self.metrics_url = metrics_url
@@ -367,8 +367,8 @@ def _handler(source, token: str | None, bound: str, request_timeout: float):
             return hmac.compare_digest(given.encode(), token.encode())
 
         def _sparql(self, query: dict) -> None:
-            from connectors.sparql import DEFAULT_LIMIT as SPARQL_LIMIT
-            from connectors.sparql import Limits
+            from fluxmat.connectors.sparql import DEFAULT_LIMIT as SPARQL_LIMIT
+            from fluxmat.connectors.sparql import Limits
 
             accept = self.headers.get("Accept", "")
             fmt = query.get("format", [None])[0] or next(

@@ -16,12 +16,12 @@ import threading
 from contextlib import contextmanager
 from itertools import islice
 
-from connectors.files import read_facts
-from connectors.redact import redact
-from connectors.state import INITIAL, open_store
-from engine import EngineOptions, FluxmatError, Limits, Reasoner, atom_to_fact
-from engine.parser import parse_facts, parse_pattern
-from engine.why import is_capped, proof_size, render, to_json
+from fluxmat.connectors.files import read_facts
+from fluxmat.connectors.redact import redact
+from fluxmat.connectors.state import INITIAL, open_store
+from fluxmat.engine import EngineOptions, FluxmatError, Limits, Reasoner, atom_to_fact
+from fluxmat.engine.parser import parse_facts, parse_pattern
+from fluxmat.engine.why import is_capped, proof_size, render, to_json
 
 
 class Busy(FluxmatError):
@@ -88,7 +88,7 @@ class StateView:
         The triple store is built from the facts under the lock and kept until the
         materialisation changes; the query itself runs outside the lock, bounded.
         """
-        from connectors.sparql import Limits, TripleStore
+        from fluxmat.connectors.sparql import Limits, TripleStore
 
         r = self.reasoner
         with self._locked():
@@ -171,7 +171,7 @@ class _Text(str):
 
 def _reasoner(program: str | None, options: EngineOptions, ontologies) -> Reasoner:
     if ontologies or program is None:  # the program plus the ontologies' rules, as `run` built it
-        from ops.rdf_cli import reasoner
+        from fluxmat.ops.rdf_cli import reasoner
 
         return reasoner(program, ontologies, options)
     return Reasoner.from_file(program, options=options)
@@ -213,8 +213,8 @@ def export_facts(program: str | None, url: str, namespace: str = "default", onto
     take the facts out. Raises if the job committed a batch while the state
     was read (the copy would mix two batches): stop the job, or run it again.
     """
-    from engine.printer import FactPrinter
-    from engine.wire import fact_json
+    from fluxmat.engine.printer import FactPrinter
+    from fluxmat.engine.wire import fact_json
 
     store = open_store(url, namespace, key=key, cluster=cluster)
     try:

@@ -15,12 +15,12 @@ import os
 import sys
 import time
 
-from engine import FluxmatError
-from ops.limit_flags import add_limit
+from fluxmat.engine import FluxmatError
+from fluxmat.ops.limit_flags import add_limit
 
 
 def _source_flags(p: argparse.ArgumentParser) -> None:
-    from ops.rdf_cli import add_input_flags
+    from fluxmat.ops.rdf_cli import add_input_flags
 
     p.add_argument("program", nargs="?",
                    help="the Datalog program the state was built for (may be left out with --ontology)")
@@ -82,7 +82,7 @@ def add_parsers(sub) -> None:
 
 
 def _view(ns: argparse.Namespace):
-    from ops.inspect import from_files, from_store
+    from fluxmat.ops.inspect import from_files, from_store
 
     if ns.redis and ns.facts:
         raise FluxmatError("give either --redis (the job's state) or --facts (files), not both")
@@ -95,7 +95,7 @@ def _view(ns: argparse.Namespace):
 
 
 def cmd_query(ns: argparse.Namespace) -> None:
-    from ops.inspect import json_text
+    from fluxmat.ops.inspect import json_text
 
     result = _view(ns).query(ns.pattern, ns.limit)
     if ns.json:
@@ -107,7 +107,7 @@ def cmd_query(ns: argparse.Namespace) -> None:
 
 
 def cmd_why(ns: argparse.Namespace) -> None:
-    from ops.inspect import json_text
+    from fluxmat.ops.inspect import json_text
 
     result = _view(ns).why(ns.fact)
     if ns.json:
@@ -119,7 +119,7 @@ def cmd_why(ns: argparse.Namespace) -> None:
 
 
 def cmd_dashboard(ns: argparse.Namespace) -> None:
-    from ops.dashboard import StoredSource, serve
+    from fluxmat.ops.dashboard import StoredSource, serve
 
     if not 0 <= ns.port <= 65535:
         raise FluxmatError(f"--port must be a port number from 0 to 65535, got {ns.port}")
@@ -137,7 +137,7 @@ def cmd_dashboard(ns: argparse.Namespace) -> None:
 
 
 def cmd_export(ns: argparse.Namespace) -> None:
-    from ops.inspect import export_facts
+    from fluxmat.ops.inspect import export_facts
 
     if ns.program is None and not ns.ontology:
         raise FluxmatError("give the program the job runs (or its --ontology)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from engine.limits import (
+from fluxmat.engine.limits import (
     DEFAULT_MAX_FACTS,
     DEFAULT_MAX_UPDATE_WORK,
     FactLimitExceeded,

@@ -25,12 +25,12 @@ from prometheus_client import (
     start_http_server,
 )
 
-from connectors.redact import redact
-from engine import atom_to_fact
-from engine.wire import fact_from_json
-from ops.metric_names import METRICS
-from stream.batch import dead_letter_kind
-from stream.observe import JobObserver
+from fluxmat.connectors.redact import redact
+from fluxmat.engine import atom_to_fact
+from fluxmat.engine.wire import fact_from_json
+from fluxmat.ops.metric_names import METRICS
+from fluxmat.stream.batch import dead_letter_kind
+from fluxmat.stream.observe import JobObserver
 
 disable_created_metrics()  # no `_created` series: they only clutter dashboards
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)

@@ -15,12 +15,18 @@ import os
 import sys
 from pathlib import Path
 
-from connectors.owl2rl import translate
-from connectors.programs import load_program, summary
-from connectors.rdf import FORMATS, OUTPUT_FORMATS, write_rdf
-from connectors.sparql import DEFAULT_LIMIT, DEFAULT_TIMEOUT, GRAPH_FORMATS, TABLE_FORMATS, Limits
-from engine import SAME_AS, EngineOptions, FluxmatError, Reasoner
-from engine.printer import FactPrinter
+from fluxmat.connectors.owl2rl import translate
+from fluxmat.connectors.programs import load_program, summary
+from fluxmat.connectors.rdf import FORMATS, OUTPUT_FORMATS, write_rdf
+from fluxmat.connectors.sparql import (
+    DEFAULT_LIMIT,
+    DEFAULT_TIMEOUT,
+    GRAPH_FORMATS,
+    TABLE_FORMATS,
+    Limits,
+)
+from fluxmat.engine import SAME_AS, EngineOptions, FluxmatError, Reasoner
+from fluxmat.engine.printer import FactPrinter
 
 FACTS_FORMATS = ("facts", "jsonl", *FORMATS)
 
@@ -126,7 +132,7 @@ def _query_text(arg: str) -> tuple[str, str]:
 
 
 def cmd_sparql(ns: argparse.Namespace) -> None:
-    from ops.inspect import from_files, from_store
+    from fluxmat.ops.inspect import from_files, from_store
 
     if len(ns.args) > 2:
         raise FluxmatError(f"expected [PROGRAM] QUERY, got {len(ns.args)} arguments")

@@ -17,10 +17,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK
-from ops.limit_flags import limit
-from stream.batch import DEFAULT_MAX_MESSAGE_BYTES
-from stream.keyed import DEFAULT_CACHE_FACTS
+from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK
+from fluxmat.ops.limit_flags import limit
+from fluxmat.stream.batch import DEFAULT_MAX_MESSAGE_BYTES
+from fluxmat.stream.keyed import DEFAULT_CACHE_FACTS
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 DEMOS = {  # `fluxmat demo` and `fluxmat demo --rdf`: files in ops/examples
@@ -95,7 +95,7 @@ def add_parsers(sub) -> None:
     r.add_argument("program", nargs="?", help="Datalog program file (may be left out with --ontology)")
     r.add_argument("--facts", action="append", default=[], metavar="FILE",
                    help="initial explicit facts (used only when the state store is empty)")
-    from ops.rdf_cli import add_input_flags
+    from fluxmat.ops.rdf_cli import add_input_flags
 
     add_input_flags(r)
     r.add_argument("--delta-format", default=os.environ.get("FLUXMAT_DELTA_FORMAT", "json"),
@@ -123,7 +123,7 @@ def _int(value, flag: str) -> int | None:
     try:
         return int(value)
     except ValueError:
-        from engine import FluxmatError
+        from fluxmat.engine import FluxmatError
 
         raise FluxmatError(f"{flag} expects a whole number, got {value!r}") from None
 
@@ -132,16 +132,16 @@ def _seconds(value, flag: str) -> float:
     try:
         return float(value)
     except ValueError:
-        from engine import FluxmatError
+        from fluxmat.engine import FluxmatError
 
         raise FluxmatError(f"{flag} expects a number of seconds, got {value!r}") from None
 
 
 def job_config(ns: argparse.Namespace):
-    from connectors.kafka_sink import COMPRESSIONS
-    from connectors.state import FSYNC_POLICIES
-    from engine import EngineOptions, FluxmatError, Limits
-    from stream.job import STREAM_ENGINE, JobConfig
+    from fluxmat.connectors.kafka_sink import COMPRESSIONS
+    from fluxmat.connectors.state import FSYNC_POLICIES
+    from fluxmat.engine import EngineOptions, FluxmatError, Limits
+    from fluxmat.stream.job import STREAM_ENGINE, JobConfig
 
     if ns.delta_compression not in COMPRESSIONS:
         raise FluxmatError(f"--delta-compression must be one of {', '.join(COMPRESSIONS)}, "
@@ -187,7 +187,7 @@ def _yes(value, flag: str) -> bool:
         return True
     if text in ("no", "false", "0", "off"):
         return False
-    from engine import FluxmatError
+    from fluxmat.engine import FluxmatError
 
     raise FluxmatError(f"{flag} expects yes or no, got {value!r}")
 
@@ -198,8 +198,8 @@ _INTERVAL = re.compile(r"\d+\s*(ms|s|(millisecond|second|minute|hour)s?)\Z")
 
 def check_run_flags(cfg) -> None:
     """Refuse values `fluxmat run` cannot use before anything is contacted or started."""
-    from connectors.redact import redact
-    from engine import FULLY_DYNAMIC, FluxmatError
+    from fluxmat.connectors.redact import redact
+    from fluxmat.engine import FULLY_DYNAMIC, FluxmatError
 
     def fail(message: str):
         raise FluxmatError(message)
@@ -225,7 +225,7 @@ def check_run_flags(cfg) -> None:
         fail(f"--redis-timeout must be more than 0 seconds, got {cfg.redis_timeout}")
     if cfg.verify_every < 0:
         fail(f"--verify-every must be at least 0 (0: off), got {cfg.verify_every}")
-    from stream.keyed import PARTITION_BY
+    from fluxmat.stream.keyed import PARTITION_BY
 
     if cfg.partition_by not in PARTITION_BY:
         fail(f"--partition-by must be one of {', '.join(PARTITION_BY)}, got {cfg.partition_by!r}")
@@ -252,9 +252,9 @@ def check_run_flags(cfg) -> None:
 def cmd_run(ns: argparse.Namespace) -> None:
     import logging
 
-    from connectors.redact import redact
-    from ops.wiring import Operations
-    from stream.job import run_until_signalled
+    from fluxmat.connectors.redact import redact
+    from fluxmat.ops.wiring import Operations
+    from fluxmat.stream.job import run_until_signalled
 
     cfg = job_config(ns)
     check_run_flags(cfg)
@@ -283,11 +283,11 @@ class _Redacting:
 
 def cmd_demo(ns: argparse.Namespace) -> None:
     """Embedded broker + in-process state + the same Spark job on the bundled example."""
-    from connectors.broker import EmbeddedBroker
-    from connectors.kafka_sink import read_deltas
-    from engine import Reasoner
-    from ops.wiring import Operations
-    from stream.job import STREAM_ENGINE, Job, JobConfig
+    from fluxmat.connectors.broker import EmbeddedBroker
+    from fluxmat.connectors.kafka_sink import read_deltas
+    from fluxmat.engine import Reasoner
+    from fluxmat.ops.wiring import Operations
+    from fluxmat.stream.job import STREAM_ENGINE, Job, JobConfig
 
     example = DEMOS[bool(getattr(ns, "rdf", False))]
     program, facts = example["program"], EXAMPLES / example["facts"]
@@ -352,7 +352,7 @@ def cmd_demo(ns: argparse.Namespace) -> None:
         say(f"  dead letter (partition {msg['source']['partition']}, offset "
             f"{msg['source']['offset']}): {msg['reason']}")  # fmt: skip
     if ontology:
-        from connectors.programs import load_program
+        from fluxmat.connectors.programs import load_program
 
         reference = Reasoner(load_program(str(program) if program else None, ontology)[0], "remat")
     else:
@@ -394,8 +394,8 @@ def _produce(bootstrap: str, lines: list[str], delay: float, ready: threading.Ev
 
 def _replay_explicit(reasoner, facts_path: Path, lines: list[str]) -> list[tuple]:
     """The explicit facts after all valid updates (the reference for the demo's check)."""
-    from connectors.files import parse_update, read_facts
-    from engine import FluxmatError
+    from fluxmat.connectors.files import parse_update, read_facts
+    from fluxmat.engine import FluxmatError
 
     explicit = set(read_facts(facts_path, reasoner.prefixes))
     for line in lines:

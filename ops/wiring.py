@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import threading
 
-from ops.dashboard import KeyedLiveSource, LiveSource, check_binding, serve
-from ops.inspect import StateView
-from ops.metrics import JobMetrics, serve_metrics
-from stream import observe
+from fluxmat.ops.dashboard import KeyedLiveSource, LiveSource, check_binding, serve
+from fluxmat.ops.inspect import StateView
+from fluxmat.ops.metrics import JobMetrics, serve_metrics
+from fluxmat.stream import observe
 
 
 class Operations(observe.Operations):

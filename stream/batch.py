@@ -56,13 +56,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from connectors.files import Update, decode_json, parse_update
-from connectors.rdf import Triples
-from connectors.state import INITIAL
-from engine import Fed, FluxmatError, Reasoner, StateMismatch
-from engine.limits import LimitExceeded, Limits
-from engine.printer import FactPrinter
-from engine.wire import fact_json
+from fluxmat.connectors.files import Update, decode_json, parse_update
+from fluxmat.connectors.rdf import Triples
+from fluxmat.connectors.state import INITIAL
+from fluxmat.engine import Fed, FluxmatError, Reasoner, StateMismatch
+from fluxmat.engine.limits import LimitExceeded, Limits
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.wire import fact_json
 
 INITIAL_BATCH = INITIAL  # the initial materialisation's batch id
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB

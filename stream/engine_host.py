@@ -100,7 +100,7 @@ def _start(path: Path) -> None:
             return
         path.unlink(missing_ok=True)  # a dead host's socket
         with open(path.with_suffix(".log"), "ab") as log:
-            subprocess.Popen([sys.executable, "-m", "stream.engine_host", str(path)], stdin=subprocess.DEVNULL,
+            subprocess.Popen([sys.executable, "-m", "fluxmat.stream.engine_host", str(path)], stdin=subprocess.DEVNULL,
                              stdout=log, stderr=log, start_new_session=True, close_fds=True)  # fmt: skip
         deadline = time.monotonic() + START_SECONDS
         while not path.exists():
@@ -151,7 +151,7 @@ def stop_hosts(cfg) -> int:
 
 def serve(path: Path, idle: float = IDLE_SECONDS) -> None:
     """Answer requests on `path` one at a time until `idle` seconds pass without one."""
-    from stream.keyed import process_groups
+    from fluxmat.stream.keyed import process_groups
 
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")

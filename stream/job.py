@@ -30,18 +30,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from connectors.broker import check_broker, ensure_topics
-from connectors.files import read_facts
-from connectors.kafka_sink import KafkaPublisher
-from connectors.programs import load_program, summary
-from connectors.redact import redact
-from connectors.state import RETRY_SECONDS, SOCKET_TIMEOUT, open_store
-from engine import EngineOptions, FluxmatError, Reasoner
-from engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
-from stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
-from stream.keyed import DEFAULT_CACHE_FACTS, PARTITION_BY, KeyedDriver
-from stream.observe import Operations
-from stream.verify import Verifier
+from fluxmat.connectors.broker import check_broker, ensure_topics
+from fluxmat.connectors.files import read_facts
+from fluxmat.connectors.kafka_sink import KafkaPublisher
+from fluxmat.connectors.programs import load_program, summary
+from fluxmat.connectors.redact import redact
+from fluxmat.connectors.state import RETRY_SECONDS, SOCKET_TIMEOUT, open_store
+from fluxmat.engine import EngineOptions, FluxmatError, Reasoner
+from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
+from fluxmat.stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
+from fluxmat.stream.keyed import DEFAULT_CACHE_FACTS, PARTITION_BY, KeyedDriver
+from fluxmat.stream.observe import Operations
+from fluxmat.stream.verify import Verifier
 
 # The job's engine unless told otherwise: FD-Counting, overlapping updates, the default limits.
 STREAM_ENGINE = EngineOptions(
@@ -233,7 +233,7 @@ class Job:
         except BaseException:
             self._close_servers()
             raise
-        from connectors.kafka_source import register
+        from fluxmat.connectors.kafka_source import register
 
         register(spark)
         reader = (
@@ -313,7 +313,7 @@ class Job:
             query.stop()
             spark.stop()
             if cfg.keyed:  # the engine hosts on this machine (others exit when idle)
-                from stream.engine_host import stop_hosts
+                from fluxmat.stream.engine_host import stop_hosts
 
                 stop_hosts(cfg)
             publisher.close()
@@ -414,7 +414,7 @@ class Job:
         included (the offsets move when a batch is committed), so the first
         waiting record's Kafka timestamp is the oldest update not yet reflected.
         """
-        from connectors.kafka_source import KafkaStreamReader
+        from fluxmat.connectors.kafka_source import KafkaStreamReader
 
         reader = KafkaStreamReader({"bootstrap": self.cfg.bootstrap_servers, "topic": self.cfg.updates_topic})
         last_lag = 0.0

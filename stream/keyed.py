@@ -43,9 +43,9 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from connectors.files import decode_json
-from engine import StateChanges
-from stream.batch import BatchOutcome, BatchProcessor
+from fluxmat.connectors.files import decode_json
+from fluxmat.engine import StateChanges
+from fluxmat.stream.batch import BatchOutcome, BatchProcessor
 
 PARTITION_BY = ("none", "message-key", "graph")
 NO_KEY = {
@@ -105,9 +105,9 @@ class _Worker:
     """What an engine host (stream.engine_host) keeps for its job: program, shared facts, clients, engines."""
 
     def __init__(self, cfg):
-        from connectors.kafka_sink import KafkaPublisher
-        from connectors.state import redis_client
-        from stream.job import load_reasoner, shared_facts
+        from fluxmat.connectors.kafka_sink import KafkaPublisher
+        from fluxmat.connectors.state import redis_client
+        from fluxmat.stream.job import load_reasoner, shared_facts
 
         self.cfg = cfg
         reasoner = load_reasoner(cfg, log=lambda msg: None)
@@ -123,8 +123,8 @@ class _Worker:
 
     def process(self, key: str, batch: int, rows: list) -> dict:
         """Apply one key's rows of `batch`; its summary row."""
-        from connectors.state import RedisStateStore
-        from engine import Reasoner
+        from fluxmat.connectors.state import RedisStateStore
+        from fluxmat.engine import Reasoner
 
         cfg, start = self.cfg, time.perf_counter()
         entry = self.engines.get(key)
@@ -179,7 +179,7 @@ def key_of(row, mode: str) -> str | None:
     """The key of an update row (partition, offset, key, value, ...), None when it has none."""
     if mode == "message-key":
         return row[2] if row[2] else None
-    from connectors.rdf import graph_of
+    from fluxmat.connectors.rdf import graph_of
 
     try:
         return graph_of(decode_json(row[3])) if row[3] is not None else None
@@ -206,7 +206,7 @@ def run_partition(cfg, batch: int, batches):
     import pyarrow as pa
     from pyspark import TaskContext
 
-    from stream import engine_host
+    from fluxmat.stream import engine_host
 
     groups: dict[str | None, list] = {}
     for rb in batches:
@@ -290,7 +290,7 @@ class KeyedDriver:
         if mode == "message-key":
             keyed = df.withColumn("k", F.expr("nullif(key, '')"))
         else:  # the graph is inside the message: read by a first, stateless pass
-            from connectors.kafka_source import SCHEMA
+            from fluxmat.connectors.kafka_source import SCHEMA
 
             keyed = df.mapInArrow(lambda it: with_keys(mode, it), SCHEMA + ", k string")
         tasks = self.partitions or df.sparkSession.sparkContext.defaultParallelism

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine import EngineOptions, Reasoner
+from fluxmat.engine import EngineOptions, Reasoner
 
 SAMPLE = 5  # differing facts kept in a result, each way
 

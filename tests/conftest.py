@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.broker import EmbeddedBroker
+from fluxmat.connectors.broker import EmbeddedBroker
 from tests.servers import RedisServer
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from engine import Reasoner
-from engine.equality import SAME_AS, expand
+from fluxmat.engine import Reasoner
+from fluxmat.engine.equality import SAME_AS, expand
 from tests.gen import examples
 from tests.test_equality import OWL, PAPER, oracle
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import ALGORITHMS
+from fluxmat.engine import ALGORITHMS
 from tests.shared import PROGRAMS, corpus_files, need
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,7 +56,7 @@ def fluxmat(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     for key in [k for k in full_env if k.startswith("FLUXMAT_") and k not in (env or {})]:
         del full_env[key]
     return subprocess.run(
-        [sys.executable, "-m", "ops.cli", *map(str, args)],
+        [sys.executable, "-m", "fluxmat.ops.cli", *map(str, args)],
         cwd=ROOT, capture_output=True, text=True, env=full_env, timeout=120,
     )  # fmt: skip
 
@@ -468,7 +468,7 @@ def test_error_out_of_memory_names_the_limit(tmp_path):
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    proc = subprocess.run([sys.executable, "-m", "ops.cli", "materialise", str(program)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "materialise", str(program)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, preexec_fn=cap)  # fmt: skip
     user_error(proc, "out of memory: the address-space limit of 640 MiB (ulimit -v) was used up")
 
@@ -510,9 +510,9 @@ def test_replay_validates_the_whole_file_before_applying(tmp_path, path_files):
 
 def test_run_flags_are_checked_before_connecting(tmp_path, path_files):
     """No broker runs at 127.0.0.1:1: every bad flag is reported before it is tried."""
-    from engine import FluxmatError
-    from ops.cli import build_parser
-    from ops.stream_cli import check_run_flags, job_config
+    from fluxmat.engine import FluxmatError
+    from fluxmat.ops.cli import build_parser
+    from fluxmat.ops.stream_cli import check_run_flags, job_config
 
     program, _, _ = path_files
     base = ["run", str(program), "--bootstrap-servers", "127.0.0.1:1", "--updates-topic", "u",

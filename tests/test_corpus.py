@@ -35,8 +35,8 @@ from pathlib import Path
 
 import pytest
 
-from connectors.files import read_updates
-from engine import ALGORITHMS, AlgorithmError, Reasoner, analyse, parse_program
+from fluxmat.connectors.files import read_updates
+from fluxmat.engine import ALGORITHMS, AlgorithmError, Reasoner, analyse, parse_program
 from tests.shared import corpus_dir
 
 KBS = ("path", "sequence", "lubm", "dbpedia")

@@ -18,13 +18,13 @@ import urllib.parse
 
 import pytest
 
-from connectors.state import RedisStateStore
-from engine import Reasoner
-from engine.fd.snapshot import export_changes
-from ops import dashboard
-from ops.dashboard import LiveSource, StoredSource, host_allowed, serve
-from ops.inspect import StateView
-from ops.metrics import JobMetrics
+from fluxmat.connectors.state import RedisStateStore
+from fluxmat.engine import Reasoner
+from fluxmat.engine.fd.snapshot import export_changes
+from fluxmat.ops import dashboard
+from fluxmat.ops.dashboard import LiveSource, StoredSource, host_allowed, serve
+from fluxmat.ops.inspect import StateView
+from fluxmat.ops.metrics import JobMetrics
 from tests.servers import RedisServer
 
 TOKEN = "t0ken"

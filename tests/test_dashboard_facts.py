@@ -2,11 +2,11 @@
 
 import json
 
-from connectors.state import MemoryStateStore
-from engine import Iri, Reasoner
-from ops.inspect import StateView
-from ops.metrics import delta_entry, fact_text
-from stream.batch import BatchProcessor
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import Iri, Reasoner
+from fluxmat.ops.inspect import StateView
+from fluxmat.ops.metrics import delta_entry, fact_text
+from fluxmat.stream.batch import BatchProcessor
 
 PROGRAM = '@prefix ex: <http://example.org/> .\nreach(X, Y) :- link(X, Y).\nreach(X, Z) :- reach(X, Y), link(Y, Z).'
 

@@ -14,12 +14,12 @@ import time
 
 import pytest
 
-from connectors.state import MemoryStateStore
-from engine import Reasoner
-from ops.dashboard import LiveSource, serve
-from ops.inspect import StateView
-from ops.metrics import JobMetrics, history_point
-from stream.batch import BatchProcessor
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import Reasoner
+from fluxmat.ops.dashboard import LiveSource, serve
+from fluxmat.ops.inspect import StateView
+from fluxmat.ops.metrics import JobMetrics, history_point
+from fluxmat.stream.batch import BatchProcessor
 from tests.browser import Browser
 from tests.shared import NullPublisher
 

@@ -4,10 +4,10 @@ import json
 
 from prometheus_client import generate_latest
 
-from connectors.state import MemoryStateStore
-from engine import Limits, Reasoner
-from ops.metrics import Exported, JobMetrics
-from stream.batch import DEAD_LETTER_KINDS, OTHER_KIND, BatchProcessor, dead_letter_kind
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import Limits, Reasoner
+from fluxmat.ops.metrics import Exported, JobMetrics
+from fluxmat.stream.batch import DEAD_LETTER_KINDS, OTHER_KIND, BatchProcessor, dead_letter_kind
 from tests.shared import NullPublisher
 
 PROGRAM = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z)."

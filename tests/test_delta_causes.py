@@ -13,9 +13,9 @@ import random
 
 import pytest
 
-from connectors.state import MemoryStateStore
-from engine import Fed, Reasoner
-from stream.batch import BatchProcessor
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import Fed, Reasoner
+from fluxmat.stream.batch import BatchProcessor
 from tests.shared import NullPublisher
 
 PROGRAM = """\

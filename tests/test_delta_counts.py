@@ -10,12 +10,12 @@ import json
 
 from prometheus_client import generate_latest
 
-from connectors.broker import ensure_topics
-from connectors.kafka_sink import KafkaPublisher, read_deltas
-from connectors.state import MemoryStateStore
-from engine import Reasoner
-from ops.metrics import JobMetrics
-from stream.batch import BatchProcessor
+from fluxmat.connectors.broker import ensure_topics
+from fluxmat.connectors.kafka_sink import KafkaPublisher, read_deltas
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import Reasoner
+from fluxmat.ops.metrics import JobMetrics
+from fluxmat.stream.batch import BatchProcessor
 
 PROGRAM = "path(X, Y) :- edge(X, Y). path(X, Z) :- path(X, Y), edge(Y, Z)."
 

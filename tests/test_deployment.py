@@ -24,8 +24,8 @@ import pytest
 
 yaml = pytest.importorskip("yaml")
 
-from ops.metric_names import METRICS, exported_names  # noqa: E402
-from ops.stream_cli import REQUIRED, RUN_FLAGS  # noqa: E402
+from fluxmat.ops.metric_names import METRICS, exported_names  # noqa: E402
+from fluxmat.ops.stream_cli import REQUIRED, RUN_FLAGS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKER = ROOT / "docker"
@@ -291,7 +291,7 @@ def test_job_settings_are_valid(compose):
 
 
 def test_job_program_and_facts_are_in_the_mounted_directory(compose):
-    from engine import Reasoner
+    from fluxmat.engine import Reasoner
 
     job = compose["services"][JOB]
     files = [a for a in job["command"][1:] if a.startswith("/")]
@@ -475,7 +475,7 @@ def test_the_exporter_exports_the_table():
     pytest.importorskip("prometheus_client")
     from prometheus_client import generate_latest
 
-    from ops.metrics import JobMetrics
+    from fluxmat.ops.metrics import JobMetrics
 
     text = generate_latest(JobMetrics("p.dl", "fd-counting", "ns", "updates").registry).decode()
     types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, flags=re.M))

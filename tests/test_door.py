@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import (
+from fluxmat.engine import (
     ALGORITHMS,
     FULLY_DYNAMIC,
     EngineOptions,
@@ -18,8 +18,8 @@ from engine import (
     Reasoner,
     WorkLimitExceeded,
 )
-from engine.errors import AlgorithmError
-from engine.fd import FullyDynamic
+from fluxmat.engine.errors import AlgorithmError
+from fluxmat.engine.fd import FullyDynamic
 from tests.shared import scratch_copy
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from engine import AlgorithmError, AnalysisError, Reasoner, parse_program
-from engine.equality import SAME_AS, Classes, axiomatise, expand
-from engine.maintain import EQUALITY_ALGORITHMS
+from fluxmat.engine import AlgorithmError, AnalysisError, Reasoner, parse_program
+from fluxmat.engine.equality import SAME_AS, Classes, axiomatise, expand
+from fluxmat.engine.maintain import EQUALITY_ALGORITHMS
 from tests.gen import examples
 
 OWL = "@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
@@ -222,7 +222,7 @@ def test_class_preserving_updates_are_maintained_incrementally(algorithm):
 
 
 def test_cli_equality_flag(tmp_path, capsys):
-    from ops.cli import main
+    from fluxmat.ops.cli import main
 
     prog = tmp_path / "eq.dl"
     prog.write_text(

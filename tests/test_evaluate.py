@@ -14,9 +14,9 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import analyse, parse_program
-from engine.evaluate import Bound, Evaluator
-from engine.storage import Dictionary, Relation
+from fluxmat.engine import analyse, parse_program
+from fluxmat.engine.evaluate import Bound, Evaluator
+from fluxmat.engine.storage import Dictionary, Relation
 from tests.gen import examples
 
 PROGRAM = """

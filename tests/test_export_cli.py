@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from connectors.files import read_facts
-from connectors.state import RedisStateStore
-from engine import Reasoner
-from ops import inspect
-from ops.cli import main
-from stream.batch import BatchProcessor
+from fluxmat.connectors.files import read_facts
+from fluxmat.connectors.state import RedisStateStore
+from fluxmat.engine import Reasoner
+from fluxmat.ops import inspect
+from fluxmat.ops.cli import main
+from fluxmat.stream.batch import BatchProcessor
 from tests.test_poison import Recorder
 
 PROGRAM = """@prefix ex: <http://example.org/> .
@@ -24,7 +24,7 @@ FACTS = [("http://example.org/edge", "<http://example.org/a>", "<http://example.
 
 @pytest.fixture
 def state(redis_server, tmp_path):
-    from engine.wire import value_from_json
+    from fluxmat.engine.wire import value_from_json
 
     program = tmp_path / "p.dl"
     program.write_text(PROGRAM, encoding="utf-8")

@@ -5,10 +5,10 @@ import random
 
 import pytest
 
-from connectors.state import MemoryStateStore
-from engine.fd import snapshot
-from engine.fd.snapshot import export_changes
-from engine.wire import value_from_json
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine.fd import snapshot
+from fluxmat.engine.fd.snapshot import export_changes
+from fluxmat.engine.wire import value_from_json
 from tests.test_state_store import POOL, _engine
 
 

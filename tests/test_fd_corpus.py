@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import Reasoner
+from fluxmat.engine import Reasoner
 from tests.test_corpus import CORPUS, FULL, MISSING, _id, _program, _reference, _updates
 
 KBS = ("path", "sequence", "lubm", "dbpedia")

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from engine import Reasoner
-from engine.storage import Relation
+from fluxmat.engine import Reasoner
+from fluxmat.engine.storage import Relation
 
 FD = ("fd-dred", "fd-counting")
 MAX_UNITS = 200  # per schedule; the examples need a few dozen at most

@@ -21,8 +21,8 @@ from collections import Counter
 from hypothesis import HealthCheck, settings
 from hypothesis import given as hgiven
 
-from engine import analyse, create, parse_program
-from engine.storage import Relation
+from fluxmat.engine import analyse, create, parse_program
+from fluxmat.engine.storage import Relation
 from tests.gen import examples, scenarios
 
 

@@ -12,10 +12,10 @@ import random
 
 import pytest
 
-from connectors.state import MemoryStateStore
-from engine import Reasoner
-from engine.fd.snapshot import export_changes, fingerprint, restore
-from engine.modules.reach import Reachability
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import Reasoner
+from fluxmat.engine.fd.snapshot import export_changes, fingerprint, restore
+from fluxmat.engine.modules.reach import Reachability
 
 FD = ("fd-dred", "fd-counting")
 CLOSURE = """

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, note, settings
 from hypothesis import given as hgiven
 from hypothesis import strategies as st
 
-from engine import analyse, create, parse_program
+from fluxmat.engine import analyse, create, parse_program
 from tests.gen import apply_update, examples, scenarios
 
 FD = ("fd-dred", "fd-counting")

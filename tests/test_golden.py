@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import ALGORITHMS, AlgorithmError, AnalysisError, ParseError, Reasoner
+from fluxmat.engine import ALGORITHMS, AlgorithmError, AnalysisError, ParseError, Reasoner
 
 GOLDEN = Path(__file__).parent / "golden"
 ERRORS = GOLDEN / "errors"

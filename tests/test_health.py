@@ -7,12 +7,12 @@ import urllib.request
 import pytest
 from prometheus_client import generate_latest
 
-from engine import Reasoner
-from ops.dashboard import LiveSource, serve
-from ops.inspect import StateView
-from ops.metrics import JobMetrics
-from stream.batch import BatchOutcome
-from stream.verify import Verification
+from fluxmat.engine import Reasoner
+from fluxmat.ops.dashboard import LiveSource, serve
+from fluxmat.ops.inspect import StateView
+from fluxmat.ops.metrics import JobMetrics
+from fluxmat.stream.batch import BatchOutcome
+from fluxmat.stream.verify import Verification
 from tests.shared import metric
 
 
@@ -125,8 +125,8 @@ def test_a_batch_reports_where_its_time_went():
     """Issue 16: BatchOutcome.phases (decode, engine, export, commit, publish) -> fluxmat_batch_phase_seconds."""
     import json
 
-    from connectors.state import MemoryStateStore
-    from stream.batch import BatchProcessor
+    from fluxmat.connectors.state import MemoryStateStore
+    from fluxmat.stream.batch import BatchProcessor
     from tests.shared import NullPublisher
 
     p = BatchProcessor(Reasoner.from_text("p(X) :- q(X).", "fd-counting"), MemoryStateStore(), NullPublisher())

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import Reasoner, analyse, create, parse_program
-from engine.evaluate import Evaluator
-from engine.hypertree import compile_decomposed
-from engine.plans import compile_plan
+from fluxmat.engine import Reasoner, analyse, create, parse_program
+from fluxmat.engine.evaluate import Evaluator
+from fluxmat.engine.hypertree import compile_decomposed
+from fluxmat.engine.plans import compile_plan
 from tests.gen import examples
 
 # "PC(x, y) <- CW(x, z1), CA(x, z2), PC(z1, y), PC(z2, y)." (section 3)

@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connectors.files import MAX_JSON_DEPTH, _integer, _object, _too_deep, decode_json
-from connectors.kafka_sink import _encode
-from engine import Iri
-from engine.errors import ParseError
-from engine.printer import FactPrinter
-from engine.syntax import literal
-from engine.wire import fact_json
+from fluxmat.connectors.files import MAX_JSON_DEPTH, _integer, _object, _too_deep, decode_json
+from fluxmat.connectors.kafka_sink import _encode
+from fluxmat.engine import Iri
+from fluxmat.engine.errors import ParseError
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.syntax import literal
+from fluxmat.engine.wire import fact_json
 from tests.test_wire import FACTS
 
 PRINTER = FactPrinter({"ex": "http://example.org/"}.items())

@@ -20,16 +20,16 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 from kafka import KafkaProducer, TopicPartition  # noqa: E402
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows  # noqa: E402
 
-from connectors import kafka_source  # noqa: E402
-from connectors.broker import (  # noqa: E402
+from fluxmat.connectors import kafka_source  # noqa: E402
+from fluxmat.connectors.broker import (  # noqa: E402
     EmbeddedBroker,
     _free_port,
     check_broker,
     ensure_topics,
     tansu_path,
 )
-from connectors.kafka_sink import LOG_RAW_CHARS, KafkaPublisher, read_deltas  # noqa: E402
-from connectors.kafka_source import (  # noqa: E402
+from fluxmat.connectors.kafka_sink import LOG_RAW_CHARS, KafkaPublisher, read_deltas  # noqa: E402
+from fluxmat.connectors.kafka_source import (  # noqa: E402
     KafkaInputPartition,
     KafkaSourceError,
     KafkaStreamReader,

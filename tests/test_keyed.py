@@ -15,10 +15,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from connectors.rdf import graph_of
-from stream import engine_host
-from stream.job import JobConfig
-from stream.keyed import KeyedDriver, _Engines, key_of
+from fluxmat.connectors.rdf import graph_of
+from fluxmat.stream import engine_host
+from fluxmat.stream.job import JobConfig
+from fluxmat.stream.keyed import KeyedDriver, _Engines, key_of
 from tests.test_pipeline import PROGRAM, remat
 
 EX = "http://ex.org/"
@@ -92,7 +92,7 @@ def test_driver_outcome_sums_keys():
 
 @pytest.fixture
 def cfg(broker, redis_server, tmp_path):
-    from connectors.broker import ensure_topics
+    from fluxmat.connectors.broker import ensure_topics
 
     program = tmp_path / "path.dl"
     program.write_text(PROGRAM, encoding="utf-8")
@@ -110,7 +110,7 @@ def rows(offset: int, key: str, *updates: dict) -> list[tuple]:
 
 
 def test_engine_host_keeps_engines_survives_a_crash_and_stops(cfg):
-    from connectors.kafka_sink import read_deltas
+    from fluxmat.connectors.kafka_sink import read_deltas
 
     first = engine_host.call(cfg, 0, 0, {"k1": rows(0, "k1", {"add": [["edge", "a", "b"]], "id": "1"}),
                                           "k2": rows(1, "k2", {"add": [["edge", "x", "y"]], "id": "2"})})  # fmt: skip

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import given as hgiven
 
-from engine import Reasoner, analyse, create, parse_program
-from engine.maintain.dredc import DRedC
+from fluxmat.engine import Reasoner, analyse, create, parse_program
+from fluxmat.engine.maintain.dredc import DRedC
 from tests.gen import apply_update, examples, scenarios
 
 SETTINGS = settings(

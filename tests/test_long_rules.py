@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from connectors.state import MemoryStateStore
-from engine import ALGORITHMS, Reasoner
-from stream.batch import BatchProcessor
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import ALGORITHMS, Reasoner
+from fluxmat.stream.batch import BatchProcessor
 from tests.shared import NullPublisher
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +73,7 @@ def replayed(edges, ups) -> set[tuple]:
 
 
 def fluxmat(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ops.cli", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=1800)  # fmt: skip
 
 

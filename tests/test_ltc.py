@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import engine.modules.ltc as ltc
-import engine.modules.reach as reach
-from engine import Reasoner, analyse, create, parse_program
-from engine.modules.reach import Reach
+import fluxmat.engine.modules.ltc as ltc
+import fluxmat.engine.modules.reach as reach
+from fluxmat.engine import Reasoner, analyse, create, parse_program
+from fluxmat.engine.modules.reach import Reach
 from tests.gen import examples
 from tests.test_fd_properties import FD, drive, schedules
 

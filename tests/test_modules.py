@@ -15,7 +15,7 @@ import math
 
 import pytest
 
-from engine import ALGORITHMS, Reasoner, analyse, create, parse_program
+from fluxmat.engine import ALGORITHMS, Reasoner, analyse, create, parse_program
 from tests.shared import PROGRAMS
 
 TC = "r(X, Z) :- r(X, Y), r(Y, Z).\n"  # rule (1)

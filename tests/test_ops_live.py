@@ -21,7 +21,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from connectors.kafka_sink import read_deltas
+from fluxmat.connectors.kafka_sink import read_deltas
 from tests.browser import Browser
 from tests.servers import free_port
 from tests.test_pipeline import (
@@ -222,7 +222,7 @@ def test_dashboard_questions_match_the_materialisation(live):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ops.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", *args], capture_output=True, text=True,
                           timeout=120, env=job_env())  # fmt: skip
 
 
@@ -246,7 +246,7 @@ def test_cli_query_and_why_against_the_redis_state(live):
 def test_standalone_dashboard_over_redis(live):
     s = live.s
     port = free_port()
-    proc = Proc([sys.executable, "-m", "ops.cli", "dashboard", str(s.program), "--redis", s.redis_url,
+    proc = Proc([sys.executable, "-m", "fluxmat.ops.cli", "dashboard", str(s.program), "--redis", s.redis_url,
                  "--namespace", s.namespace, "--port", str(port), "--metrics-url", live.metrics_url],
                 s.logs, "standalone-dashboard", job_env())  # fmt: skip
     try:

@@ -23,7 +23,7 @@ import urllib.request
 import pytest
 import redis
 
-from connectors.kafka_sink import read_deltas
+from fluxmat.connectors.kafka_sink import read_deltas
 from tests.servers import RedisServer, free_port
 from tests.test_ops_live import TOKEN, LiveJob
 from tests.test_pipeline import (

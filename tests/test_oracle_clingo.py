@@ -23,8 +23,8 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 
-from engine import ALGORITHMS, Iri, analyse, create, parse_program
-from engine.syntax import Atom, BinOp, Comparison, Const, Negation, Program, Rule, Term, Var
+from fluxmat.engine import ALGORITHMS, Iri, analyse, create, parse_program
+from fluxmat.engine.syntax import Atom, BinOp, Comparison, Const, Negation, Program, Rule, Term, Var
 from tests.gen import apply_update, examples, facts, program_cases
 
 try:

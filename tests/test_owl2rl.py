@@ -20,11 +20,11 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from connectors.owl2rl import INCONSISTENT, translate
-from connectors.programs import load_program
-from connectors.rdf import read_rdf, write_rdf
-from engine import Reasoner, parse_program
-from engine.syntax import Iri
+from fluxmat.connectors.owl2rl import INCONSISTENT, translate
+from fluxmat.connectors.programs import load_program
+from fluxmat.connectors.rdf import read_rdf, write_rdf
+from fluxmat.engine import Reasoner, parse_program
+from fluxmat.engine.syntax import Iri
 from tests.lubm_rdf import UNIV_BENCH, lubm_department
 from tests.shared import PROGRAMS
 
@@ -178,10 +178,10 @@ def test_transitive_property_is_a_tc_module(tmp_path):
     onto = tmp_path / "t.ttl"
     onto.write_text(HEAD + "ex:ancestor a owl:TransitiveProperty .\n", encoding="utf-8")
     out = tmp_path / "t.dlog"
-    r = subprocess.run([sys.executable, "-m", "ops.cli", "owl2rl", str(onto), "--output", str(out)],
+    r = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "owl2rl", str(onto), "--output", str(out)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 0, r.stderr
-    check = subprocess.run([sys.executable, "-m", "ops.cli", "check", str(out)], cwd=ROOT,
+    check = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "check", str(out)], cwd=ROOT,
                            capture_output=True, text=True, timeout=120)  # fmt: skip
     assert check.returncode == 0, check.stderr
     assert re.search(r"stratum \d+: tc\(ex:ancestor\)", check.stdout), check.stdout
@@ -262,13 +262,13 @@ def test_the_printed_program_reads_back_as_the_same_rules():
 
 
 def test_cli_owl2rl_warns_on_stderr_and_program_is_optional(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "ops.cli", "owl2rl", str(UNIV_BENCH)], cwd=ROOT,
+    r = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "owl2rl", str(UNIV_BENCH)], cwd=ROOT,
                        capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 0 and r.stdout.count(":-") > 90
     assert len([ln for ln in r.stderr.splitlines() if ln.startswith("fluxmat: warning: ")]) == 8
     data = tmp_path / "d.nt"
     data.write_text(f"<http://x/a> <{TYPE}> <{UB}FullProfessor> .\n", encoding="utf-8")
-    m = subprocess.run([sys.executable, "-m", "ops.cli", "materialise", "--ontology", str(UNIV_BENCH),
+    m = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "materialise", "--ontology", str(UNIV_BENCH),
                         "--facts", str(data)], cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert m.returncode == 0, m.stderr
     assert "univ-bench:Employee(<http://x/a>)." in m.stdout.splitlines()

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import pytest
 
-import engine.evaluate as evaluate
-from engine import ALGORITHMS, AlgorithmError, Reasoner, UpdateError
-from engine.maintain.stratified import Run
+import fluxmat.engine.evaluate as evaluate
+from fluxmat.engine import ALGORITHMS, AlgorithmError, Reasoner, UpdateError
+from fluxmat.engine.maintain.stratified import Run
 
 
 def _paper(text: str, algorithm: str) -> Reasoner:

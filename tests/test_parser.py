@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.errors import ParseError
-from engine.parser import fact_from_json, parse_facts, parse_program
-from engine.syntax import (
+from fluxmat.engine.errors import ParseError
+from fluxmat.engine.parser import fact_from_json, parse_facts, parse_program
+from fluxmat.engine.syntax import (
     Atom,
     BinOp,
     Comparison,

@@ -38,9 +38,9 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
-from connectors.broker import ensure_topics
-from connectors.kafka_sink import read_deltas
-from engine import Reasoner
+from fluxmat.connectors.broker import ensure_topics
+from fluxmat.connectors.kafka_sink import read_deltas
+from fluxmat.engine import Reasoner
 from tests.servers import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +92,7 @@ class Setup:
     def args(self, *extra: str, program: Path | None = None) -> list[str]:
         dead = ["--dead-letter-topic", self.dead] if self.with_dead_letter_topic else []
         return [
-            sys.executable, "-m", "ops.cli", "run", str(program or self.program),
+            sys.executable, "-m", "fluxmat.ops.cli", "run", str(program or self.program),
             "--facts", str(self.facts),
             "--bootstrap-servers", self.bootstrap,
             "--updates-topic", self.updates, "--deltas-topic", self.deltas, *dead,
@@ -393,7 +393,7 @@ def rebuild(msgs: list[dict]) -> set[tuple]:
 
 def stored_explicit(s: Setup) -> set[tuple]:
     """The explicit facts the job committed to Redis (as `fluxmat export` takes them out: JSON values)."""
-    from ops.inspect import export_facts
+    from fluxmat.ops.inspect import export_facts
 
     _batch, lines = export_facts(str(s.program), s.redis_url, s.namespace)
     return {tuple(json.loads(line)) for line in lines}
@@ -688,7 +688,7 @@ def test_dead_redis_port(setup):
 
 
 def test_demo(tmp_path):
-    demo = Proc([sys.executable, "-m", "ops.cli", "demo"], tmp_path, "demo")
+    demo = Proc([sys.executable, "-m", "fluxmat.ops.cli", "demo"], tmp_path, "demo")
     try:
         code = demo.wait(240)
     finally:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import redis
 
-from connectors.kafka_sink import read_deltas
-from connectors.state import STATE_KEYS
-from stream.job import checkpoint_last_commit
+from fluxmat.connectors.kafka_sink import read_deltas
+from fluxmat.connectors.state import STATE_KEYS
+from fluxmat.stream.job import checkpoint_last_commit
 from tests.test_pipeline import (
     INITIAL,
     assert_refused,

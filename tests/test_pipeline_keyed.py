@@ -25,8 +25,8 @@ from urllib.parse import quote
 import pytest
 from kafka import KafkaProducer
 
-from connectors.broker import ensure_topics
-from connectors.kafka_sink import read_deltas
+from fluxmat.connectors.broker import ensure_topics
+from fluxmat.connectors.kafka_sink import read_deltas
 from tests.servers import RedisCluster, free_port
 from tests.shared import series
 from tests.test_pipeline import INITIAL, POOL, PROGRAM, SPARK_TIMEOUT, Proc, job_env, remat
@@ -48,7 +48,7 @@ def args(broker, cluster, d: Path, n: int, *extra: str) -> list[str]:
     program, facts = d / "path.dl", d / "facts.dl"
     program.write_text(PROGRAM, encoding="utf-8")
     facts.write_text("".join(f"edge({x}, {y}).\n" for _, x, y in INITIAL), encoding="utf-8")
-    return [sys.executable, "-m", "ops.cli", "run", str(program), "--facts", str(facts),
+    return [sys.executable, "-m", "fluxmat.ops.cli", "run", str(program), "--facts", str(facts),
             "--bootstrap-servers", broker.bootstrap, "--updates-topic", f"kupdates{n}",
             "--deltas-topic", f"kdeltas{n}", "--dead-letter-topic", f"kdead{n}",
             "--redis", cluster.url, "--redis-cluster", "--namespace", f"{NAMESPACE}{n}",
@@ -194,7 +194,7 @@ def test_fifty_keys_on_a_redis_cluster(broker, cluster, tmp_path):
     assert status["now"]["keys"]["seen"] == len(plan)
     assert {k for k, _ in status["now"]["keys"]["busiest"]} <= set(plan)
     assert set(answer["facts"]) == paths(plan["tenant07"])
-    cli = subprocess.run([sys.executable, "-m", "ops.cli", "query", str(tmp_path / "path.dl"), "path(?X, ?Y)",
+    cli = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "query", str(tmp_path / "path.dl"), "path(?X, ?Y)",
                           "--redis", cluster.url, "--redis-cluster", "--namespace", f"{NAMESPACE}{n}",
                           "--key", "tenant11"], capture_output=True, text=True, timeout=120, env=job_env())  # fmt: skip
     assert cli.returncode == 0, cli.stderr

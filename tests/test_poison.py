@@ -17,12 +17,12 @@ import string
 
 import pytest
 
-from connectors.kafka_sink import dead_letter_line
-from connectors.state import MemoryStateStore
-from engine import Reasoner
-from engine.fd.snapshot import restore
-from stream import batch as batch_module
-from stream.batch import DEAD_RAW_CHARS, DEFAULT_MAX_MESSAGE_BYTES, BatchProcessor
+from fluxmat.connectors.kafka_sink import dead_letter_line
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import Reasoner
+from fluxmat.engine.fd.snapshot import restore
+from fluxmat.stream import batch as batch_module
+from fluxmat.stream.batch import DEAD_RAW_CHARS, DEFAULT_MAX_MESSAGE_BYTES, BatchProcessor
 from tests.gen import examples
 
 PROGRAM = ("path(X, Y) :- edge(X, Y). path(X, Z) :- path(X, Y), edge(Y, Z). "

@@ -12,9 +12,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import Iri, atom_to_fact, parse_facts
-from engine.printer import FactPrinter
-from engine.syntax import MAX_INT_DIGITS
+from fluxmat.engine import Iri, atom_to_fact, parse_facts
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.syntax import MAX_INT_DIGITS
 from tests.gen import examples
 
 PREFIXES = (("ex", "http://example.org/"), ("p", "http://p.org/ns#"), ("", "http://empty/"))

@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, note, settings
 from hypothesis import given as hgiven
 
-from engine import ALGORITHMS, AlgorithmError, analyse, create, parse_program
-from engine.fd import FullyDynamic
-from engine.maintain import Maintainer, Report
+from fluxmat.engine import ALGORITHMS, AlgorithmError, analyse, create, parse_program
+from fluxmat.engine.fd import FullyDynamic
+from fluxmat.engine.maintain import Maintainer, Report
 from tests.gen import GenProgram, apply_update, examples, scenarios
 
 SETTINGS = settings(

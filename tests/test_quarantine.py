@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from connectors.state import MemoryStateStore
-from engine import Reasoner
-from engine.fd.snapshot import export_changes, restore
-from engine.limits import FactLimitExceeded, Limits, WorkLimitExceeded
-from stream.batch import BatchProcessor
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import Reasoner
+from fluxmat.engine.fd.snapshot import export_changes, restore
+from fluxmat.engine.limits import FactLimitExceeded, Limits, WorkLimitExceeded
+from fluxmat.stream.batch import BatchProcessor
 from tests.test_export_texts import decoded
 from tests.test_poison import Recorder
 

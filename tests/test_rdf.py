@@ -26,13 +26,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from connectors.files import read_facts, read_updates
-from connectors.rdf import read_rdf, write_rdf
-from engine import fact_from_json, parse_facts
-from engine.printer import FactPrinter
-from engine.syntax import RdfLiteral
-from engine.wire import json_value
-from ops.cli import main
+from fluxmat.connectors.files import read_facts, read_updates
+from fluxmat.connectors.rdf import read_rdf, write_rdf
+from fluxmat.engine import fact_from_json, parse_facts
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.syntax import RdfLiteral
+from fluxmat.engine.wire import json_value
+from fluxmat.ops.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 RDF_DIR = Path(__file__).parent / "rdf"
@@ -56,7 +56,7 @@ def run_cli(capsysbinary, *args: str) -> tuple[int, bytes, str]:
 
 def one_error(*args: str, cwd: Path = ROOT) -> str:
     """Run the CLI as a user does; exactly one `fluxmat: error:` line, no traceback."""
-    r = subprocess.run([sys.executable, "-m", "ops.cli", *args], cwd=cwd, capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", *args], cwd=cwd, capture_output=True,
                        text=True, timeout=120)  # fmt: skip
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "Traceback" not in r.stderr, r.stderr
@@ -104,7 +104,7 @@ def test_rdf_type_is_a_unary_fact_and_other_triples_binary():
 
 
 def ox_iri(value: str):
-    from engine.syntax import Iri
+    from fluxmat.engine.syntax import Iri
 
     return Iri(value)
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from connectors.state import MemoryStateStore
-from engine import Reasoner
-from stream.batch import BatchProcessor
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import Reasoner
+from fluxmat.stream.batch import BatchProcessor
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAD = ('<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
@@ -61,7 +61,7 @@ def _limit():
 
 
 def fluxmat(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ops.cli", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, preexec_fn=_limit)  # fmt: skip
 
 

@@ -23,14 +23,14 @@ from types import SimpleNamespace
 import pyoxigraph as ox
 import pytest
 
-from connectors.broker import ensure_topics
-from connectors.files import parse_update
-from connectors.kafka_sink import read_deltas
-from connectors.programs import load_program
-from connectors.rdf import Triples, read_rdf
-from engine import Reasoner
-from engine.printer import FactPrinter
-from engine.wire import json_value
+from fluxmat.connectors.broker import ensure_topics
+from fluxmat.connectors.files import parse_update
+from fluxmat.connectors.kafka_sink import read_deltas
+from fluxmat.connectors.programs import load_program
+from fluxmat.connectors.rdf import Triples, read_rdf
+from fluxmat.engine import Reasoner
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.wire import json_value
 from tests.servers import RedisServer
 from tests.test_pipeline import ROOT, Proc, job_env, produce, wait_for_through
 
@@ -127,7 +127,7 @@ def test_ntriples_updates_in_ntriples_deltas_out(broker, redis_srv, tmp_path):
     program, _ = load_program(program_path, [str(onto)])
     updates, deltas, dead = "rdf-updates", "rdf-deltas", "rdf-dead"
     ensure_topics(broker.bootstrap, {updates: 1, deltas: 1, dead: 1})
-    args = [sys.executable, "-m", "ops.cli", "run", program_path, "--ontology", str(onto),
+    args = [sys.executable, "-m", "fluxmat.ops.cli", "run", program_path, "--ontology", str(onto),
             "--facts", str(RDF_DIR / "people.ttl"), "--delta-format", "ntriples",
             "--bootstrap-servers", broker.bootstrap, "--updates-topic", updates,
             "--deltas-topic", deltas, "--dead-letter-topic", dead, "--redis", redis_srv.url,
@@ -152,7 +152,7 @@ def test_ntriples_updates_in_ntriples_deltas_out(broker, redis_srv, tmp_path):
     assert "add: line 2, column 24: " in letter["reason"], letter  # the relative IRI <p>
 
     def cli(*extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "ops.cli", *extra, "--redis", redis_srv.url,
+        return subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", *extra, "--redis", redis_srv.url,
                                "--namespace", "rdf", "--ontology", str(onto)],
                               cwd=ROOT, capture_output=True, timeout=120)  # fmt: skip
 
@@ -166,7 +166,7 @@ def test_ntriples_updates_in_ntriples_deltas_out(broker, redis_srv, tmp_path):
 
 def test_demo_rdf(tmp_path):
     """`fluxmat demo --rdf`: the README's streaming example runs as printed and checks itself."""
-    demo = Proc([sys.executable, "-m", "ops.cli", "demo", "--rdf"], tmp_path, "demo-rdf")
+    demo = Proc([sys.executable, "-m", "fluxmat.ops.cli", "demo", "--rdf"], tmp_path, "demo-rdf")
     try:
         code = demo.wait(240)
     finally:

@@ -1,6 +1,6 @@
 """Issue 19: the consumer lag is right from the first sample after a restart (offsets from the checkpoint)."""
 
-from stream.job import checkpoint_offsets
+from fluxmat.stream.job import checkpoint_offsets
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
 

@@ -5,8 +5,8 @@ import time
 
 import redis
 
-from connectors.state import RedisStateStore
-from ops.metrics import JobMetrics
+from fluxmat.connectors.state import RedisStateStore
+from fluxmat.ops.metrics import JobMetrics
 
 
 def test_a_redis_pause_is_retried_counted_and_shown(redis_server):
@@ -49,10 +49,10 @@ def test_the_retry_window_and_timeout_flags_are_honoured(redis_server, tmp_path,
     outlasts a 0.8 s retry window of 0.2 s commands, so the call fails well before the stall ends."""
     import pytest
 
-    from connectors.state import open_store
-    from engine import FluxmatError
-    from ops.cli import build_parser
-    from ops.stream_cli import check_run_flags, job_config
+    from fluxmat.connectors.state import open_store
+    from fluxmat.engine import FluxmatError
+    from fluxmat.ops.cli import build_parser
+    from fluxmat.ops.stream_cli import check_run_flags, job_config
 
     base = ["run", "p.dl", "--bootstrap-servers", "x:1", "--updates-topic", "u", "--deltas-topic", "d",
             "--redis", "memory://", "--checkpoint", str(tmp_path)]  # fmt: skip

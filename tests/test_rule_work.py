@@ -14,10 +14,10 @@ from collections import Counter
 import pytest
 from prometheus_client import generate_latest
 
-from connectors.state import MemoryStateStore
-from engine import Fed, Reasoner
-from ops.metrics import RULE_SERIES, JobMetrics
-from stream.batch import BatchProcessor
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import Fed, Reasoner
+from fluxmat.ops.metrics import RULE_SERIES, JobMetrics
+from fluxmat.stream.batch import BatchProcessor
 from tests.shared import NullPublisher
 
 CHAIN = """\

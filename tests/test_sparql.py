@@ -25,9 +25,9 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from connectors.sparql import Limits, SparqlError, TripleStore
-from ops.dashboard import serve
-from ops.inspect import from_files
+from fluxmat.connectors.sparql import Limits, SparqlError, TripleStore
+from fluxmat.ops.dashboard import serve
+from fluxmat.ops.inspect import from_files
 from tests.lubm_rdf import UNIV_BENCH, lubm_department
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,7 +146,7 @@ def test_a_slow_query_is_killed_at_the_timeout():
 
 
 def _iri(value: str):
-    from engine.syntax import Iri
+    from fluxmat.engine.syntax import Iri
 
     return Iri(value)
 
@@ -164,7 +164,7 @@ def test_read_only_and_local(people):
 def test_cli_sparql_file_query_and_errors(tmp_path):
     q = tmp_path / "adults.rq"
     q.write_text(PREFIX + "SELECT ?x WHERE { ?x a ex:Adult . FILTER(isIRI(?x)) } ORDER BY ?x\n", encoding="utf-8")
-    args = [sys.executable, "-m", "ops.cli", "sparql", str(RDF_DIR / "people.dlog"), str(q),
+    args = [sys.executable, "-m", "fluxmat.ops.cli", "sparql", str(RDF_DIR / "people.dlog"), str(q),
             "--facts", str(RDF_DIR / "people.ttl")]  # fmt: skip
     r = subprocess.run([*args, "--format", "csv"], cwd=ROOT, capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr

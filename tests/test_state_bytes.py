@@ -6,10 +6,10 @@ instance-wide `used_memory` holds both, and `maxmemory` is read from INFO.
 
 import redis
 
-from connectors.state import STATE_KEYS, RedisStateStore
-from engine import Reasoner
-from ops.metrics import JobMetrics
-from stream.batch import BatchProcessor
+from fluxmat.connectors.state import STATE_KEYS, RedisStateStore
+from fluxmat.engine import Reasoner
+from fluxmat.ops.metrics import JobMetrics
+from fluxmat.stream.batch import BatchProcessor
 from tests.servers import RedisServer
 from tests.shared import NullPublisher, metric
 

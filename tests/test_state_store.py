@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from connectors.state import MemoryStateStore, RedisStateStore, open_store
-from engine import Reasoner
-from engine.fd.snapshot import export_changes, restore
-from engine.wire import fact_json
+from fluxmat.connectors.state import MemoryStateStore, RedisStateStore, open_store
+from fluxmat.engine import Reasoner
+from fluxmat.engine.fd.snapshot import export_changes, restore
+from fluxmat.engine.wire import fact_json
 from tests.servers import RedisServer
 
 PROGRAM = (
@@ -124,7 +124,7 @@ def test_tls_against_a_plain_server_fails_within_the_connect_timeout(redis_serve
     The TLS handshake and first PING are bounded by CONNECT_TIMEOUT (10 s; 1 s
     here), whatever the socket timeout of later commands.
     """
-    from connectors import state
+    from fluxmat.connectors import state
 
     monkeypatch.setattr(state, "CONNECT_TIMEOUT", 1.0)
     tls = redis_server.url.replace("redis://", "rediss://:s3cret@", 1)
@@ -137,7 +137,7 @@ def test_tls_against_a_plain_server_fails_within_the_connect_timeout(redis_serve
 
 def test_urls_never_show_their_password(tmp_path, caplog):
     """Errors and retry lines show `redis://:***@...` (issue 14: they showed the password)."""
-    from connectors.redact import redact
+    from fluxmat.connectors.redact import redact
     from tests.servers import RedisServer, free_port
 
     assert redact("cannot reach Redis at redis://:secret@h:1/0: x") == "cannot reach Redis at redis://:***@h:1/0: x"
@@ -256,7 +256,7 @@ def test_large_outputs_are_stored_compressed(redis_server):
     """The initial output (the whole materialisation) is kept lz4-compressed; outputs read back exactly."""
     import redis
 
-    from connectors.state import PACK_OVER
+    from fluxmat.connectors.state import PACK_OVER
 
     store = RedisStateStore(redis_server.url, "packed")
     store.clear()
@@ -283,7 +283,7 @@ def test_a_damaged_state_is_a_clear_error(redis_server):
     """A stored fact naming a term the state does not hold: one error saying the state is damaged."""
     import redis
 
-    from engine import FluxmatError
+    from fluxmat.engine import FluxmatError
 
     a = _engine("fd-counting")
     a.load(POOL[:6])

@@ -10,9 +10,9 @@ import random
 
 import pytest
 
-from connectors.state import MemoryStateStore
-from engine import FluxmatError, Reasoner
-from stream.batch import BatchProcessor, StateMismatch
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import FluxmatError, Reasoner
+from fluxmat.stream.batch import BatchProcessor, StateMismatch
 
 PROGRAM = "path(X, Y) :- edge(X, Y). path(X, Z) :- path(X, Y), edge(Y, Z). src(X) :- edge(X, _), not edge(_, X)."
 POOL = [["edge", x, y] for x in "abcde" for y in "abcde"]

@@ -11,9 +11,9 @@ import time
 import pytest
 from kafka import KafkaProducer
 
-from connectors.broker import ensure_topics
-from connectors.kafka_source import KafkaStreamReader
-from ops.metrics import JobMetrics
+from fluxmat.connectors.broker import ensure_topics
+from fluxmat.connectors.kafka_source import KafkaStreamReader
+from fluxmat.ops.metrics import JobMetrics
 from tests.shared import metric
 
 

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from connectors.state import MemoryStateStore
-from engine import FluxmatError, Reasoner
-from ops.metrics import JobMetrics
-from stream.batch import BatchProcessor
-from stream.verify import Verifier
+from fluxmat.connectors.state import MemoryStateStore
+from fluxmat.engine import FluxmatError, Reasoner
+from fluxmat.ops.metrics import JobMetrics
+from fluxmat.stream.batch import BatchProcessor
+from fluxmat.stream.verify import Verifier
 from tests.shared import NullPublisher
 
 PROGRAM = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z)."
@@ -73,8 +73,8 @@ def test_the_result_reaches_the_metrics_and_the_page_data():
 
 
 def test_the_flag(tmp_path):
-    from ops.cli import build_parser
-    from ops.stream_cli import check_run_flags, job_config
+    from fluxmat.ops.cli import build_parser
+    from fluxmat.ops.stream_cli import check_run_flags, job_config
 
     base = ["run", "p.dl", "--bootstrap-servers", "x:1", "--updates-topic", "u", "--deltas-topic", "d",
             "--redis", "memory://", "--checkpoint", str(tmp_path)]  # fmt: skip

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from engine import Reasoner
-from engine.parser import parse_pattern
-from engine.syntax import Atom, BinOp, Comparison, Const, Negation, Var
-from engine.why import Explainer, Proof, depth_first, match, render
-from ops.cli import main
+from fluxmat.engine import Reasoner
+from fluxmat.engine.parser import parse_pattern
+from fluxmat.engine.syntax import Atom, BinOp, Comparison, Const, Negation, Var
+from fluxmat.engine.why import Explainer, Proof, depth_first, match, render
+from fluxmat.ops.cli import main
 from tests.gen import examples, scenarios
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine import Reasoner
-from engine.why import render, to_json
+from fluxmat.engine import Reasoner
+from fluxmat.engine.why import render, to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 REACH = "reach(Y) :- reach(X), edge(X, Y).\nreach(0).\n"  # a proof of reach(n) has n steps
@@ -34,7 +34,7 @@ def _depth(value) -> int:
 def test_why_json_of_a_2000_step_proof_reads_back_with_default_limits(tmp_path):
     program = tmp_path / "deep.dl"
     program.write_text(REACH + "".join(f"edge({i}, {i + 1}).\n" for i in range(2000)))
-    r = subprocess.run([sys.executable, "-m", "ops.cli", "why", str(program), "reach(2000)", "--json"],
+    r = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "why", str(program), "reach(2000)", "--json"],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)  # the default recursion limit (1,000)

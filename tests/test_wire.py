@@ -6,13 +6,13 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from connectors.files import decode_json, parse_update
-from connectors.state import RedisStateStore
-from engine import Iri, Reasoner, atom_to_fact, parse_facts
-from engine.lexer import IRI_FULL
-from engine.printer import FactPrinter
-from engine.wire import fact_from_json, fact_from_text, fact_json, fact_text, pred_json
-from stream.batch import BatchProcessor
+from fluxmat.connectors.files import decode_json, parse_update
+from fluxmat.connectors.state import RedisStateStore
+from fluxmat.engine import Iri, Reasoner, atom_to_fact, parse_facts
+from fluxmat.engine.lexer import IRI_FULL
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.wire import fact_from_json, fact_from_text, fact_json, fact_text, pred_json
+from fluxmat.stream.batch import BatchProcessor
 
 PREFIXES = {"ex": "http://example.org/", "p": "http://p/"}
 PRINTER = FactPrinter(PREFIXES.items())

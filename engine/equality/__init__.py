@@ -32,8 +32,8 @@ touches it: `owl:sameAs` is then an ordinary predicate. Only the pure parts are
 imported here; engine.maintain imports the two maintainers.
 """
 
-from engine.equality.classes import Classes, PyFact, expand, expand_args, order_key
-from engine.equality.program import (
+from fluxmat.engine.equality.classes import Classes, PyFact, expand, expand_args, order_key
+from fluxmat.engine.equality.program import (
     MODES,
     SAME_AS,
     axiomatise,

@@ -46,16 +46,16 @@ from collections import deque
 from collections.abc import Iterable
 from itertools import product
 
-from engine.analysis import Analysis, analyse
-from engine.equality.classes import Classes, PyFact, expand_args, order_key
-from engine.equality.program import SAME_AS, check, constants_as_facts
-from engine.equality.rewrite import Rewriting
-from engine.equality.saturation import Facts, Key, Saturation, mentioning
-from engine.evaluate import Bound, Evaluator
-from engine.graph import depth_first
-from engine.limits import Limits
-from engine.maintainer import Report, Update
-from engine.storage import Dictionary, Fact, Relation, relation_in
+from fluxmat.engine.analysis import Analysis, analyse
+from fluxmat.engine.equality.classes import Classes, PyFact, expand_args, order_key
+from fluxmat.engine.equality.program import SAME_AS, check, constants_as_facts
+from fluxmat.engine.equality.rewrite import Rewriting
+from fluxmat.engine.equality.saturation import Facts, Key, Saturation, mentioning
+from fluxmat.engine.evaluate import Bound, Evaluator
+from fluxmat.engine.graph import depth_first
+from fluxmat.engine.limits import Limits
+from fluxmat.engine.maintainer import Report, Update
+from fluxmat.engine.storage import Dictionary, Fact, Relation, relation_in
 
 Change = dict[str, tuple[set[Fact], set[Fact]]]  # per relation: (facts of J removed, added)
 

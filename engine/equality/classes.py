@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from itertools import product
 
-from engine.syntax import Iri, RdfLiteral, Value
+from fluxmat.engine.syntax import Iri, RdfLiteral, Value
 
 PyFact = tuple  # (pred, *values)
 

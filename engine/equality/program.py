@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from engine.analysis import INTERNAL_PREFIX, Analysis
-from engine.equality.classes import Classes, PyFact
-from engine.errors import AnalysisError
-from engine.syntax import Atom, BinOp, Comparison, Const, Negation, Program, Rule, Var
+from fluxmat.engine.analysis import INTERNAL_PREFIX, Analysis
+from fluxmat.engine.equality.classes import Classes, PyFact
+from fluxmat.engine.errors import AnalysisError
+from fluxmat.engine.syntax import Atom, BinOp, Comparison, Const, Negation, Program, Rule, Var
 
 SAME_AS = "http://www.w3.org/2002/07/owl#sameAs"
 MODES = ("off", "rewrite")

@@ -32,11 +32,11 @@ equality changes included.
 
 from __future__ import annotations
 
-from engine.analysis import Analysis, analyse
-from engine.equality.classes import Classes, PyFact, expand, sorted_facts
-from engine.equality.program import SAME_AS, check, rewrite_rules, signatures
-from engine.maintainer import Maintainer, Report, Update
-from engine.storage import Dictionary
+from fluxmat.engine.analysis import Analysis, analyse
+from fluxmat.engine.equality.classes import Classes, PyFact, expand, sorted_facts
+from fluxmat.engine.equality.program import SAME_AS, check, rewrite_rules, signatures
+from fluxmat.engine.maintainer import Maintainer, Report, Update
+from fluxmat.engine.storage import Dictionary
 
 
 class Rewriting(Maintainer):

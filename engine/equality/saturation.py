@@ -34,10 +34,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from itertools import chain
 
-from engine.equality.classes import Classes
-from engine.equality.program import SAME_AS
-from engine.evaluate import Bound, Derived, Evaluator, saturate
-from engine.storage import Fact, Relation
+from fluxmat.engine.equality.classes import Classes
+from fluxmat.engine.equality.program import SAME_AS
+from fluxmat.engine.evaluate import Bound, Derived, Evaluator, saturate
+from fluxmat.engine.storage import Fact, Relation
 
 Key = tuple[str, Fact]  # (relation, encoded fact)
 Facts = dict[str, set[Fact]]

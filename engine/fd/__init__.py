@@ -16,8 +16,8 @@ Not here: the semi-naive materialisation it loads with (engine.seminaive),
 storing the state anywhere (connectors), Spark, Kafka or Redis.
 """
 
-from engine.fd.core import FullyDynamic
-from engine.fd.policies import FDCounting, FDDRed
-from engine.fd.records import ConsistencyPoint, FDStats, NotQuiescent
+from fluxmat.engine.fd.core import FullyDynamic
+from fluxmat.engine.fd.policies import FDCounting, FDDRed
+from fluxmat.engine.fd.records import ConsistencyPoint, FDStats, NotQuiescent
 
 __all__ = ["ConsistencyPoint", "FDCounting", "FDDRed", "FDStats", "FullyDynamic", "NotQuiescent"]

@@ -39,14 +39,14 @@ from __future__ import annotations
 
 import random
 
-from engine.analysis import Analysis, ModuleSpec
-from engine.fd.forward import Forward
-from engine.fd.records import ConsistencyPoint, FDStats, Journal, Key, NotQuiescent, Wave
-from engine.fd.units import Units
-from engine.fd.upkeep import ModuleUpkeep
-from engine.maintainer import Report, Update
-from engine.seminaive import SemiNaive
-from engine.storage import Dictionary, Fact, paused_gc
+from fluxmat.engine.analysis import Analysis, ModuleSpec
+from fluxmat.engine.fd.forward import Forward
+from fluxmat.engine.fd.records import ConsistencyPoint, FDStats, Journal, Key, NotQuiescent, Wave
+from fluxmat.engine.fd.units import Units
+from fluxmat.engine.fd.upkeep import ModuleUpkeep
+from fluxmat.engine.maintainer import Report, Update
+from fluxmat.engine.seminaive import SemiNaive
+from fluxmat.engine.storage import Dictionary, Fact, paused_gc
 
 
 class FullyDynamic(Units, ModuleUpkeep, SemiNaive):

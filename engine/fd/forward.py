@@ -35,7 +35,7 @@ cache, not state: the operator is a pure function of I.
 
 from __future__ import annotations
 
-from engine.evaluate import EMPTY
+from fluxmat.engine.evaluate import EMPTY
 
 
 class Forward:

@@ -16,10 +16,10 @@
 
 from __future__ import annotations
 
-from engine.analysis import Analysis
-from engine.fd.core import FullyDynamic
-from engine.fd.records import Inst, Key, Wave
-from engine.storage import Dictionary, Fact
+from fluxmat.engine.analysis import Analysis
+from fluxmat.engine.fd.core import FullyDynamic
+from fluxmat.engine.fd.records import Inst, Key, Wave
+from fluxmat.engine.storage import Dictionary, Fact
 
 
 class FDDRed(FullyDynamic):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.errors import FluxmatError
-from engine.storage import Fact
-from engine.syntax import PyFact
+from fluxmat.engine.errors import FluxmatError
+from fluxmat.engine.storage import Fact
+from fluxmat.engine.syntax import PyFact
 
 Key = tuple[str, Fact]  # (predicate, encoded fact)
 Inst = tuple[int, Key, tuple[Key, ...], tuple[Key, ...]]  # rule, head, positives, negated

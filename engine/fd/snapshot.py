@@ -33,11 +33,11 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from engine import wire
-from engine.errors import FluxmatError
-from engine.fd.core import FullyDynamic
-from engine.fd.records import Journal, Key
-from engine.storage import paused_gc
+from fluxmat.engine import wire
+from fluxmat.engine.errors import FluxmatError
+from fluxmat.engine.fd.core import FullyDynamic
+from fluxmat.engine.fd.records import Journal, Key
+from fluxmat.engine.storage import paused_gc
 
 FORMAT = 2  # the stored form (meta "format"); a state without it is format 1
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
-from engine.fd.records import MODULE, Key, Wave
+from fluxmat.engine.fd.records import MODULE, Key, Wave
 
 
 class Units:

@@ -9,7 +9,7 @@ current wave. It uses the engine's `closures`, `closure_bases`, `rel`, `E`,
 
 from __future__ import annotations
 
-from engine.fd.records import MODULE, Key
+from fluxmat.engine.fd.records import MODULE, Key
 
 
 class ModuleUpkeep:

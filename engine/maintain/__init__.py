@@ -17,19 +17,19 @@ Not here: parsing, analysis, plans, storage, specialised modules (engine.modules
 
 from __future__ import annotations
 
-from engine.analysis import Analysis
-from engine.equality import MODES
-from engine.equality.bfeq import BFEq
-from engine.equality.rewrite import Rewrite
-from engine.errors import AlgorithmError
-from engine.fd.policies import FDCounting, FDDRed
-from engine.maintain.bf import BF
-from engine.maintain.counting import Counting
-from engine.maintain.dred import DRed
-from engine.maintain.dredc import DRedC
-from engine.maintain.remat import Remat
-from engine.maintainer import Maintainer, Report
-from engine.storage import Dictionary
+from fluxmat.engine.analysis import Analysis
+from fluxmat.engine.equality import MODES
+from fluxmat.engine.equality.bfeq import BFEq
+from fluxmat.engine.equality.rewrite import Rewrite
+from fluxmat.engine.errors import AlgorithmError
+from fluxmat.engine.fd.policies import FDCounting, FDDRed
+from fluxmat.engine.maintain.bf import BF
+from fluxmat.engine.maintain.counting import Counting
+from fluxmat.engine.maintain.dred import DRed
+from fluxmat.engine.maintain.dredc import DRedC
+from fluxmat.engine.maintain.remat import Remat
+from fluxmat.engine.maintainer import Maintainer, Report
+from fluxmat.engine.storage import Dictionary
 
 ALGORITHMS: dict[str, type[Maintainer]] = {
     cls.name: cls for cls in (Remat, DRed, Counting, DRedC, BF, FDDRed, FDCounting)

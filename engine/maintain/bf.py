@@ -15,14 +15,14 @@ stack.
 
 from __future__ import annotations
 
-from engine.analysis import Stratum
-from engine.evaluate import Derived, saturate
-from engine.graph import depth_first
-from engine.maintain.dred import DRed
-from engine.maintain.stratified import Run
-from engine.maintainer import Changes
-from engine.plans import AnyOf
-from engine.storage import Relation, relation_in
+from fluxmat.engine.analysis import Stratum
+from fluxmat.engine.evaluate import Derived, saturate
+from fluxmat.engine.graph import depth_first
+from fluxmat.engine.maintain.dred import DRed
+from fluxmat.engine.maintain.stratified import Run
+from fluxmat.engine.maintainer import Changes
+from fluxmat.engine.plans import AnyOf
+from fluxmat.engine.storage import Relation, relation_in
 
 
 class BF(DRed):

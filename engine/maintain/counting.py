@@ -9,10 +9,10 @@ added when it becomes positive. No rule is evaluated backwards.
 
 from __future__ import annotations
 
-from engine.analysis import Analysis, Stratum
-from engine.errors import AlgorithmError
-from engine.maintain.stratified import Run, Stratified
-from engine.storage import Dictionary, relation_in
+from fluxmat.engine.analysis import Analysis, Stratum
+from fluxmat.engine.errors import AlgorithmError
+from fluxmat.engine.maintain.stratified import Run, Stratified
+from fluxmat.engine.storage import Dictionary, relation_in
 
 
 class Counting(Stratified):

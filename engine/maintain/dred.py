@@ -9,9 +9,9 @@ rederived facts.
 
 from __future__ import annotations
 
-from engine.analysis import Stratum
-from engine.maintain.stratified import Run, Stratified
-from engine.maintainer import Report
+from fluxmat.engine.analysis import Stratum
+from fluxmat.engine.maintain.stratified import Run, Stratified
+from fluxmat.engine.maintainer import Report
 
 
 class DRed(Stratified):

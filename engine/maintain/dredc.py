@@ -22,12 +22,12 @@ is positive.
 
 from __future__ import annotations
 
-from engine.analysis import Stratum
-from engine.maintain.dred import DRed
-from engine.maintain.stratified import Recompute, Run
-from engine.maintainer import Report
-from engine.modules import PhaseModule, UpkeepModule
-from engine.storage import relation_in
+from fluxmat.engine.analysis import Stratum
+from fluxmat.engine.maintain.dred import DRed
+from fluxmat.engine.maintain.stratified import Recompute, Run
+from fluxmat.engine.maintainer import Report
+from fluxmat.engine.modules import PhaseModule, UpkeepModule
+from fluxmat.engine.storage import relation_in
 
 
 class DRedC(DRed):

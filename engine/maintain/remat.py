@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.maintainer import Report, Update
-from engine.seminaive import SemiNaive
+from fluxmat.engine.maintainer import Report, Update
+from fluxmat.engine.seminaive import SemiNaive
 
 
 class Remat(SemiNaive):

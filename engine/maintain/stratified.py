@@ -30,12 +30,12 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
-from engine.analysis import Stratum
-from engine.evaluate import Derived, saturate
-from engine.maintainer import Changes, Report, Update
-from engine.modules import PhaseModule
-from engine.seminaive import SemiNaive
-from engine.storage import Fact, Relation, Weighted, relation_in, weights_in
+from fluxmat.engine.analysis import Stratum
+from fluxmat.engine.evaluate import Derived, saturate
+from fluxmat.engine.maintainer import Changes, Report, Update
+from fluxmat.engine.modules import PhaseModule
+from fluxmat.engine.seminaive import SemiNaive
+from fluxmat.engine.storage import Fact, Relation, Weighted, relation_in, weights_in
 
 
 class Recompute(Exception):

@@ -48,14 +48,14 @@ This package knows nothing of algorithms, counters' upkeep or I/O.
 
 from __future__ import annotations
 
-from engine.analysis import ModuleSpec, linear_base
-from engine.evaluate import Counts
-from engine.modules.base import Module, PhaseModule, UpkeepModule
-from engine.modules.components import Components
-from engine.modules.reach import Reachability
-from engine.modules.stc import SymmetricTransitiveClosure
-from engine.modules.tc import TransitiveClosure
-from engine.rules import AnalysedRule
+from fluxmat.engine.analysis import ModuleSpec, linear_base
+from fluxmat.engine.evaluate import Counts
+from fluxmat.engine.modules.base import Module, PhaseModule, UpkeepModule
+from fluxmat.engine.modules.components import Components
+from fluxmat.engine.modules.reach import Reachability
+from fluxmat.engine.modules.stc import SymmetricTransitiveClosure
+from fluxmat.engine.modules.tc import TransitiveClosure
+from fluxmat.engine.rules import AnalysedRule
 
 PHASE_MODULES: dict[str, type[PhaseModule]] = {
     "tc": TransitiveClosure, "stc": SymmetricTransitiveClosure,

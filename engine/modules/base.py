@@ -5,9 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 
-from engine.analysis import ModuleSpec
-from engine.evaluate import Counts, View
-from engine.storage import Fact
+from fluxmat.engine.analysis import ModuleSpec
+from fluxmat.engine.evaluate import Counts, View
+from fluxmat.engine.storage import Fact
 
 
 class Module(ABC):

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from engine.modules.base import UpkeepModule
-from engine.modules.stc import merge_components
-from engine.storage import Fact
+from fluxmat.engine.modules.base import UpkeepModule
+from fluxmat.engine.modules.stc import merge_components
+from fluxmat.engine.storage import Fact
 
 
 class Components(UpkeepModule):

@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from itertools import repeat
 
-from engine.graph import components, search
-from engine.storage import Fact
+from fluxmat.engine.graph import components, search
+from fluxmat.engine.storage import Fact
 
 DP_SHARE = 4  # build every node's reachable set when sources * DP_SHARE >= nodes
 

@@ -37,11 +37,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from engine.evaluate import View
-from engine.graph import components, search
-from engine.modules.base import UpkeepModule
-from engine.modules.ltc import close
-from engine.storage import Fact
+from fluxmat.engine.evaluate import View
+from fluxmat.engine.graph import components, search
+from fluxmat.engine.modules.base import UpkeepModule
+from fluxmat.engine.modules.ltc import close
+from fluxmat.engine.storage import Fact
 
 BITSET_NODES = 4096  # bitsets up to here whatever R's size
 BYTES_PER_FACT = 64  # beyond it, bitsets while n^2 / 8 per table <= this * |R|

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from engine.evaluate import View
-from engine.modules.base import PhaseModule, member
-from engine.storage import Fact
+from fluxmat.engine.evaluate import View
+from fluxmat.engine.modules.base import PhaseModule, member
+from fluxmat.engine.storage import Fact
 
 
 class SymmetricTransitiveClosure(PhaseModule):

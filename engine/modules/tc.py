@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from engine.evaluate import View
-from engine.modules.base import PhaseModule, member, successors
-from engine.storage import Fact, Relation
+from fluxmat.engine.evaluate import View
+from fluxmat.engine.modules.base import PhaseModule, member, successors
+from fluxmat.engine.storage import Fact, Relation
 
 BY_SOURCE = (0,)
 BY_TARGET = (1,)

@@ -33,10 +33,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from connectors.state import MemoryStateStore, RedisStateStore
-from engine import EngineOptions, Reasoner, atom_to_fact
-from engine.wire import fact_from_json
-from stream.batch import BatchProcessor
+from fluxmat.connectors.state import MemoryStateStore, RedisStateStore
+from fluxmat.engine import EngineOptions, Reasoner, atom_to_fact
+from fluxmat.engine.wire import fact_from_json
+from fluxmat.stream.batch import BatchProcessor
 from tests.benchmarks.lubm_gen import generate
 from tests.benchmarks.pipeline import HELD_OUT, PROGRAM, UpdateMaker
 from tests.benchmarks.workloads import corpus_dir

@@ -32,8 +32,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from engine import Reasoner, parse_program
-from engine.equality import SAME_AS, axiomatise
+from fluxmat.engine import Reasoner, parse_program
+from fluxmat.engine.equality import SAME_AS, axiomatise
 from tests.benchmarks.isolate import isolated
 from tests.benchmarks.tasks import INITIAL, capped_steps, digest
 from tests.benchmarks.workloads import SEED, render_table

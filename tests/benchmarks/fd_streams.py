@@ -39,8 +39,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from connectors.files import read_updates
-from engine import Program, Reasoner, parse_program
+from fluxmat.connectors.files import read_updates
+from fluxmat.engine import Program, Reasoner, parse_program
 from tests.benchmarks.workloads import SEED, corpus_dir, dag, render_table
 
 CASES = ("overlap", "random-large")

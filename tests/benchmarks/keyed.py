@@ -110,7 +110,7 @@ def _settled(port: int, name: str, at_least: float, timeout: float = 60.0) -> di
 def run_once(label: str, master: str, keys: int, backlog: int, broker, cluster, work: Path, log) -> dict:
     from kafka import KafkaProducer
 
-    from connectors.broker import ensure_topics, stop_process
+    from fluxmat.connectors.broker import ensure_topics, stop_process
     from tests.servers import free_port
 
     tag = f"{label}-{int(time.time())}"
@@ -135,7 +135,7 @@ def run_once(label: str, master: str, keys: int, backlog: int, broker, cluster, 
            "PYSPARK_DRIVER_PYTHON": sys.executable}  # fmt: skip
     env = {k: v for k, v in env.items() if not k.startswith("FLUXMAT_")}
     job = subprocess.Popen(
-        [sys.executable, "-m", "ops.cli", "run", str(program), "--bootstrap-servers", broker.bootstrap,
+        [sys.executable, "-m", "fluxmat.ops.cli", "run", str(program), "--bootstrap-servers", broker.bootstrap,
          "--updates-topic", updates, "--deltas-topic", deltas, "--redis", cluster.url, "--redis-cluster",
          "--namespace", tag, "--partition-by", "message-key", "--checkpoint", str(work / f"ckpt-{tag}"),
          "--trigger-interval", "200ms", "--master", master, "--metrics-port", str(port),
@@ -206,9 +206,9 @@ def run_once(label: str, master: str, keys: int, backlog: int, broker, cluster, 
 
 def rebuild_cost(url: str, namespace: str, keys: list[str], program: Path) -> dict:
     """A cache miss measured directly: read a key's state from the Redis Cluster and restore an engine."""
-    from connectors.state import RedisStateStore, redis_client
-    from engine import Reasoner
-    from stream.job import STREAM_ENGINE
+    from fluxmat.connectors.state import RedisStateStore, redis_client
+    from fluxmat.engine import Reasoner
+    from fluxmat.stream.job import STREAM_ENGINE
 
     client = redis_client(url, cluster=True)
     read = restore = facts = 0.0
@@ -242,7 +242,7 @@ def _folded(msgs: list[dict]) -> set[tuple]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from connectors.broker import EmbeddedBroker
+    from fluxmat.connectors.broker import EmbeddedBroker
     from tests.servers import RedisCluster, SparkStandalone
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

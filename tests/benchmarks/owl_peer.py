@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from engine.syntax import Atom, Var
+from fluxmat.engine.syntax import Atom, Var
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 INV = "urn:fluxmat:inverse:"

@@ -24,8 +24,8 @@ import json
 import threading
 import time
 
-from engine import Program
-from engine.syntax import Atom, BinOp, Comparison, Const, Iri, Negation, Var
+from fluxmat.engine import Program
+from fluxmat.engine.syntax import Atom, BinOp, Comparison, Const, Iri, Negation, Var
 
 # ---------------------------------------------------------------- DuckDB
 

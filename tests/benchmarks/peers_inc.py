@@ -241,7 +241,7 @@ def pydbsp_python() -> str:
 
 
 def pydbsp_rows(w, tasks, states, cap_s):
-    from engine.syntax import Atom, Const, Var
+    from fluxmat.engine.syntax import Atom, Const, Var
 
     if w.name not in PYDBSP_WORKLOADS:
         raise NotApplicable("arithmetic not supported by pydbsp's Datalog")

@@ -72,7 +72,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from connectors.broker import stop_process
+from fluxmat.connectors.broker import stop_process
 from tests.benchmarks.pipeline_measure import (
     WAIT_CAP,
     DeltaReader,
@@ -221,7 +221,7 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
     import redis
     from kafka import KafkaProducer
 
-    from connectors.broker import EmbeddedBroker, ensure_topics
+    from fluxmat.connectors.broker import EmbeddedBroker, ensure_topics
     from tests.benchmarks.lubm_gen import generate
     from tests.servers import RedisServer, free_port
 

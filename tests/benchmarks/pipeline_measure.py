@@ -209,9 +209,9 @@ def fold(messages: list[tuple[float, dict]]) -> set[tuple]:
 
 def expected(program_path: Path, explicit: list[tuple]) -> set[tuple]:
     """`remat` over the explicit facts (JSON form), in the job's wire form."""
-    from engine import Reasoner, atom_to_fact, fact_from_json
-    from engine.printer import FactPrinter
-    from stream.batch import BatchProcessor
+    from fluxmat.engine import Reasoner, atom_to_fact, fact_from_json
+    from fluxmat.engine.printer import FactPrinter
+    from fluxmat.stream.batch import BatchProcessor
 
     ref = Reasoner.from_file(program_path, "remat")
     prefixes = dict(ref.prefixes)

@@ -69,7 +69,7 @@ def _vocab_count(triples) -> int:
 def parse_pyoxigraph(arg: dict) -> dict:
     import pyoxigraph as ox
 
-    from connectors.rdf import FORMATS as OX
+    from fluxmat.connectors.rdf import FORMATS as OX
 
     start = time.perf_counter()
     with open(arg["path"], "rb") as fh:
@@ -87,7 +87,7 @@ def parse_rdflib(arg: dict) -> dict:
 
 
 def parse_fluxmat(arg: dict) -> dict:
-    from connectors.rdf import read_rdf
+    from fluxmat.connectors.rdf import read_rdf
 
     start = time.perf_counter()
     facts = read_rdf(arg["path"], arg["fmt"])
@@ -95,9 +95,9 @@ def parse_fluxmat(arg: dict) -> dict:
 
 
 def materialise_fluxmat(arg: dict) -> dict:
-    from connectors.programs import load_program
-    from connectors.rdf import Triples, read_rdf
-    from engine import Reasoner
+    from fluxmat.connectors.programs import load_program
+    from fluxmat.connectors.rdf import Triples, read_rdf
+    from fluxmat.engine import Reasoner
 
     start = time.perf_counter()
     facts = read_rdf(arg["path"], arg["fmt"])

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from hashlib import blake2b
 
-from engine import Reasoner
+from fluxmat.engine import Reasoner
 from tests.benchmarks.isolate import Capped, cap, deep_size, status_kb
 from tests.benchmarks.workloads import SEED, WORKLOADS, Workload
 

@@ -28,7 +28,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine import Program, parse_program
+from fluxmat.engine import Program, parse_program
 from tests.benchmarks import synthetic as syn
 from tests.shared import corpus_dir as shared_corpus_dir
 
@@ -53,7 +53,7 @@ class Workload:
 
     @property
     def recursive(self) -> bool:
-        from engine import analyse
+        from fluxmat.engine import analyse
 
         return analyse(self.program).is_recursive
 
@@ -136,7 +136,7 @@ def lubm(
 
 def lubm_corpus(scale: float = 1.0) -> Workload:
     """Fixed size (the corpus stream's first line); `scale` is ignored."""
-    from connectors.files import read_updates
+    from fluxmat.connectors.files import read_updates
 
     text, program = _lubm_program()
     stream = corpus_dir(LUBM_STREAM) / LUBM_STREAM
