@@ -19,6 +19,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from fluxmat.connectors.rdf import FORMATS, format_of, syntax_error
+from fluxmat.connectors.xml_guard import check_entities
 from fluxmat.engine.errors import ParseError
 from fluxmat.engine.syntax import Pos
 
@@ -182,6 +183,8 @@ def read_graph(path: str | Path, fmt: str | None = None) -> Graph:
 
         data = gzip.decompress(data)
     text = data.decode("utf-8", errors="replace")
+    if rdf_format == "rdfxml":  # entity expansion bounded before the parser sees it
+        check_entities(data, str(path))
     try:
         parser = ox.parse(data, FORMATS[rdf_format].ox, base_iri=path.resolve().as_uri())
         triples = [(_term(q.subject), q.predicate.value, _term(q.object)) for q in parser]

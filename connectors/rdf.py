@@ -45,6 +45,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from fluxmat.connectors.xml_guard import check_entities
 from fluxmat.engine.errors import ParseError
 from fluxmat.engine.syntax import XSD_INTEGER, Iri, Pos, RdfLiteral, literal
 
@@ -219,7 +220,11 @@ def read_rdf(path: str | Path, fmt: str) -> list[tuple]:
     fact = terms.fact
     try:
         with _open(path) as stream:
-            quads = ox.parse(stream, FORMATS[fmt].ox, base_iri=path.resolve().as_uri())
+            source = stream
+            if fmt == "rdfxml":  # entity expansion bounded before the parser sees it
+                source = stream.read()
+                check_entities(source, str(path))
+            quads = ox.parse(source, FORMATS[fmt].ox, base_iri=path.resolve().as_uri())
             return [fact(q.subject, q.predicate, q.object) for q in quads]
     except FileNotFoundError:
         raise ParseError(f"{path}: no such file") from None
@@ -230,6 +235,8 @@ def read_rdf(path: str | Path, fmt: str) -> list[tuple]:
             data = stream.read()
         raise syntax_error(exc, data, fmt, str(path)) from None
     except ParseError as exc:
+        if exc.pos is not None:
+            raise
         raise ParseError(f"{path}: {exc.message}") from None
 
 

@@ -45,12 +45,12 @@ def _compile_bag(rule, bag, lits, delta, seeds, keep, facts, dictionary, size, c
     `keep`, then (with `facts`) its positive and negated facts; `S` gives values
     of `seeds` (None: unseeded).
     """
-    comp = Compiler(rule, dictionary)
+    comp = Compiler(rule, dictionary, "D, S, V, vals, intern")
     comp.count_work = count
+    comp.needed, comp.keep_facts = set(keep), facts
     e = comp.e
     if seeds:
-        e.emit("for s in S:")
-        e.depth += 1
+        e.open_loop("for s in S:")
         for k, v in enumerate(seeds):
             e.emit(f"{pyvar(v)} = s[{k}]")
             comp.bound.add(v)
@@ -65,9 +65,7 @@ def _compile_bag(rule, bag, lits, delta, seeds, keep, facts, dictionary, size, c
     if facts:
         row += "".join(comp.tvars[i] + ", " for i in bag.lits + bag.negs)
     e.emit(f"out_append(({row}))")
-    source = "\n".join(
-        ["def run(D, S, V, out, vals, intern):", "    out_append = out.append"] + e.lines
-    ) + "\n"  # fmt: skip
+    source = comp.source("run(D, S, V, out, vals, intern)", ("    out_append = out.append",))
     ns: dict = dict(RUNTIME)
     ns["C"] = comp.consts
     ns["W"] = [0]
@@ -79,8 +77,7 @@ def _compile_head(rule: AnalysedRule, dictionary: Dictionary, slots: dict, insta
     """`emit(groups, out, vals, intern)`: append each head (or instance) `count` times."""
     comp = Compiler(rule, dictionary)
     e = comp.e
-    e.emit("for s, n in R.items():")
-    e.depth += 1
+    e.open_loop("for s, n in R.items():")
     for v, k in slots["vars"].items():
         e.emit(f"{pyvar(v)} = s[{k}]")
     parts = []

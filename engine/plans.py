@@ -23,22 +23,16 @@ Generated code is plain Python over int tuples: no per-fact string handling.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fluxmat.engine.arith import ARITH, COMPARE, RUNTIME
 from fluxmat.engine.rules import AnalysedRule, Assign, Filter, term_vars
 from fluxmat.engine.storage import Dictionary
-from fluxmat.engine.syntax import (
-    INT_SAFE_BITS,
-    BinOp,
-    Const,
-    Iri,
-    RdfLiteral,
-    Term,
-    Var,
-    int_in_range,
-    postorder,
-)
+from fluxmat.engine.syntax import BinOp, Const, Iri, RdfLiteral, Term, Var, postorder
+
+__all__ = ["RUNTIME", "AnyOf", "Compiler", "Need", "Plan", "compile_plan", "place_body", "pyvar"]
 
 
 @dataclass(frozen=True)
@@ -61,100 +55,7 @@ class AnyOf:
         return any(fact in s for s in self.sets)
 
 
-# ---------------------------------------------------------------- arithmetic
-
-
-def _plain(x):
-    """What a value computes and compares as: an `RdfLiteral` by its key, the rest as is."""
-    return x.key if type(x) is RdfLiteral else x
-
-
-def _num(a, b):
-    return type(a) is int and type(b) is int
-
-
-def _add(a, b):
-    a, b = _plain(a), _plain(b)
-    if _num(a, b):
-        r = a + b
-        return r if r.bit_length() <= INT_SAFE_BITS or int_in_range(r) else None
-    if type(a) is str and type(b) is str:
-        return a + b
-    return None
-
-
-def _sub(a, b):
-    a, b = _plain(a), _plain(b)
-    if _num(a, b):
-        r = a - b
-        return r if r.bit_length() <= INT_SAFE_BITS or int_in_range(r) else None
-    return None
-
-
-def _mul(a, b):
-    a, b = _plain(a), _plain(b)
-    if _num(a, b):
-        r = a * b
-        return r if r.bit_length() <= INT_SAFE_BITS or int_in_range(r) else None
-    return None
-
-
-def _div(a, b):
-    a, b = _plain(a), _plain(b)
-    if not _num(a, b) or b == 0:
-        return None
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def _mod(a, b):
-    a, b = _plain(a), _plain(b)
-    if not _num(a, b) or b == 0:
-        return None
-    return a - b * _div(a, b)
-
-
-def _comparable(a, b) -> bool:
-    return type(a) is type(b) and a is not None
-
-
-def _lt(a, b):
-    a, b = _plain(a), _plain(b)
-    return _comparable(a, b) and a < b
-
-
-def _le(a, b):
-    a, b = _plain(a), _plain(b)
-    return _comparable(a, b) and a <= b
-
-
-def _gt(a, b):
-    a, b = _plain(a), _plain(b)
-    return _comparable(a, b) and a > b
-
-
-def _ge(a, b):
-    a, b = _plain(a), _plain(b)
-    return _comparable(a, b) and a >= b
-
-
-def _eq(a, b):
-    a, b = _plain(a), _plain(b)
-    return a is not None and a == b
-
-
-def _ne(a, b):
-    a, b = _plain(a), _plain(b)
-    return a is not None and b is not None and a != b
-
-
 _MAX_CALL_NESTING = 32
-ARITH = {"+": "_add", "-": "_sub", "*": "_mul", "/": "_div", "%": "_mod"}
-COMPARE = {"<": "_lt", "<=": "_le", ">": "_gt", ">=": "_ge", "=": "_eq", "!=": "_ne"}
-RUNTIME = {
-    "_add": _add, "_sub": _sub, "_mul": _mul, "_div": _div, "_mod": _mod,
-    "_lt": _lt, "_le": _le, "_gt": _gt, "_ge": _ge, "_eq": _eq, "_ne": _ne,
-}  # fmt: skip
 
 
 # ---------------------------------------------------------------- plans
@@ -177,16 +78,39 @@ class Plan:
         return f"rule {self.rule.id} [{what}]: " + " -> ".join(self.order)
 
 
+# Python refuses a function with more than 20 nested loops ("too many statically nested
+# blocks") or about 100 levels of indentation. A plan nests one or two loops per positive
+# literal and one `if` per test, so a long body is cut into stages (see `Compiler.room`).
+MAX_LOOPS = 16
+MAX_DEPTH = 60
+
+
 class Emitter:
-    """Lines of generated Python at a nesting depth, with fresh local names."""
+    """Lines of generated Python at a nesting depth, with fresh local names.
+
+    `stages` holds the bodies of the finished stages of a long plan (see `Compiler.room`);
+    `lines` is the stage being written, the last one becomes the plan function's body.
+    """
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.stages: list[list[str]] = []
         self.depth = 1
+        self.loops = 0  # loops open around the next line
         self.n = 0
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
+
+    def open(self, line: str) -> None:
+        """Emit an `if` (or other block header) and nest under it."""
+        self.emit(line)
+        self.depth += 1
+
+    def open_loop(self, line: str) -> None:
+        """Emit a `for` header and nest under it."""
+        self.open(line)
+        self.loops += 1
 
     def fresh(self, stem: str) -> str:
         self.n += 1
@@ -204,7 +128,7 @@ class Compiler:
     Public for engine.hypertree, which compiles decomposition bags with it.
     """
 
-    def __init__(self, rule: AnalysedRule, dictionary: Dictionary):
+    def __init__(self, rule: AnalysedRule, dictionary: Dictionary, args: str = "D, V, vals, intern"):
         self.rule = rule
         self.dictionary = dictionary
         self.consts: list[object] = []
@@ -214,6 +138,67 @@ class Compiler:
         self.needs: list[Need] = []
         self.tvars: dict[int, str] = {}
         self.count_work = False  # backward plans count the facts they read in W[0]
+        self.args = args  # what every stage of the generated code is called with
+        self.carry_also: list[str] = []  # locals besides variables and facts a stage hands on
+        self.needed: set[str] = set()  # rule variables used after the body (head, bag row)
+        self.keep_facts = False  # whether the facts matched (`tvars`) are used after the body
+        self.later: Callable[[], set[str]] = set  # variables the rest of the body uses
+        self.packed: str | None = None  # the tuple of facts an earlier stage handed on
+        self.packed_at: dict[int, int] = {}  # literal -> its fact's position in `packed`
+
+    # -- stages
+    def room(self, loops: int) -> None:
+        """Make room for a step that nests `loops` more loops and a few levels of `if`.
+
+        When the current stage is too deep, it ends by yielding what the rest needs (the bound
+        variables used later, the facts matched so far when `keep_facts`, `carry_also`) and a
+        new stage starts with a loop over what the previous one yields. Stages are generators
+        chained at run time, so a body of any length compiles without one block per atom and
+        runs lazily in the same order; rules that fit in one stage compile as before.
+        """
+        e = self.e
+        if e.loops + loops + 1 <= MAX_LOOPS and e.depth + 4 <= MAX_DEPTH:
+            return
+        live = self.needed | self.later()
+        names = [pyvar(v) for v in sorted(self.bound & live)] + self.carry_also
+        if self.keep_facts:
+            names.append(self._pack_facts())
+        carry = "(" + "".join(n + ", " for n in names) + ")"
+        e.emit(f"yield {carry}")
+        e.stages.append(e.lines)
+        e.lines, e.depth, e.loops = [], 1, 0
+        e.open_loop(f"for {carry if names else '_'} in src:")
+        self.order.append("|")
+
+    def _pack_facts(self) -> str:
+        """Gather the facts matched so far into one tuple `F<n>`; return its name.
+
+        It is the previous stage's tuple plus this stage's facts, so a stage hands on one name,
+        not one per literal.
+        """
+        new = [i for i in sorted(self.tvars) if i not in self.packed_at]
+        name = self.e.fresh("F")
+        self.e.emit(f"{name} = {self.packed or '()'} + ({''.join(self.tvars[i] + ', ' for i in new)})")
+        for i in new:
+            self.packed_at[i] = len(self.packed_at)
+        self.packed = name
+        for i, j in self.packed_at.items():
+            self.tvars[i] = f"{name}[{j}]"
+        return name
+
+    def source(self, signature: str, preamble: tuple[str, ...] = ()) -> str:
+        """The generated module's source.
+
+        One generator per finished stage, then `def <signature>:` whose body is `preamble`,
+        the chain of stages and the last stage.
+        """
+        out: list[str] = []
+        chain = ["    src = None"] if self.e.stages else []
+        for k, body in enumerate(self.e.stages):
+            out.append(f"def stage{k}({self.args}, src):")
+            out += body
+            chain.append(f"    src = stage{k}({self.args}, src)")
+        return "\n".join([*out, f"def {signature}:", *preamble, *chain, *self.e.lines]) + "\n"
 
     # -- terms
     def const_id(self, value) -> int:
@@ -280,8 +265,7 @@ class Compiler:
     # -- steps
     def scan_delta(self, lit: int, args) -> None:
         t = self.e.fresh("t")
-        self.e.emit(f"for {t} in D:")
-        self.e.depth += 1
+        self.e.open_loop(f"for {t} in D:")
         self.match(t, args, set())
         self.tvars[lit] = t
         self.order.append(f"delta L{lit}")
@@ -302,25 +286,22 @@ class Compiler:
             self.e.emit(f"    if {t} in {c} and ({x} is None or {t} not in {x}):")
             self.e.emit(f"        {f} = True")
             self.e.emit("        break")
-            self.e.emit(f"if {f}:")
-            self.e.depth += 1
+            self.e.open(f"if {f}:")
             self.needs.append(Need(lit, None))
             self.order.append(f"L{lit} member")
             self.tvars[lit] = t
             return
-        self.e.emit(f"for {c}, {x} in V[{lit}]:")
-        self.e.depth += 1
+        self.e.open_loop(f"for {c}, {x} in V[{lit}]:")
         if cols:
             keys = [self.id_expr(args[p]) for p in cols]
             key = keys[0] if len(keys) == 1 else "(" + ", ".join(keys) + ")"
-            self.e.emit(f"for {t} in {c}.get({key}, ()):")
+            self.e.open_loop(f"for {t} in {c}.get({key}, ()):")
             self.needs.append(Need(lit, cols))
             self.order.append(f"L{lit} probe{list(cols)}")
         else:
-            self.e.emit(f"for {t} in {c}:")
+            self.e.open_loop(f"for {t} in {c}:")
             self.needs.append(Need(lit, None))
             self.order.append(f"L{lit} scan")
-        self.e.depth += 1
         if self.count_work:
             self.e.emit("W[0] += 1")
         self.e.emit(f"if {x} is not None and {t} in {x}: continue")
@@ -336,8 +317,7 @@ class Compiler:
         self.e.emit(f"        if {t} in {c} and ({x} is None or {t} not in {x}):")
         self.e.emit(f"            {f} = True")
         self.e.emit("            break")
-        self.e.emit(f"if not {f}:")
-        self.e.depth += 1
+        self.e.open(f"if not {f}:")
         self.needs.append(Need(lit, None))
         self.order.append(f"not L{lit}")
         self.tvars[lit] = t
@@ -346,23 +326,20 @@ class Compiler:
         if isinstance(b, Filter):
             left, right = self.id_expr(b.left), self.id_expr(b.right)
             if b.op in ("=", "!=") and left is not None and right is not None:
-                self.e.emit(f"if {left} {'==' if b.op == '=' else '!='} {right}:")
+                self.e.open(f"if {left} {'==' if b.op == '=' else '!='} {right}:")
             else:
                 lv, rv = self.value_expr(b.left), self.value_expr(b.right)
-                self.e.emit(f"if {COMPARE[b.op]}({lv}, {rv}):")
-            self.e.depth += 1
+                self.e.open(f"if {COMPARE[b.op]}({lv}, {rv}):")
             self.order.append(f"{b.left} {b.op} {b.right}")
             return
         assert isinstance(b, Assign)
         val = self.e.fresh("a")
         self.e.emit(f"{val} = {self.value_expr(b.expr)}")
-        self.e.emit(f"if {val} is not None:")
-        self.e.depth += 1
         target = pyvar(b.var)
         if b.var in self.bound:
-            self.e.emit(f"if vals[{target}] == {val}:")
-            self.e.depth += 1
+            self.e.open(f"if {val} is not None and vals[{target}] == {val}:")
         else:
+            self.e.open(f"if {val} is not None:")
             self.e.emit(f"{target} = intern({val})")
             self.bound.add(b.var)
         self.order.append(f"{b.var} := {b.expr}")
@@ -374,6 +351,65 @@ def _ready_builtin(b, bound: set[str]) -> bool:
     return set(term_vars(b.expr)) <= bound
 
 
+def _builtin_vars(b) -> set[str]:
+    if isinstance(b, Filter):
+        return set(term_vars(b.left)) | set(term_vars(b.right))
+    return set(term_vars(b.expr)) | {b.var}
+
+
+class _JoinOrder:
+    """The greedy choice of the next positive literal, kept up to date as variables get bound.
+
+    The next literal is the one with the least key (fully bound first, then one sharing a
+    bound variable, more bound arguments, smaller relation, lower index). Keys only fall as
+    variables get bound, so a heap with stale entries skipped gives the same choice as a scan
+    of every literal at every step, in O(n log n) for a body of n literals.
+    """
+
+    def __init__(self, lits, pos: list[int], size: Callable, bound: set[str]):
+        self.lits, self.bound = lits, bound
+        self.sizes = {i: size(lits[i].pred) for i in pos}
+        self.occurs: dict[str, list[int]] = {}
+        self.nbound = {}
+        for i in pos:
+            args = lits[i].args
+            self.nbound[i] = sum(1 for a in args if isinstance(a, Const))
+            for a in args:
+                if isinstance(a, Var):
+                    self.occurs.setdefault(a.name, []).append(i)
+        self.seen: set[str] = set()
+        self.remaining = set(pos)
+        self.heap: list = []
+        self.update()
+        for i in pos:
+            heapq.heappush(self.heap, (self.key(i), i))
+
+    def key(self, i: int) -> tuple:
+        n = self.nbound[i]
+        return (n != len(self.lits[i].args), n == 0, -n, self.sizes[i], i)
+
+    def update(self) -> None:
+        """Account for the variables bound since the last call."""
+        new = self.bound - self.seen
+        self.seen |= new
+        for v in new:
+            for i in self.occurs.get(v, ()):
+                self.nbound[i] += 1
+                if i in self.remaining:
+                    heapq.heappush(self.heap, (self.key(i), i))
+
+    def best(self) -> int:
+        self.update()
+        while True:
+            k, i = self.heap[0]
+            if i in self.remaining and k == self.key(i):
+                return i
+            heapq.heappop(self.heap)
+
+    def take(self, i: int) -> None:
+        self.remaining.discard(i)
+
+
 def place_body(
     comp: Compiler, lits, pos: list[int], neg: list[int], builtins: list, size: Callable
 ) -> None:
@@ -382,7 +418,16 @@ def place_body(
     Positive literals `pos` go in a greedy join order, each negated literal of
     `neg` and each built-in as soon as its variables are bound.
     """
-    remaining_pos, remaining_neg, remaining_bi = list(pos), list(neg), list(builtins)
+    remaining_neg, remaining_bi = list(neg), list(builtins)
+    order = _JoinOrder(lits, pos, size, comp.bound)
+
+    lit_vars = {i: {v for a in lits[i].args for v in term_vars(a)} for i in [*pos, *neg]}
+
+    def later() -> set[str]:
+        out = set().union(*(lit_vars[i] for i in [*order.remaining, *remaining_neg]))
+        return out.union(*(_builtin_vars(b) for b in remaining_bi))
+
+    comp.later = later
 
     def place_ready() -> None:
         progress = True
@@ -390,30 +435,45 @@ def place_body(
             progress = False
             for b in list(remaining_bi):
                 if _ready_builtin(b, comp.bound):
+                    comp.room(0)
                     comp.builtin(b)
                     remaining_bi.remove(b)
                     progress = True
             for i in list(remaining_neg):
-                if {v for a in lits[i].args for v in term_vars(a)} <= comp.bound:
+                if lit_vars[i] <= comp.bound:
+                    comp.room(1)
                     comp.negative(i, lits[i].args)
                     remaining_neg.remove(i)
                     progress = True
 
     place_ready()
-    while remaining_pos:
-        def score(i: int):
-            args = lits[i].args
-            nbound = sum(
-                1 for a in args if isinstance(a, Const) or (isinstance(a, Var) and a.name in comp.bound)
-            )
-            full = nbound == len(args)
-            return (not full, nbound == 0, -nbound, size(lits[i].pred), i)
-
-        best = min(remaining_pos, key=score)
-        remaining_pos.remove(best)
+    while order.remaining:
+        best = order.best()
+        comp.room(2)
+        order.take(best)
         comp.positive(best, lits[best].args)
         place_ready()
     assert not remaining_bi and not remaining_neg, "analysis guarantees every literal is placed"
+
+
+def _head_tuple(comp: Compiler, args) -> str:
+    """The head's id tuple.
+
+    Expressions are computed first and tested in one flat `if` (an undefined value drops the
+    instance), so a head of any width nests one level at most.
+    """
+    parts, computed = [], []
+    for a in args:
+        ident = comp.id_expr(a)
+        if ident is None:
+            v = comp.e.fresh("hv")
+            comp.e.emit(f"{v} = {comp.value_expr(a)}")
+            computed.append(v)
+            ident = f"intern({v})"
+        parts.append(ident)
+    if computed:
+        comp.e.open("if " + " and ".join(f"{v} is not None" for v in computed) + ":")
+    return "(" + "".join(p + ", " for p in parts) + ")"
 
 
 def compile_plan(
@@ -434,6 +494,8 @@ def compile_plan(
     """
     comp = Compiler(rule, dictionary)
     comp.count_work = count
+    comp.needed = {v for a in rule.head.args for v in term_vars(a)}
+    comp.keep_facts = instances or kind == "backward"
     lits = list(rule.positives) + list(rule.negatives)
     npos = len(rule.positives)
     e = comp.e
@@ -442,8 +504,8 @@ def compile_plan(
     if kind == "backward":
         comp.count_work = True
         h = "h"
-        e.emit("for h in D:")
-        e.depth += 1
+        e.open_loop("for h in D:")
+        comp.carry_also.append(h)
         comp.match(h, head.args, {p for p, a in enumerate(head.args) if isinstance(a, BinOp)})
         comp.order.append("head bound")
     elif kind == "delta":
@@ -455,24 +517,13 @@ def compile_plan(
         [i for i in range(npos, len(lits)) if i != delta], list(rule.builtins), size,
     )  # fmt: skip
 
-    # head
-    parts = []
-    for a in head.args:
-        ident = comp.id_expr(a)
-        if ident is None:
-            v = e.fresh("hv")
-            e.emit(f"{v} = {comp.value_expr(a)}")
-            e.emit(f"if {v} is not None:")
-            e.depth += 1
-            ident = f"intern({v})"
-        parts.append(ident)
-    head_tuple = "(" + "".join(p + ", " for p in parts) + ")"
+    comp.room(0)
+    head_tuple = _head_tuple(comp, head.args)
     if kind == "backward":
         if any(not isinstance(a, Var) for a in head.args) or len(
             {a.name for a in head.args if isinstance(a, Var)}
         ) != len(head.args):
-            e.emit(f"if {head_tuple} == h:")
-            e.depth += 1
+            e.open(f"if {head_tuple} == h:")
         body = ", ".join(comp.tvars.get(i, "None") for i in range(npos))
         e.emit(f"out_append((h, ({body}{',' if npos == 1 else ''})))")
         e.emit("if first:")
@@ -484,11 +535,7 @@ def compile_plan(
     else:
         e.emit(f"out_append({head_tuple})")
 
-    header = [
-        "def run(D, V, out, vals, intern, first=False):",
-        "    out_append = out.append",
-    ]
-    source = "\n".join(header + e.lines) + "\n"
+    source = comp.source("run(D, V, out, vals, intern, first=False)", ("    out_append = out.append",))
     namespace: dict = dict(RUNTIME)
     namespace["C"] = comp.consts
     namespace["W"] = [0]

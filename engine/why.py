@@ -374,28 +374,33 @@ def render(proof: Proof, show, max_depth: int | None = None, max_nodes: int | No
 
 
 def to_json(proof: Proof, show, max_depth: int | None = None, max_nodes: int | None = None) -> dict:
-    """The proof as nested JSON objects (for the dashboard and `why --json`).
+    """The proof as a flat list of steps (for the dashboard and `why --json`).
 
-    Caps as in `render`: a node at `max_depth` gets `"more": N` (its N
-    descendants left out) instead of `"body"`; past `max_nodes` nodes, the rest
-    is left out and counted in its parent's `"more"`.
+    `{"root": 0, "steps": [{"id", "fact", "explicit", "rule", "negated", "premises"}, ...]}`:
+    a derived step's `premises` are the ids of the steps proving its body, in body order; a
+    fact proved once and used again is one step, referred to by every user. Nothing nests,
+    however deep the proof. Caps as in `render`: a step at `max_depth` gets `"more": N` (its
+    N descendants left out) instead of premises; past `max_nodes` steps, the rest is left out
+    and counted in its parent's `"more"`.
     """
     sizes = proof_size(proof) if max_depth is not None or max_nodes is not None else {}
-    top: dict = {}
-    shown = 0
+    steps: list[dict] = []
+    ids: dict = {}  # fact -> id of its step
     stack: list[tuple[Proof, dict | None, int]] = [(proof, None, 0)]
     while stack:
         node, parent, depth = stack.pop()
-        if max_nodes is not None and shown >= max_nodes:
+        if parent is not None and (node.repeated or node.explicit) and node.fact in ids:
+            parent["premises"].append(ids[node.fact])
+            continue
+        if max_nodes is not None and len(steps) >= max_nodes:
             assert parent is not None  # the root is always shown
             parent["more"] = parent.get("more", 0) + sizes[id(node)]
             continue
-        shown += 1
-        out = top if parent is None else {}
+        out = {"id": len(steps), "fact": show(node.fact), "explicit": node.explicit}
+        ids.setdefault(node.fact, out["id"])
+        steps.append(out)
         if parent is not None:
-            parent["body"].append(out)
-        out["fact"] = show(node.fact)
-        out["explicit"] = node.explicit
+            parent["premises"].append(out["id"])
         if node.repeated:
             out["repeated"] = True
         if node.rule is not None and not node.repeated:
@@ -404,11 +409,11 @@ def to_json(proof: Proof, show, max_depth: int | None = None, max_nodes: int | N
             if max_depth is not None and depth >= max_depth and node.body:
                 out["more"] = sizes[id(node)] - 1
             else:
-                out["body"] = []
+                out["premises"] = []
                 stack.extend((k, out, depth + 1) for k in reversed(node.body))
         if node.alternatives:
             out["alternatives"] = node.alternatives
-    return top
+    return {"root": 0, "steps": steps}
 
 
 def depth_first(proof: Proof) -> Iterator[tuple[Proof, frozenset]]:

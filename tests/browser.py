@@ -20,7 +20,9 @@ standard library is needed. The browser runs headless (`--headless=new`, plus
 which leave it, are found by the unique profile path on their command line), with a
 fresh temporary profile, and all non-loopback HTTP(S)/WebSocket traffic is sent to a dead
 proxy on 127.0.0.1 (Chromium never proxies loopback addresses), so a page can reach
-only servers on this machine. `close()` (and leaving the `with` block, and garbage
+only servers on this machine. Background networking is off, and the Google endpoints Chromium
+still calls by itself (search engine, new tab page, sign-in, Cloud Messaging, component
+updater, field trials) are pointed at a closed loopback port (see `chromium_argv`). `close()` (and leaving the `with` block, and garbage
 collection and interpreter exit as a fallback) kills the browser's process group and
 its crash handlers by PID (SIGKILL), reaps it, and removes the temporary profile.
 
@@ -79,6 +81,7 @@ __all__ = [
     "JSError",
     "Page",
     "WaitTimeout",
+    "chromium_argv",
     "find_chromium",
 ]
 
@@ -86,6 +89,23 @@ CHROMIUM_MISSING = "chromium is not installed (apt-get install chromium, or set 
 
 _CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 _DEBIAN_BINARY = "/usr/lib/chromium/chromium"
+
+# Where Google services would be reached: a closed loopback port. Chromium never proxies
+# loopback, so these requests fail at once on this machine and never reach the network.
+_NOWHERE = "http://127.0.0.1:9"
+
+# Features that make the browser call out by itself. Chromium honours only the LAST
+# `--disable-features` flag, so this is one list, merged with any the caller passes.
+_DISABLED_FEATURES = (
+    "Translate", "MediaRouter", "DialMediaRouteProvider", "OptimizationHints",
+    "OptimizationHintsFetching", "OptimizationGuideModelDownloading",
+    "OptimizationTargetPrediction", "NetworkTimeServiceQuerying", "AutofillServerCommunication",
+    "CertificateTransparencyComponentUpdater", "InterestFeedContentSuggestions",
+    # the default search engine (www.google.com, start.duckduckgo.com, ...) is preconnected
+    "PreconnectToSearch", "SearchEnginePreconnector", "SearchEnginePreconnect2",
+    "SearchPrefetchServicePrefetching", "LensOverlay", "GlobalMediaControls",
+    "PushMessaging",
+)  # fmt: skip
 
 # Flags: headless, no sandbox (root), nothing phoning home, deterministic rendering.
 _FLAGS = (
@@ -103,13 +123,24 @@ _FLAGS = (
     "--disable-breakpad",
     "--disable-client-side-phishing-detection",
     "--disable-domain-reliability",
-    "--disable-features=Translate,MediaRouter,OptimizationHints,NetworkTimeServiceQuerying,AutofillServerCommunication",
+    "--disable-field-trial-config",
+    "--disable-search-engine-choice-screen",
     "--dns-prefetch-disable",
-    # what still calls home despite the above (seen through the blackhole proxy):
-    # sign-in (accounts.google.com) and the component updater (update.googleapis.com)
-    "--gaia-url=http://127.0.0.1:9",
-    "--component-updater=url-source=http://127.0.0.1:9",
     "--no-pings",
+    # what still calls home despite the above (seen through the blackhole proxy): sign-in
+    # (accounts.google.com), the component updater (update.googleapis.com), the search engine
+    # and the new tab page (www.google.com), Google Cloud Messaging's device check-in
+    # (android.clients.google.com, mtalk.google.com), Google APIs, sync and field trials
+    f"--gaia-url={_NOWHERE}",
+    f"--component-updater=url-source={_NOWHERE}",
+    f"--google-base-url={_NOWHERE}",
+    f"--gcm-checkin-url={_NOWHERE}/checkin",
+    f"--gcm-registration-url={_NOWHERE}/register",
+    f"--gcm-mcs-endpoint={_NOWHERE}",
+    f"--google-apis-url={_NOWHERE}",
+    f"--lso-url={_NOWHERE}",
+    f"--sync-url={_NOWHERE}",
+    f"--variations-server-url={_NOWHERE}",
     "--metrics-recording-only",
     "--password-store=basic",
     "--use-mock-keychain",
@@ -118,6 +149,24 @@ _FLAGS = (
     "--force-color-profile=srgb",
     "--remote-debugging-pipe",
 )
+
+
+def chromium_argv(exe: str, profile: str, extra_args: Iterable[str] = ()) -> list[str]:
+    """The command line of a harness browser: `_FLAGS`, the profile, then `extra_args`.
+
+    Every `--disable-features=` of `extra_args` is merged into the harness's own list (Chromium
+    keeps only the last such flag, so a caller's list would otherwise switch ours back on).
+    """
+    disabled = list(_DISABLED_FEATURES)
+    rest = []
+    for arg in extra_args:
+        if arg.startswith("--disable-features="):
+            disabled += [f for f in arg.split("=", 1)[1].split(",") if f and f not in disabled]
+        else:
+            rest.append(arg)
+    return [exe, *_FLAGS, f"--disable-features={','.join(disabled)}",
+            f"--user-data-dir={profile}", *rest]  # fmt: skip
+
 
 _KEYS = {  # key name -> (code, windowsVirtualKeyCode, text)
     "Enter": ("Enter", 13, "\r"),
@@ -333,15 +382,11 @@ class Browser:
             XDG_CONFIG_HOME=os.path.join(workdir, "config"),
             XDG_CACHE_HOME=os.path.join(workdir, "cache"),
         )
-        argv = [
-            exe,
-            *_FLAGS,
-            f"--user-data-dir={profile}",
-            f"--window-size={width},{height}",
-            f"--proxy-server={blackhole_proxy}",
-            *extra_args,
-            "about:blank",
-        ]
+        argv = chromium_argv(
+            exe, profile,
+            [f"--window-size={width},{height}", f"--proxy-server={blackhole_proxy}", *extra_args],
+        )  # fmt: skip
+        argv.append("about:blank")
         try:
             self._proc = _Process(argv, env, Path(workdir) / "chromium.log", workdir)
         except BaseException:

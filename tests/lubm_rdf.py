@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-ROOT = Path(__file__).resolve().parent.parent
-UNIV_BENCH = ROOT / "tests" / "data" / "ontologies" / "univ-bench.owl"
+from tests.shared import UNIV_BENCH
+
+__all__ = ["UNIV_BENCH", "lubm_department"]
 
 
 def _ox(term):

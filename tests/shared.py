@@ -1,9 +1,10 @@
-"""The shared corpus and papers, found relative to the repository: `<repo>/../shared`.
+"""Helpers shared by the tests: the test data under tests/data, metrics scrapes, null publishers.
 
-Worktrees and the main checkout are siblings of `shared/`, so no test names an
-absolute path. When the corpus is missing, the tests that need it skip on a
-development machine and fail under CI (environment variable `CI` set): a CI run
-that silently skipped them would claim coverage it does not have.
+The data the tests read lives in the repository, under `tests/data/` (with its licence and
+attribution): the part of the Illich & Glimm update-stream corpus the default run uses
+(`illich-glimm/`) and the LUBM ontology (`ontologies/univ-bench.owl`). Nothing outside the
+repository is read by default; the opt-in full-corpus run (FLUXMAT_FULL_CORPUS=1) reads the
+whole corpus from the directory named by FLUXMAT_CORPUS when it is set.
 """
 
 from __future__ import annotations
@@ -14,8 +15,22 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-PROGRAMS = SHARED / "corpus" / "illich-glimm" / "programs"
+DATA = Path(__file__).resolve().parent / "data"
+CORPUS = DATA / "illich-glimm"
+PROGRAMS = CORPUS / "programs"
+UNIV_BENCH = DATA / "ontologies" / "univ-bench.owl"
+
+
+def corpus_dir(full: bool = False) -> Path:
+    """The Illich & Glimm corpus: the subset under tests/data, or with `full` the directory named
+    by FLUXMAT_CORPUS when that is set (a named directory without `streams/` is an error)."""
+    env = os.environ.get("FLUXMAT_CORPUS")
+    if not (full and env):
+        return CORPUS
+    if not (Path(env) / "streams").is_dir() or not (Path(env) / "programs").is_dir():
+        raise FileNotFoundError(f"FLUXMAT_CORPUS={env!r}: not a corpus directory "
+                                "(expected programs/ and streams/ in it)")  # fmt: skip
+    return Path(env)
 
 
 def corpus_files(directory: Path, pattern: str) -> list:
@@ -28,13 +43,10 @@ def corpus_files(directory: Path, pattern: str) -> list:
 
 
 def need(path: Path | None, what: Path = PROGRAMS) -> Path:
-    """`path`, or a failure under CI / a skip elsewhere when the corpus is missing."""
+    """`path`, or a failure naming what is missing from tests/data (it belongs to the repository)."""
     if path is not None and path.exists():
         return path
-    message = f"the shared corpus is missing: expected {what} (<repo>/../shared)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    pytest.fail(f"test data missing: expected {what} (tests/data is part of the repository)")
 
 
 def metric(metrics, name: str) -> float:

@@ -25,6 +25,7 @@ from tests.browser import (
     BrowserNotFound,
     JSError,
     WaitTimeout,
+    chromium_argv,
     processes_using,
 )
 
@@ -351,6 +352,33 @@ def test_non_loopback_traffic_goes_to_the_blackhole_proxy(site):
     assert "GET http://fluxmat.invalid/probe HTTP/1.1" in requests
     # chromium itself asks nothing of the outside (background networking is off)
     assert [r for r in requests if "fluxmat.invalid" not in r] == [], "\n".join(requests)
+
+
+def test_the_browser_calls_no_google_service_by_itself():
+    """The endpoints Chromium reaches on its own (seen through the blackhole proxy with Debian's
+    chromium: `CONNECT www.google.com:443` for the search engine's preconnect and new tab page,
+    `android.clients.google.com:443` for Google Cloud Messaging's check-in) point to a closed
+    loopback port, which is never proxied; the preconnect features are off."""
+    argv = chromium_argv("chromium", "/tmp/profile")
+    flags = dict(a[2:].split("=", 1) for a in argv[1:] if "=" in a)
+    for switch in ("google-base-url", "gcm-checkin-url", "gcm-registration-url", "gcm-mcs-endpoint",
+                   "gaia-url", "google-apis-url", "lso-url", "sync-url", "variations-server-url"):
+        assert flags[switch].startswith("http://127.0.0.1:"), switch
+    disabled = flags["disable-features"].split(",")
+    assert {"PreconnectToSearch", "SearchEnginePreconnector", "NetworkTimeServiceQuerying"} <= set(disabled)
+    assert "--disable-background-networking" in argv and "--no-first-run" in argv
+
+
+def test_a_callers_disable_features_is_merged_not_a_second_flag():
+    """Chromium honours only the last `--disable-features`: a caller's list must not switch ours
+    back on."""
+    argv = chromium_argv("chromium", "/tmp/profile", ["--disable-features=Foo,Translate", "--x=1"])
+    lists = [a for a in argv if a.startswith("--disable-features=")]
+    assert len(lists) == 1
+    features = lists[0].split("=", 1)[1].split(",")
+    assert {"Foo", "PreconnectToSearch", "Translate"} <= set(features)
+    assert features.count("Translate") == 1
+    assert argv[-1] == "--x=1"
 
 
 def test_a_missing_chromium_raises_not_found(monkeypatch):

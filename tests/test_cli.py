@@ -423,17 +423,14 @@ def test_why_json_of_a_deep_proof(tmp_path):
     chain = "".join(f"edge({i}, {i + 1}).\n" for i in range(600))
     program = write(tmp_path / "deep.dl", PATH + chain)
     text = ok(fluxmat("why", program, "path(0, 600)", "--json"))
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(10_000)  # Python's decoder recurses once per level (the CLI no longer does)
-    try:
-        result = json.loads(text)
-    finally:
-        sys.setrecursionlimit(limit)
-    depth, node = 0, result["proof"]
-    while node.get("body"):
-        node, depth = node["body"][0], depth + 1
-    assert depth == 600 and node == {"fact": "edge(0, 1)", "explicit": True}
-    assert result["nodes"] == 1200 and not result["truncated"]
+    result = json.loads(text)  # flat: no recursion limit to raise
+    steps = result["proof"]["steps"]
+    assert [s["id"] for s in steps] == list(range(len(steps)))
+    depth, node = 0, steps[result["proof"]["root"]]
+    while node.get("premises"):
+        node, depth = steps[node["premises"][0]], depth + 1
+    assert depth == 600 and node == {"id": node["id"], "fact": "edge(0, 1)", "explicit": True}
+    assert result["nodes"] == 1200 == len(steps) and not result["truncated"]
 
 
 def test_error_query_with_nested_brackets(tmp_path, path_files):

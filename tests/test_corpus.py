@@ -18,11 +18,13 @@ dbpedia have transitive and symmetric-transitive properties).
 
 `counting` is skipped on recursive programs (it rejects them by design; that
 rejection is itself tested). The default run covers run0 of `overlap` and
-`random` for each kb; the rest of the corpus is `slow` and runs only with
+`random` for each kb; the rest is `slow` and runs only with
 FLUXMAT_FULL_CORPUS=1.
 
-The corpus is looked up at `<repo>/../shared/corpus/illich-glimm`, then at the
-directory named by FLUXMAT_CORPUS; if neither exists the tests fail.
+The default run reads the part of the corpus vendored under
+`tests/data/illich-glimm` (nothing outside the repository). The full run reads
+the whole corpus from the directory named by FLUXMAT_CORPUS when that is set,
+else the vendored part (its other schedules and runs).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import pytest
 
 from fluxmat.connectors.files import read_updates
 from fluxmat.engine import ALGORITHMS, AlgorithmError, Reasoner, analyse, parse_program
+from tests.shared import corpus_dir
 
 KBS = ("path", "sequence", "lubm", "dbpedia")
 DEFAULT_CASES = ("overlap", "random")
@@ -43,28 +46,15 @@ CHECK_EVERY = int(os.environ.get("FLUXMAT_CORPUS_CHECK_EVERY", "1"))
 FULL = bool(os.environ.get("FLUXMAT_FULL_CORPUS"))
 
 
-def _corpus_dir() -> Path | None:
-    default = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "illich-glimm"
-    if (default / "streams").is_dir():
-        return default
-    env = os.environ.get("FLUXMAT_CORPUS")
-    if env and (Path(env) / "streams").is_dir():
-        return Path(env)
-    return None
-
-
-CORPUS = _corpus_dir()
+CORPUS = corpus_dir(full=FULL)
 MISSING = (
-    "Illich & Glimm corpus not found: expected "
-    f"{Path(__file__).resolve().parents[2] / 'shared' / 'corpus' / 'illich-glimm'} "
-    "(with streams/ and programs/) or a directory named by the FLUXMAT_CORPUS "
-    f"environment variable (currently {os.environ.get('FLUXMAT_CORPUS')!r})"
+    f"Illich & Glimm corpus incomplete: expected streams/ and programs/ in {CORPUS} "
+    "(tests/data/illich-glimm is part of the repository; FLUXMAT_CORPUS names the whole "
+    "corpus for the full run)"
 )
 
 
 def _streams() -> list[Path]:
-    if CORPUS is None:
-        return []
     return sorted(p for kb in KBS for p in (CORPUS / "streams").glob(f"*/{kb}/*.jsonl"))
 
 
@@ -135,24 +125,18 @@ def _reference(stream: Path) -> frozenset:
 
 
 def test_corpus_present():
-    if CORPUS is None:
-        pytest.fail(MISSING)
-    assert _streams(), f"{CORPUS}: no streams for {', '.join(KBS)}"
+    assert _streams(), MISSING
     for kb in KBS:
         assert _program(kb).is_file(), f"{_program(kb)}: program missing"
 
 
 def test_default_subset_covers_every_kb():
-    if CORPUS is None:
-        pytest.fail(MISSING)
     covered = {(s.parent.parent.name, s.parent.name) for s in _streams() if _is_default(s)}
     assert covered == {(c, kb) for c in DEFAULT_CASES for kb in KBS}
 
 
 @pytest.mark.parametrize("kb", KBS)
 def test_counting_rejects_recursive_programs(kb):
-    if CORPUS is None:
-        pytest.fail(MISSING)
     if not _recursive(kb):
         Reasoner.from_file(_program(kb), "counting")
         return

@@ -119,15 +119,13 @@ def test_bearer_scheme_in_any_case(wide):
 
 def _shown(proof: dict) -> tuple[int, int, int]:
     """(nodes shown, nodes counted in `more`, depth) of a proof's JSON."""
-    shown = more = depth = 0
-    stack = [(proof, 0)]
-    while stack:
-        node, d = stack.pop()
-        shown += 1
-        more += node.get("more", 0)
-        depth = max(depth, d)
-        stack.extend((k, d + 1) for k in node.get("body", []))
-    return shown, more, depth
+    steps = proof["steps"]
+    depth, level = 0, {proof["root"]: 0}
+    for step in steps:  # a premise always comes after the step that uses it first
+        for p in step.get("premises", []):
+            level[p] = max(level.get(p, 0), level[step["id"]] + 1)
+            depth = max(depth, level[p])
+    return len(steps), sum(s.get("more", 0) for s in steps), depth
 
 
 CHAIN = 300

@@ -24,14 +24,6 @@ OUTSIDE = re.compile(
 )
 # Where a moved file's old path may still be named: the changelog says where it went.
 MOVED_NOTE = {"CHANGELOG.md": re.compile(r"ops/RUNBOOK\.md|engine/ALGORITHMS\.md")}
-# Today the tests still find the Illich-Glimm corpus and univ-bench beside the
-# repository (`<repo>/../shared/corpus`); these lookups go when the corpus is vendored
-# under tests/data/, and then this allowance goes too.
-CORPUS_LOOKUP = {
-    "tests/shared.py": re.compile(r"\.\./shared"),
-    "tests/test_corpus.py": re.compile(r"\.\./shared/corpus"),
-    "tests/test_owl2rl.py": re.compile(r"\.\./shared/corpus"),
-}
 TEXT = {".py", ".md", ".yml", ".yaml", ".toml", ".json", ".txt", ".cfg", ".ini", ".html",
         ".dl", ".dlog", ".jsonl", ".rq", ".ttl", ".sh", ""}  # fmt: skip
 README_MAX_LINES = 150  # one or two screens; the rest belongs in docs/
@@ -138,7 +130,7 @@ def outside_references(files: list[str]) -> list[str]:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (UnicodeDecodeError, OSError):
             continue
-        allowed = [p for f, p in {**CORPUS_LOOKUP, **MOVED_NOTE}.items() if f == name]
+        allowed = [p for f, p in MOVED_NOTE.items() if f == name]
         for n, line in enumerate(lines, 1):
             spans = [a.span() for p in allowed for a in p.finditer(line)]
             for m in OUTSIDE.finditer(line):

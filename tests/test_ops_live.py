@@ -211,7 +211,7 @@ def test_dashboard_questions_match_the_materialisation(live):
     want = sorted(f"path(a, {f[2]})" for f in live.expected_facts if f[0] == "path" and f[1] == "a")
     assert r["facts"] == want and r["count"] == len(want)
     why = live.get("/api/why?fact=" + urllib.parse.quote("path(n2, n4)"))
-    assert why["found"] and why["proof"]["fact"] == "path(n2, n4)"
+    assert why["found"] and why["proof"]["steps"][0]["fact"] == "path(n2, n4)"
     assert why["lines"][0].startswith("path(n2, n4)  <- path(X, Z) :- path(X, Y), edge(Y, Z).")
     leaves = [line.split("─ ")[-1] for line in why["lines"] if line.endswith("[explicit]")]
     assert leaves == ["edge(n2, n3)  [explicit]", "edge(n3, n4)  [explicit]"]

@@ -3,7 +3,7 @@
 Each table test is a small ontology (Turtle) and data; the expected entailments
 are worked out by hand from the rules of the W3C OWL 2 Profiles recommendation,
 section 4.3, named in the test. The LUBM tests translate
-`../shared/corpus/ontologies/univ-bench.owl` and compare the instance-level
+`tests/data/ontologies/univ-bench.owl` and compare the instance-level
 materialisation over generated data with owlrl's OWL 2 RL closure (on the
 ontology's vocabulary, individuals only) and with the corpus program
 `lubm.dlog` (on the ontology's vocabulary): equal, except the one documented
@@ -26,10 +26,10 @@ from fluxmat.connectors.rdf import read_rdf, write_rdf
 from fluxmat.engine import Reasoner, parse_program
 from fluxmat.engine.syntax import Iri
 from tests.lubm_rdf import UNIV_BENCH, lubm_department
+from tests.shared import PROGRAMS
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "corpus"
-LUBM_DLOG = SHARED / "illich-glimm" / "programs" / "lubm.dlog"
+LUBM_DLOG = PROGRAMS / "lubm.dlog"
 EX = "http://example.org/"
 UB = "http://swat.cse.lehigh.edu/onto/univ-bench.owl#"
 TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"

@@ -29,9 +29,10 @@ import time
 from pathlib import Path
 
 from tests.benchmarks.isolate import isolated
+from tests.shared import UNIV_BENCH
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-ONTOLOGY = ROOT.parent / "shared" / "corpus" / "ontologies" / "univ-bench.owl"
+ONTOLOGY = UNIV_BENCH
 CACHE = Path.home() / ".cache" / "fluxmat" / "lubm-rdf"
 UB = "http://swat.cse.lehigh.edu/onto/univ-bench.owl#"
 TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"

@@ -7,7 +7,8 @@
   `LUBM_DEPARTMENTS` departments each, fixed seed (1 x 10: 67,753 generated,
   66,753 explicit after holding out `extra`; materialisation 168,255 facts).
 * `lubm-corpus`: `lubm.dlog` over the initial line of the largest corpus LUBM
-  stream (`streams/scale-data/lubm/run0-400-40-1000.jsonl`, 400 facts).
+  stream (`streams/scale-data/lubm/run0-400-40-1000.jsonl`, 400 facts); not in the
+  part of the corpus under tests/data: it needs FLUXMAT_CORPUS naming the whole corpus.
 * `stc`, `sspe`, `exp`: symmetric-transitive cliques, single-source path
   enumeration with arithmetic, cyclic expression rules
   (tests/benchmarks/synthetic.py).
@@ -23,13 +24,13 @@ generated data, so the explicit set is the generated one minus these).
 
 from __future__ import annotations
 
-import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fluxmat.engine import Program, parse_program
 from tests.benchmarks import synthetic as syn
+from tests.shared import corpus_dir as shared_corpus_dir
 
 DAG_PROGRAM = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n"
 DAG_NODES = 2_000
@@ -91,16 +92,15 @@ def dag(
     )  # fmt: skip
 
 
-def corpus_dir() -> Path:
-    default = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "illich-glimm"
-    if (default / "streams").is_dir():
-        return default
-    env = os.environ.get("FLUXMAT_CORPUS")
-    if env and (Path(env) / "streams").is_dir():
-        return Path(env)
-    raise SystemExit(
-        f"Illich & Glimm corpus not found at {default} nor at $FLUXMAT_CORPUS ({env!r})"
-    )
+def corpus_dir(*needed: Path) -> Path:
+    """The Illich & Glimm corpus: $FLUXMAT_CORPUS (the whole corpus) when set, else the part
+    under tests/data; exits with a message when a `needed` file (relative) is not there."""
+    root = shared_corpus_dir(full=True)
+    for rel in needed:
+        if not (root / rel).is_file():
+            raise SystemExit(f"{root / rel}: not in the corpus; tests/data holds only part of it: "
+                             "point FLUXMAT_CORPUS at the whole corpus (programs/, streams/)")  # fmt: skip
+    return root
 
 
 def _lubm_program() -> tuple[str, Program]:
@@ -139,7 +139,7 @@ def lubm_corpus(scale: float = 1.0) -> Workload:
     from fluxmat.connectors.files import read_updates
 
     text, program = _lubm_program()
-    stream = corpus_dir() / LUBM_STREAM
+    stream = corpus_dir(LUBM_STREAM) / LUBM_STREAM
     first = next(iter(read_updates(stream, dict(program.prefixes))))
     return Workload(
         "lubm-corpus", text, program, list(first.add),
