@@ -52,6 +52,8 @@ class DeltaFollower:
         timeout: seconds to wait for the broker and the topic at start.
         consumer_config: extra kafka-python KafkaConsumer settings.
         group_id: a consumer group to commit the follower's offsets to (for monitoring).
+        kafka_config: a Kafka client settings file (TLS, SASL: client.kafka_config), as
+            `fluxmat run --kafka-config` takes it.
 
     Raises:
         ConnectionError: the broker or the topic cannot be reached within `timeout`.
@@ -59,9 +61,11 @@ class DeltaFollower:
 
     def __init__(self, bootstrap: str, topic: str, store=None, key: str | None = None,
                  timeout: float = 10.0, consumer_config: dict | None = None,
-                 group_id: str | None = None) -> None:  # fmt: skip
+                 group_id: str | None = None, kafka_config: str | None = None) -> None:  # fmt: skip
         from kafka import KafkaConsumer, TopicPartition
         from kafka.errors import KafkaError
+
+        from fluxmat.client.kafka_config import load
 
         self.topic = topic
         self.store = store if store is not None else MemoryView()
@@ -72,7 +76,8 @@ class DeltaFollower:
         self.group_id = group_id
         try:
             self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False,
-                                          fetch_max_wait_ms=100, **(consumer_config or {}))  # fmt: skip
+                                          fetch_max_wait_ms=100, **load(kafka_config).args,
+                                          **(consumer_config or {}))  # fmt: skip
         except (KafkaError, OSError) as exc:
             raise ConnectionError(f"cannot reach Kafka broker at {bootstrap}: {exc}") from None
         parts = self._partitions(bootstrap, timeout)

@@ -146,12 +146,16 @@ class UpdateProducer:
         arities: predicate -> arity (or set of arities), instead of or besides `program`.
         max_facts: pending facts of one key from which `add`/`delete` send the update.
         producer_config: extra kafka-python KafkaProducer settings.
+        kafka_config: a Kafka client settings file (TLS, SASL: client.kafka_config), as
+            `fluxmat run --kafka-config` takes it.
     """
 
     def __init__(self, bootstrap: str, topic: str, program: str | Path | None = None,
                  arities: Mapping[str, int | set[int]] | None = None, max_facts: int = 10_000,
-                 producer_config: dict | None = None) -> None:  # fmt: skip
+                 producer_config: dict | None = None, kafka_config: str | None = None) -> None:  # fmt: skip
         from kafka import KafkaProducer
+
+        from fluxmat.client.kafka_config import load
 
         self.topic = topic
         self.arities: dict[str, set[int]] = {}
@@ -165,7 +169,7 @@ class UpdateProducer:
         self.pending: dict[str | None, dict[str, list]] = {}
         self.futures: list = []
         config = {"acks": "all", "linger_ms": 5, "max_in_flight_requests_per_connection": 1,
-                  **(producer_config or {})}  # fmt: skip
+                  **load(kafka_config).args, **(producer_config or {})}  # fmt: skip
         self.producer = KafkaProducer(bootstrap_servers=bootstrap, **config)
 
     def check(self, item) -> list:

@@ -29,7 +29,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from fluxmat.connectors.kafka_config import NONE, KafkaSettings, tls_problem
+from fluxmat.client.kafka_config import NONE, KafkaSettings, tls_problem
 
 _START_TIMEOUT = 20.0
 _STOP_GRACE = 5.0
@@ -67,7 +67,7 @@ def _free_port() -> int:
 def check_broker(bootstrap: str, timeout: float = 5.0, kafka: KafkaSettings = NONE) -> None:
     """Fail fast with a clear message if no Kafka broker answers at `bootstrap`.
 
-    `kafka` holds the client's security settings (connectors.kafka_config);
+    `kafka` holds the client's security settings (client.kafka_config);
     with TLS, a failed handshake is named (e.g. an untrusted certificate).
 
     Raises:

@@ -72,9 +72,9 @@ from contextlib import contextmanager
 
 import orjson
 
+from fluxmat.client.kafka_config import NONE, KafkaSettings
 from fluxmat.connectors.broker import check_broker, ensure_topics
 from fluxmat.connectors.debezium import events
-from fluxmat.connectors.kafka_config import NONE, KafkaSettings
 
 _FLUSH_DEADLINE = 30.0
 _MAX_REQUEST = 16 << 20  # client-side bound; one-fact parts may pass max_message_bytes
@@ -145,7 +145,7 @@ class KafkaPublisher:
         connect_timeout: Seconds to wait for the broker at construction.
         compression: `lz4` (default), `gzip` or `none`: how the producer
             compresses its record batches.
-        kafka: Security settings of the producer (connectors.kafka_config).
+        kafka: Security settings of the producer (client.kafka_config).
 
     Raises:
         ConnectionError: the broker cannot be reached at construction.

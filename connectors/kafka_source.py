@@ -18,7 +18,7 @@ Options:
         partitions (a rate limit; default: everything available).
     stallTimeoutSeconds: How long `read` may go without progress before it
         fails (default 30).
-    kafkaConfig: Path of a Kafka security settings file (connectors.kafka_config),
+    kafkaConfig: Path of a Kafka security settings file (client.kafka_config),
         read where each consumer is made, on the driver and on executors (so
         the secrets never appear in the options, the plan or a pickle; the
         file, and the environment variables it names, must be there).
@@ -169,7 +169,7 @@ def _batch(rows: list[tuple], schema):
 def _consumer(bootstrap: str, kafka_config: str | None, **config):
     from kafka import KafkaConsumer
 
-    from fluxmat.connectors.kafka_config import load
+    from fluxmat.client.kafka_config import load
 
     return KafkaConsumer(**{
         **load(kafka_config).args,

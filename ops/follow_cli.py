@@ -33,6 +33,9 @@ def add_parsers(sub) -> None:
     f.add_argument("--group-id", default=os.environ.get("FLUXMAT_FOLLOW_GROUP_ID"),
                    help="also commit the follower's offsets to this Kafka consumer group, for lag monitoring "
                         "(env FLUXMAT_FOLLOW_GROUP_ID; the database's progress stays the record)")
+    f.add_argument("--kafka-config", default=os.environ.get("FLUXMAT_KAFKA_CONFIG"), metavar="FILE",
+                   help="Kafka client settings (security.protocol, ssl.*, sasl.*) as for fluxmat run "
+                        "(env FLUXMAT_KAFKA_CONFIG)")
     f.add_argument("--until-caught-up", action="store_true",
                    help="stop once every partition has been read to its end (default: run until stopped)")
     f.add_argument("--quiet", action="store_true", help="no line per applied batch")
@@ -51,7 +54,12 @@ def _stopper():
 
 def cmd_follow(ns: argparse.Namespace) -> None:
     from fluxmat.client import DeltaFollower, MessageError, open_store
+    from fluxmat.client.kafka_config import KafkaConfigError, load
 
+    try:
+        load(ns.kafka_config)  # a bad settings file is one error line before anything is contacted
+    except KafkaConfigError as exc:
+        raise FluxmatError(str(exc)) from None
     try:
         store = open_store(ns.to)
     except ValueError as exc:
@@ -59,7 +67,8 @@ def cmd_follow(ns: argparse.Namespace) -> None:
     except Exception as exc:  # the database's own error (psycopg.OperationalError, sqlite3.Error)
         raise ConnectionError(f"cannot open {ns.to}: {exc}") from None
     stopped = _stopper()
-    follower = DeltaFollower(ns.bootstrap_servers, ns.deltas_topic, store, key=ns.key, group_id=ns.group_id)
+    follower = DeltaFollower(ns.bootstrap_servers, ns.deltas_topic, store, key=ns.key, group_id=ns.group_id,
+                             kafka_config=ns.kafka_config)  # fmt: skip
     try:
         while not stopped:
             for batch in follower.poll(0.5):

@@ -218,7 +218,7 @@ def check_run_flags(cfg) -> None:
     def fail(message: str):
         raise FluxmatError(message)
 
-    from fluxmat.connectors.kafka_config import KafkaConfigError, load
+    from fluxmat.client.kafka_config import KafkaConfigError, load
 
     try:
         if cfg.kafka_config:

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fluxmat.client.kafka_config import load as load_kafka
 from fluxmat.connectors.broker import check_broker, ensure_topics
-from fluxmat.connectors.kafka_config import load as load_kafka
 from fluxmat.connectors.kafka_sink import KafkaPublisher
 from fluxmat.connectors.redact import redact
 from fluxmat.connectors.state import RETRY_SECONDS, SOCKET_TIMEOUT, open_store
@@ -94,7 +94,7 @@ class JobConfig:
     engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines an engine host keeps between batches
     driver_host: str = "127.0.0.1"  # where executors reach the driver (spark.driver.host)
     stall_seconds: float = DEFAULT_STALL_SECONDS  # a batch in flight longer than this: health degraded
-    kafka_config: str | None = None  # Kafka security settings file (connectors.kafka_config); read where used
+    kafka_config: str | None = None  # Kafka security settings file (client.kafka_config); read where used
 
     @property
     def keyed(self) -> bool:

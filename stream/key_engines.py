@@ -64,7 +64,7 @@ class _Worker:
     """What an engine host (stream.engine_host) keeps for its job: program, shared facts, clients, engines."""
 
     def __init__(self, cfg):
-        from fluxmat.connectors.kafka_config import load
+        from fluxmat.client.kafka_config import load
         from fluxmat.connectors.kafka_sink import KafkaPublisher
         from fluxmat.connectors.state import redis_client
         from fluxmat.stream.loading import load_reasoner, shared_facts

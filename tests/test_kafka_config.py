@@ -1,4 +1,4 @@
-"""Kafka settings files -> kafka-python arguments (connectors.kafka_config), and the SASL mapping.
+"""Kafka settings files -> kafka-python arguments (client.kafka_config), and the SASL mapping.
 
 tansu offers no SASL mechanism, so SASL is tested here as settings only; TLS
 runs end to end in tests/test_kafka_tls.py.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fluxmat.connectors.kafka_config import NONE, KafkaConfigError, load
+from fluxmat.client.kafka_config import NONE, KafkaConfigError, load
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
+from fluxmat.client.kafka_config import load
 from fluxmat.connectors.broker import EmbeddedBroker, ensure_topics, stop_process
-from fluxmat.connectors.kafka_config import load
 from fluxmat.connectors.kafka_sink import read_deltas
 from tests.servers import free_port
 from tests.test_pipeline import (
@@ -157,3 +157,51 @@ def test_wrong_ca_is_refused(tls, redis_server, tmp_path):
     assert f"cannot reach Kafka broker at {bootstrap}" in line and "certificate verify failed" in line, line
     assert str(pki["wrong-ca.pem"]) in line, line
     assert SECRET not in job.stderr()
+
+
+def test_client_library_and_follow_through_tls(tls, tmp_path, monkeypatch):
+    """UpdateProducer, DeltaFollower and `fluxmat follow` take the same settings file as the job."""
+    from fluxmat.client import DeltaFollower, UpdateProducer
+    from fluxmat.connectors.kafka_sink import KafkaPublisher
+
+    bootstrap, pki, _ = tls
+    monkeypatch.setenv("KAFKA_KEY_PASSWORD", SECRET)
+    conf = _settings(tmp_path / "kafka.properties", pki)
+    kafka = load(conf)
+    ensure_topics(bootstrap, {"c-updates": 1, "c-deltas": 1}, kafka=kafka)
+    producer = UpdateProducer(bootstrap, "c-updates", kafka_config=str(conf))
+    producer.send(add=[("edge", "a", "b")], id="u1")
+    producer.flush()
+    producer.close()
+    sent = _read_values(bootstrap, "c-updates", kafka)
+    assert len(sent) == 1 and b'"u1"' in sent[0]
+    publisher = KafkaPublisher(bootstrap, "c-deltas", kafka=kafka)
+    publisher.publish_delta(0, "u1", [["edge", "a", "b"], ["path", "a", "b"]], [])
+    publisher.close()
+    follower = DeltaFollower(bootstrap, "c-deltas", kafka_config=str(conf))
+    try:
+        deadline = time.monotonic() + 60
+        while not follower.view() and time.monotonic() < deadline:
+            follower.poll(0.5)
+        assert follower.view() == {("edge", "a", "b"), ("path", "a", "b")}
+    finally:
+        follower.close()
+    with pytest.raises(ConnectionError):  # without the settings the TLS port cannot be read
+        DeltaFollower(bootstrap, "c-deltas", timeout=3).close()
+    out = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "follow", "--deltas-topic", "c-deltas",
+                          "--bootstrap-servers", bootstrap, "--to", f"sqlite:///{tmp_path / 'v.db'}",
+                          "--kafka-config", str(conf), "--until-caught-up", "--quiet"],
+                         capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert SECRET not in out.stderr + out.stdout
+
+
+def _read_values(bootstrap: str, topic: str, kafka) -> list[bytes]:
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             consumer_timeout_ms=5000, **kafka.args)  # fmt: skip
+    try:
+        return [m.value for m in consumer]
+    finally:
+        consumer.close()

@@ -38,8 +38,8 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
+from fluxmat.client.kafka_config import NONE
 from fluxmat.connectors.broker import ensure_topics
-from fluxmat.connectors.kafka_config import NONE
 from fluxmat.engine import Reasoner
 from tests.messages import read_deltas
 from tests.servers import RedisServer, free_port
