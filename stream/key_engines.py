@@ -60,7 +60,7 @@ class Engines:
             self.facts -= old.facts
 
 
-class _Worker:
+class Worker:
     """What an engine host (stream.engine_host) keeps for its job: program, shared facts, clients, engines."""
 
     def __init__(self, cfg):
@@ -125,15 +125,15 @@ class _Worker:
                 "detail": json.dumps(detail)}  # fmt: skip
 
 
-_WORKERS: dict[str, _Worker] = {}  # by the job's configuration: lives as long as the engine host
+_WORKERS: dict[str, Worker] = {}  # by the job's configuration: lives as long as the engine host
 
 
-def worker_for(cfg) -> _Worker:
+def worker_for(cfg) -> Worker:
     ident = repr(cfg)
     worker = _WORKERS.get(ident)
     if worker is None:
         _WORKERS.clear()
-        worker = _WORKERS[ident] = _Worker(cfg)
+        worker = _WORKERS[ident] = Worker(cfg)
     return worker
 
 
