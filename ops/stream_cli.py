@@ -119,6 +119,7 @@ class _Redacting:
 def cmd_demo(ns: argparse.Namespace) -> None:
     """Embedded broker + in-process state + the same Spark job on the bundled example."""
     from fluxmat.connectors.broker import EmbeddedBroker
+    from fluxmat.connectors.delta_codec import DeltaCodec
     from fluxmat.connectors.kafka_sink import read_deltas
     from fluxmat.ops.wiring import Operations
     from fluxmat.stream.job import Job
@@ -174,7 +175,7 @@ def cmd_demo(ns: argparse.Namespace) -> None:
     say("deltas published (as consumers see them):")
     current: set = set()
     for msg in deltas:
-        added, removed_items = _items(msg, "added"), _items(msg, "removed")
+        added, removed_items = DeltaCodec.items(msg, "added"), DeltaCodec.items(msg, "removed")
         current.update(added)
         current.difference_update(removed_items)
         shown = ", ".join(_fact(f) for f in added[:4])
@@ -190,7 +191,8 @@ def cmd_demo(ns: argparse.Namespace) -> None:
     reference = build_reasoner(str(program) if program else None, ontology, EngineOptions(algorithm="remat"))
     explicit = _replay_explicit(reference, facts, lines)
     reference.load(explicit)
-    expected = {f if isinstance(f, str) else tuple(f) for f in map(job.processor._wire, reference.facts())}
+    codec = DeltaCodec(reference.program.prefixes, example["delta_format"])  # as the job encodes them
+    expected = {codec.item(f) for f in reference.facts()}
     ok = "equals" if current == expected else "DIFFERS FROM"
     say(f"summary: {len(deltas)} delta messages, {len(dead)} dead letters, "
         f"{len(current)} facts rebuilt from the deltas ({ok} a from-scratch evaluation), "
@@ -209,13 +211,6 @@ def _dump_messages(messages: list[dict]) -> None:
 
 def _fact(f) -> str:
     return f if isinstance(f, str) else f"{f[0]}({', '.join(map(str, f[1:]))})"
-
-
-def _items(msg: dict, key: str) -> list:
-    """A delta message's added or removed facts: tuples, and N-Triples lines (--delta-format ntriples)."""
-    if isinstance(msg[key], str):
-        return msg[key].splitlines() + [tuple(f) for f in msg.get("not_triples", {}).get(key, [])]
-    return [tuple(f) for f in msg[key]]
 
 
 def _produce(bootstrap: str, lines: list[str], delay: float, ready: threading.Event) -> None:

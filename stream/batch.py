@@ -56,13 +56,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from fluxmat.connectors.delta_codec import DeltaCodec
 from fluxmat.connectors.files import Update, decode_json, parse_update
-from fluxmat.connectors.rdf import Triples
 from fluxmat.connectors.state import INITIAL
 from fluxmat.engine import Fed, FluxmatError, Reasoner, StateMismatch
 from fluxmat.engine.limits import LimitExceeded, Limits
-from fluxmat.engine.printer import FactPrinter
-from fluxmat.engine.wire import fact_json
 
 INITIAL_BATCH = INITIAL  # the initial materialisation's batch id
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB
@@ -200,8 +198,7 @@ class BatchProcessor:
         self.progress = progress
         self.max_message_bytes = max_message_bytes
         self.base = 0  # added to Spark's batch ids (see connectors.state: rebase)
-        self.printer = FactPrinter(reasoner.program.prefixes)
-        self.triples = Triples() if delta_format == "ntriples" else None
+        self.codec = DeltaCodec(reasoner.program.prefixes, delta_format)  # facts as the deltas carry them
         self.key = key
         self.on_phase = on_phase or (lambda phase: None)
         self.shared = shared
@@ -236,7 +233,7 @@ class BatchProcessor:
             return (f"restored state of batch {batch}: {self.reasoner.sizes()['facts']} facts "
                     f"(read {read:.1f} s, restored in {time.perf_counter() - started:.1f} s)")  # fmt: skip
         self.reasoner.load(initial_facts)
-        added = [self._wire(f) for f in self.reasoner.facts()]
+        added = [self.codec.encode(f) for f in self.reasoner.facts()]
         output = {"through": None, "added": added, "removed": [], "dead": []}
         self.store.commit(INITIAL_BATCH, self.reasoner.export_changes(), output)
         self.initial = BatchOutcome(INITIAL_BATCH, added=len(added), output=output)
@@ -313,8 +310,8 @@ class BatchProcessor:
             outcome.causes = self._causes(point, rows, decoded)
         output = {
             "through": reasoner.last_id,
-            "added": [self._wire(f) for f in added],
-            "removed": [self._wire(f) for f in removed],
+            "added": [self.codec.encode(f) for f in added],
+            "removed": [self.codec.encode(f) for f in removed],
             "dead": dead,
         }
         phase("export")
@@ -446,17 +443,6 @@ class BatchProcessor:
         return [reason, partition, offset, raw[:DEAD_RAW_CHARS], cut]
 
     # ------------------------------------------------------------ output
-    def _wire(self, fact: tuple) -> list | str:
-        """A fact as on the wire: `[pred, arg, ...]` (engine.wire), prefixes compacted.
-
-        With `delta_format="ntriples"`, a fact that is a triple is its N-Triples line.
-        """
-        if self.triples is not None:
-            triple = self.triples.triple(fact)
-            if triple is not None:
-                return f"{triple} ."
-        return fact_json(fact, self.printer)
-
     def _publish(self, batch: int, output: dict) -> dict[str, int]:
         """Publish a batch's delta and dead letters; what was sent (`BatchOutcome.published`)."""
         keyed = {} if self.key is None else {"key": self.key}
