@@ -132,7 +132,8 @@ def _file(g: Gathered, path: str) -> None:
     for key, value in data.items():
         origin = Origin("file", path, _line(lines, key))
         if key not in SETTINGS:
-            raise FluxmatError(f"{origin.where()}unknown key {key!r} (the nearest setting: {nearest(key)!r})")
+            table = "; settings are keys at the top of the file, not in tables" if isinstance(value, dict) else ""
+            raise FluxmatError(f"{origin.where()}unknown key {key!r} (the nearest setting: {nearest(key)!r}{table})")
         g.origins[key] = origin
         g.values[key] = None if value == "" and SETTINGS[key].default is None else value
 

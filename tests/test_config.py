@@ -291,3 +291,23 @@ def test_help_names_each_variable_and_default():
             assert s.flag in flat and s.env in flat, s.name
     assert "(env FLUXMAT_REDIS_TIMEOUT; default: 120.0)" in flat
     assert "(required; env FLUXMAT_BOOTSTRAP_SERVERS)" in flat
+
+
+def test_fluxmat_run_reads_the_file_and_reports_a_bad_one_in_one_line(tmp_path):
+    """The real command: the file's settings reach the job (it tries the file's broker), a bad file is one line."""
+    import subprocess
+    import sys
+
+    program = tmp_path / "p.dl"
+    program.write_text("p(X) :- q(X).\n", encoding="utf-8")
+    good = toml(tmp_path, f"program = {toml_value(str(program))}\ncheckpoint = {toml_value(str(tmp_path / 'cp'))}\n"
+                "bootstrap_servers = '127.0.0.1:1'\nupdates_topic = 'u'\ndeltas_topic = 'd'\nredis = 'memory://'\n")
+    bad = toml(tmp_path, "[job]\nbudget = 3\n", "bad.toml")
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("FLUXMAT_")}
+    for path, line in ((good, "fluxmat: error: cannot reach Kafka broker at 127.0.0.1:1"),
+                       (bad, f"fluxmat: error: {bad}:1: unknown key 'job' (the nearest setting: 'partition_by'; settings "
+                             "are keys at the top of the file, not in tables)")):
+        out = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "run", "--config", path],
+                             capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 1 and len(lines) == 1 and lines[0].startswith(line), out.stderr
