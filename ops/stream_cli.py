@@ -55,9 +55,11 @@ def add_setting_flag(p: argparse.ArgumentParser, s: Setting, default=argparse.SU
     """
     notes = ["required"] if s.required else []
     notes += [f"env {s.env}"] if env else []
-    shown = {True: "yes", False: "no"}.get(s.default, s.default) if isinstance(s.default, bool) else s.default
-    if s.default not in (None, "", ()) or default is not argparse.SUPPRESS:
-        notes.append(f"default: {shown if default is argparse.SUPPRESS else default}")
+    shown = s.default if default is argparse.SUPPRESS else default
+    if isinstance(shown, bool):
+        shown = "yes" if shown else "no"
+    if shown not in (None, "", ()):
+        notes.append(f"default: {shown}")
     text = f"{s.help} ({'; '.join(notes)})" if notes else s.help
     extra: dict = {"default": default, "help": text.replace("%", "%%")}
     if s.name == "program":
