@@ -34,10 +34,12 @@ from pathlib import Path
 
 import orjson
 
-from fluxmat.connectors.rdf import format_of, rdf_update, read_rdf
+from fluxmat.connectors.rdf import FORMATS, format_of, rdf_update, read_rdf
 from fluxmat.engine import atom_to_fact, fact_from_json, parse_facts, read_source
 from fluxmat.engine.errors import ParseError
 from fluxmat.engine.syntax import MAX_INT_DIGITS, Pos
+
+FACTS_FORMATS = ("facts", "jsonl", *FORMATS)  # what --facts-format may name (read_facts)
 
 
 @dataclass(frozen=True)

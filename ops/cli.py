@@ -109,7 +109,25 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with the CLI's error contract: one `fluxmat: error:` line, exit 2."""
+    """argparse with the CLI's error contract: one `fluxmat: error:` line, exit 2.
+
+    A subcommand whose parser has `intermixed = True` takes its positionals
+    before, between or after its options (`why PROGRAM --facts F FACT` as well
+    as `why PROGRAM FACT --facts F`): plain argparse gives an optional
+    positional everything before the first option and then refuses the rest.
+    """
+
+    intermixed = False
+    _mixing = False  # inside parse_known_intermixed_args, which calls parse_known_args itself
+
+    def parse_known_args(self, args=None, namespace=None):
+        if not self.intermixed or self._mixing:
+            return super().parse_known_args(args, namespace)
+        self._mixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._mixing = False
 
     def error(self, message: str):
         self.exit(2, f"fluxmat: error: {message} (see '{self.prog} --help')\n")

@@ -48,10 +48,12 @@ def add_parsers(sub) -> None:
     q = sub.add_parser("query", help="print the facts matching a pattern such as 'path(a, ?X)'")
     _source_flags(q)
     q.add_argument("pattern", help="an atom with constants and variables (?X, X or _)")
+    q.intermixed = True  # PATTERN before or after the options (ops.cli._Parser)
     q.add_argument("--limit", type=int, default=None, help="print at most this many facts")
     w = sub.add_parser("why", help="explain why a fact is in the materialisation")
     _source_flags(w)
     w.add_argument("fact", help="a ground fact such as 'path(a, b)'")
+    w.intermixed = True  # FACT before or after the options
     x = sub.add_parser("export", help="print the job's stored explicit facts as JSON Lines (the --facts format)")
     x.add_argument("program", nargs="?",
                    help="the Datalog program the state was built for (may be left out with --ontology)")

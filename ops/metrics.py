@@ -31,7 +31,7 @@ from fluxmat.connectors.redact import redact
 from fluxmat.engine import atom_to_fact
 from fluxmat.engine.wire import fact_from_json
 from fluxmat.ops.metric_names import METRICS
-from fluxmat.stream.batch import dead_letter_kind
+from fluxmat.stream.batch import DeadLetter, dead_letter_kind
 from fluxmat.stream.inflight import PHASES, InFlight, Work
 from fluxmat.stream.observe import JobObserver
 
@@ -265,11 +265,11 @@ class JobMetrics(JobObserver):
             c["fluxmat_fact_operations_total"].labels(op="add").inc(outcome.adds)
             c["fluxmat_fact_operations_total"].labels(op="delete").inc(outcome.deletes)
             c["fluxmat_dead_letters_total"].inc(outcome.dead)
-            for reason, partition, offset, *_rest in (output or {}).get("dead", ()):
-                kind = dead_letter_kind(reason)
+            for letter in map(DeadLetter.read, (output or {}).get("dead", ())):
+                kind = dead_letter_kind(letter.reason)
                 c["fluxmat_dead_letters_by_reason_total"].labels(reason=kind).inc()
-                self.dead_letters.append({"t": now, "batch": outcome.batch, "partition": partition,
-                                          "offset": offset, "kind": kind, "reason": reason[:500]})  # fmt: skip
+                self.dead_letters.append({"t": now, "batch": outcome.batch, "partition": letter.partition,
+                                          "offset": letter.offset, "kind": kind, "reason": letter.reason[:500]})  # fmt: skip
             c["fluxmat_shared_fact_deletes_total"].inc(outcome.stats.get("shared_deletes", 0))
             for key in ENGINE_WORK:
                 c["fluxmat_engine_work_total"].labels(kind=key).inc(outcome.stats.get(key, 0))

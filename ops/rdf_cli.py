@@ -15,10 +15,11 @@ import os
 import sys
 from pathlib import Path
 
+from fluxmat.connectors.files import FACTS_FORMATS
 from fluxmat.connectors.owl2rl import translate
 from fluxmat.connectors.owl2rl_rdf import OWL_RULES, inconsistencies, program_text
 from fluxmat.connectors.programs import build_reasoner
-from fluxmat.connectors.rdf import FORMATS, OUTPUT_FORMATS, write_rdf
+from fluxmat.connectors.rdf import OUTPUT_FORMATS, write_rdf
 from fluxmat.connectors.sparql import (
     DEFAULT_LIMIT,
     DEFAULT_TIMEOUT,
@@ -28,8 +29,6 @@ from fluxmat.connectors.sparql import (
 )
 from fluxmat.engine import EngineOptions, FluxmatError, Reasoner
 from fluxmat.engine.printer import FactPrinter
-
-FACTS_FORMATS = ("facts", "jsonl", *FORMATS)
 
 
 def add_input_flags(p: argparse.ArgumentParser) -> None:

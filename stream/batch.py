@@ -56,13 +56,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from fluxmat.connectors.delta_codec import DeltaCodec
 from fluxmat.connectors.files import Update, decode_json, parse_update
-from fluxmat.connectors.rdf import Triples
 from fluxmat.connectors.state import INITIAL
 from fluxmat.engine import Fed, FluxmatError, Reasoner, StateMismatch
 from fluxmat.engine.limits import LimitExceeded, Limits
-from fluxmat.engine.printer import FactPrinter
-from fluxmat.engine.wire import fact_json
 
 INITIAL_BATCH = INITIAL  # the initial materialisation's batch id
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB
@@ -83,7 +81,51 @@ def dead_letter_kind(reason: str) -> str:
 
 
 __all__ = ["DEAD_LETTER_KINDS", "DEAD_RAW_CHARS", "DEFAULT_MAX_MESSAGE_BYTES", "INITIAL_BATCH", "OTHER_KIND",
-           "BatchOutcome", "BatchProcessor", "StateMismatch", "dead_letter_kind"]  # fmt: skip
+           "BatchOutcome", "BatchProcessor", "DeadLetter", "StateMismatch", "dead_letter_kind"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A message that was not applied, and why (published by connectors.kafka_sink, stored with its batch).
+
+    A batch's output (connectors.state) keeps each as the JSON list
+    `[reason, partition, offset, raw, truncated]` (`stored()`); `read()` reads
+    one back, also the `[reason, partition, offset]` of a keyed job's summaries.
+    """
+
+    reason: str
+    partition: int
+    offset: int
+    raw: str | None = None  # the message's value, cut to DEAD_RAW_CHARS
+    truncated: bool = False  # `raw` is not the whole value
+
+    @classmethod
+    def of(cls, reason: str, partition: int, offset: int, raw: str | None = None,
+           size: int | None = None) -> DeadLetter:  # fmt: skip
+        """A dead letter whose reason and raw value fit a Kafka message (REASON_CHARS, DEAD_RAW_CHARS).
+
+        `size` is the message's length in bytes when known: a value the source
+        cut short (an oversized message) is `truncated` too.
+        """
+        if len(reason) > REASON_CHARS:
+            reason = reason[: REASON_CHARS - 1] + "…"
+        if raw is None:
+            return cls(reason, partition, offset)
+        cut = len(raw) > DEAD_RAW_CHARS or (size is not None and _size(raw) < size)
+        return cls(reason, partition, offset, raw[:DEAD_RAW_CHARS], cut)
+
+    @classmethod
+    def read(cls, item) -> DeadLetter:
+        """A stored dead letter (`stored()`, or its first three items)."""
+        reason, partition, offset, *rest = item
+        return cls(reason, partition, offset, rest[0] if rest else None, bool(rest[1:] and rest[1]))
+
+    def stored(self) -> list:
+        return [self.reason, self.partition, self.offset, self.raw, self.truncated]
+
+    def publish(self, publisher) -> None:
+        """Send it to the dead-letter topic (or the log) through `publisher` (connectors.kafka_sink)."""
+        publisher.publish_dead_letter(self.reason, self.partition, self.offset, self.raw, truncated=self.truncated)
 
 
 def _crash_point(point: str, batch: int) -> None:
@@ -200,8 +242,7 @@ class BatchProcessor:
         self.progress = progress
         self.max_message_bytes = max_message_bytes
         self.base = 0  # added to Spark's batch ids (see connectors.state: rebase)
-        self.printer = FactPrinter(reasoner.program.prefixes)
-        self.triples = Triples() if delta_format == "ntriples" else None
+        self.codec = DeltaCodec(reasoner.program.prefixes, delta_format)  # facts as the deltas carry them
         self.key = key
         self.on_phase = on_phase or (lambda phase: None)
         self.shared = shared
@@ -236,7 +277,7 @@ class BatchProcessor:
             return (f"restored state of batch {batch}: {self.reasoner.sizes()['facts']} facts "
                     f"(read {read:.1f} s, restored in {time.perf_counter() - started:.1f} s)")  # fmt: skip
         self.reasoner.load(initial_facts)
-        added = [self._wire(f) for f in self.reasoner.facts()]
+        added = [self.codec.encode(f) for f in self.reasoner.facts()]
         output = {"through": None, "added": added, "removed": [], "dead": []}
         self.store.commit(INITIAL_BATCH, self.reasoner.export_changes(), output)
         self.initial = BatchOutcome(INITIAL_BATCH, added=len(added), output=output)
@@ -313,8 +354,8 @@ class BatchProcessor:
             outcome.causes = self._causes(point, rows, decoded)
         output = {
             "through": reasoner.last_id,
-            "added": [self._wire(f) for f in added],
-            "removed": [self._wire(f) for f in removed],
+            "added": [self.codec.encode(f) for f in added],
+            "removed": [self.codec.encode(f) for f in removed],
             "dead": dead,
         }
         phase("export")
@@ -373,7 +414,7 @@ class BatchProcessor:
 
         def letter(i: int, reason: str) -> None:
             row = rows[i]
-            dead.append(self._dead_letter(reason, row[0], row[1], row[3], row[6] if len(row) > 6 else None))
+            dead.append(DeadLetter.of(reason, row[0], row[1], row[3], row[6] if len(row) > 6 else None).stored())
 
         def updates():
             for i, (row, upd) in enumerate(zip(rows, decoded, strict=True)):
@@ -430,39 +471,13 @@ class BatchProcessor:
 
         return {"added": [name(s) for s in point.added_by], "removed": [name(s) for s in point.removed_by]}
 
-    @staticmethod
-    def _dead_letter(reason: str, partition: int, offset: int, raw: str | None,
-                     size: int | None = None) -> list:  # fmt: skip
-        """A dead letter as stored with the batch's output: [reason, partition, offset, raw, truncated].
-
-        `size` is the message's length in bytes when known: a value the source
-        cut short (an oversized message) is `truncated` too.
-        """
-        if len(reason) > REASON_CHARS:
-            reason = reason[: REASON_CHARS - 1] + "…"
-        if raw is None:
-            return [reason, partition, offset, None, False]
-        cut = len(raw) > DEAD_RAW_CHARS or (size is not None and _size(raw) < size)
-        return [reason, partition, offset, raw[:DEAD_RAW_CHARS], cut]
-
     # ------------------------------------------------------------ output
-    def _wire(self, fact: tuple) -> list | str:
-        """A fact as on the wire: `[pred, arg, ...]` (engine.wire), prefixes compacted.
-
-        With `delta_format="ntriples"`, a fact that is a triple is its N-Triples line.
-        """
-        if self.triples is not None:
-            triple = self.triples.triple(fact)
-            if triple is not None:
-                return f"{triple} ."
-        return fact_json(fact, self.printer)
-
     def _publish(self, batch: int, output: dict) -> dict[str, int]:
         """Publish a batch's delta and dead letters; what was sent (`BatchOutcome.published`)."""
         keyed = {} if self.key is None else {"key": self.key}
         sent = self.publisher.publish_delta(batch, output["through"], output["added"], output["removed"], **keyed)
-        for reason, partition, offset, raw, *cut in output.get("dead", ()):
-            self.publisher.publish_dead_letter(reason, partition, offset, raw, truncated=bool(cut and cut[0]))
+        for item in output.get("dead", ()):
+            DeadLetter.read(item).publish(self.publisher)
         return {"messages": sent if isinstance(sent, int) else 1,
                 "added": len(output["added"]), "removed": len(output["removed"])}  # fmt: skip
 

@@ -28,77 +28,21 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from fluxmat.client.kafka_config import load as load_kafka
 from fluxmat.connectors.broker import check_broker, ensure_topics
 from fluxmat.connectors.kafka_sink import KafkaPublisher
 from fluxmat.connectors.redact import redact
-from fluxmat.connectors.state import RETRY_SECONDS, SOCKET_TIMEOUT, open_store
-from fluxmat.engine import EngineOptions, FluxmatError
-from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
-from fluxmat.stream.batch import DEFAULT_MAX_MESSAGE_BYTES, BatchOutcome, BatchProcessor
+from fluxmat.connectors.state import open_store
+from fluxmat.engine import FluxmatError
+from fluxmat.stream.batch import BatchOutcome, BatchProcessor
+from fluxmat.stream.config import JobConfig
 from fluxmat.stream.inflight import InFlight
-from fluxmat.stream.keyed import DEFAULT_CACHE_FACTS, PARTITION_BY, KeyedDriver
+from fluxmat.stream.keyed import KeyedDriver
 from fluxmat.stream.loading import load_reasoner, shared_facts
 from fluxmat.stream.observe import Operations
 from fluxmat.stream.verify import Verifier
-
-DEFAULT_STALL_SECONDS = 5.0  # --stall-seconds: a batch in flight this long shows as degraded
-
-# The job's engine unless told otherwise: FD-Counting, overlapping updates, the default limits.
-STREAM_ENGINE = EngineOptions(
-    algorithm="fd-counting", schedule="interleaved", limits=Limits.of(DEFAULT_MAX_UPDATE_WORK, DEFAULT_MAX_FACTS)
-)
-
-
-@dataclass(frozen=True)
-class JobConfig:
-    """Everything `fluxmat run` needs (built from flags with environment fallbacks)."""
-
-    program: str
-    bootstrap_servers: str
-    updates_topic: str
-    deltas_topic: str
-    checkpoint: str
-    facts: tuple[str, ...] = ()
-    dead_letter_topic: str | None = None
-    redis: str | None = None  # redis://HOST:PORT/DB, or None / memory:// for in-process
-    namespace: str = "default"
-    engine: EngineOptions = STREAM_ENGINE  # algorithm, budget, limits (engine.options)
-    max_updates_per_batch: int | None = None
-    trigger_interval: str = "500 milliseconds"
-    master: str = "local[2]"
-    updates_partitions: int = 1
-    metrics_port: int | None = None  # Prometheus /metrics (off when None)
-    metrics_host: str = "127.0.0.1"
-    dashboard_port: int | None = None  # the live dashboard (off when None)
-    dashboard_host: str = "127.0.0.1"
-    auth_token: str | None = None  # required by the dashboard beyond loopback
-    starting_offsets: str | None = None  # for a new checkpoint: earliest (default), latest, JSON
-    ontology: tuple[str, ...] = ()  # OWL ontologies whose OWL 2 RL rules join the program
-    owl_rules: str = "axioms"  # axioms | rdf: how the ontologies become rules (connectors.programs)
-    facts_format: str | None = None  # how --facts files are read (None: by extension)
-    delta_format: str = "json"  # json | ntriples | debezium (connectors.kafka_sink)
-    max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES  # larger: dead letter (None: no limit)
-    verify_every: int = 0  # recompute from scratch every N batches and compare (stream.verify; 0: off)
-    partition_by: str = "none"  # none | message-key | graph: one materialisation per key (stream.keyed)
-    redis_cluster: bool = False  # --redis is a seed node of a Redis Cluster
-    redis_retry_seconds: float = RETRY_SECONDS  # a failing Redis call is retried this long, then the batch fails
-    redis_timeout: float = SOCKET_TIMEOUT  # seconds one Redis command may take before it counts as failed
-    redis_wait_replicas: int = 0  # replicas that must hold a commit before its delta is published (WAIT)
-    delta_compression: str = "lz4"  # lz4 | gzip | none: delta and dead-letter messages (connectors.kafka_sink)
-    redis_fsync: str = "everysec"  # everysec | always | keep: Redis's AOF fsync policy (connectors.state)
-    key_partitions: int | None = None  # tasks per keyed batch (None: Spark's default parallelism)
-    engine_cache_facts: int = DEFAULT_CACHE_FACTS  # facts of the engines an engine host keeps between batches
-    driver_host: str = "127.0.0.1"  # where executors reach the driver (spark.driver.host)
-    stall_seconds: float = DEFAULT_STALL_SECONDS  # a batch in flight longer than this: health degraded
-    kafka_config: str | None = None  # Kafka security settings file (client.kafka_config); read where used
-
-    @property
-    def keyed(self) -> bool:
-        return self.partition_by != "none"
 
 
 def spark_session(master: str, app: str = "fluxmat", driver_host: str = "127.0.0.1"):
@@ -195,8 +139,7 @@ class Job:
 
     def run(self) -> None:
         cfg = self.cfg
-        self.operations.check(cfg)  # before anything is written
-        _check_keyed(cfg)
+        self.operations.check(cfg)  # before anything is written (the settings were checked when cfg was made)
         reasoner = load_reasoner(cfg, self.log)
         facts = shared_facts(cfg, reasoner)
         store, publisher = self._connect()
@@ -501,19 +444,6 @@ class Job:
             end = json.loads(end)
         for p, offset in (end or {}).items():
             consumed[str(p)] = max(consumed.get(str(p), 0), int(offset))
-
-
-def _check_keyed(cfg: JobConfig) -> None:
-    """Refuse a keyed configuration that cannot work (before anything is contacted)."""
-    if cfg.partition_by not in PARTITION_BY:
-        raise FluxmatError(f"unknown --partition-by {cfg.partition_by!r} (expected {', '.join(PARTITION_BY)})")
-    if not cfg.keyed:
-        return
-    if not cfg.redis or not cfg.redis.startswith(("redis://", "rediss://", "unix://")):
-        raise FluxmatError(f"--partition-by {cfg.partition_by} keeps each key's state in Redis, which "
-                           "executors share: give --redis redis://HOST:PORT/DB")  # fmt: skip
-    if cfg.verify_every:
-        raise FluxmatError("--verify-every is not available with --partition-by (no engine on the driver)")
 
 
 def _checkpoint_ids(checkpoint: str, sub: str) -> set[int]:

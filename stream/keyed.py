@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 from fluxmat.connectors.files import decode_json
 from fluxmat.engine import StateChanges
-from fluxmat.stream.batch import BatchOutcome, BatchProcessor
+from fluxmat.stream.batch import BatchOutcome, DeadLetter
 
 PARTITION_BY = ("none", "message-key", "graph")
 NO_KEY = {
@@ -190,7 +190,7 @@ class KeyedDriver:
             self._publish_dead(stored.get("dead", ()))
             dead = stored.get("dead", [])
         else:
-            dead = [BatchProcessor._dead_letter(NO_KEY[mode], r["partition"], r["offset"], r["raw"], r["size"])
+            dead = [DeadLetter.of(NO_KEY[mode], r["partition"], r["offset"], r["raw"], r["size"]).stored()
                     for r in nokey]  # fmt: skip
             output = {"through": None, "added": [], "removed": [], "dead": dead}
             self.on_phase("commit")
@@ -200,8 +200,8 @@ class KeyedDriver:
         return KeyedBatch(self._outcome(batch, keys, dead, time.perf_counter() - start), keys, tasks)
 
     def _publish_dead(self, dead) -> None:
-        for reason, partition, offset, raw, *cut in dead:
-            self.publisher.publish_dead_letter(reason, partition, offset, raw, truncated=bool(cut and cut[0]))
+        for item in dead:
+            DeadLetter.read(item).publish(self.publisher)
 
     @staticmethod
     def _outcome(batch: int, keys: list[dict], dead: list, seconds: float) -> BatchOutcome:
@@ -226,5 +226,5 @@ class KeyedDriver:
         out.dead += len(dead)
         if out.timestamps_ms:
             out.oldest_timestamp_ms = min(out.timestamps_ms)
-        out.output = {"through": None, "added": [], "removed": [], "dead": [[*d, None, False] for d in letters]}
+        out.output = {"through": None, "added": [], "removed": [], "dead": [DeadLetter.read(d).stored() for d in letters]}
         return out

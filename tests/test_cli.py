@@ -513,7 +513,7 @@ def test_run_flags_are_checked_before_connecting(tmp_path, path_files):
     """No broker runs at 127.0.0.1:1: every bad flag is reported before it is tried."""
     from fluxmat.engine import FluxmatError
     from fluxmat.ops.cli import build_parser
-    from fluxmat.ops.stream_cli import check_run_flags, job_config
+    from fluxmat.ops.stream_cli import job_config
 
     program, _, _ = path_files
     base = ["run", str(program), "--bootstrap-servers", "127.0.0.1:1", "--updates-topic", "u",
@@ -529,7 +529,7 @@ def test_run_flags_are_checked_before_connecting(tmp_path, path_files):
         (["--redis-fsync", "sometimes"], "--redis-fsync must be one of everysec, always, keep, got 'sometimes'"),
     ]:  # fmt: skip
         with pytest.raises(FluxmatError, match=re.escape(fragment)) as exc:
-            check_run_flags(job_config(build_parser().parse_args(base + flags)))
+            job_config(build_parser().parse_args(base + flags))
         assert ":pw@" not in str(exc.value)
     user_error(fluxmat(*base, "--budget", "-1"), "--budget must be at least 0")  # as a user sees it
     user_error(fluxmat(*base), "cannot reach Kafka broker at 127.0.0.1:1")  # one line, no kafka log

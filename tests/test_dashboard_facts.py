@@ -28,7 +28,7 @@ def test_published_facts_are_shown_as_text_that_why_answers():
     p.start([])
     facts = [("link", "a b", Iri("http://example.org/c")), ("link", Iri("http://example.org/c"), '"q"'),
              ("link", '"q"', "<not an iri>")]  # fmt: skip
-    msg = json.dumps({"add": [p._wire(f) for f in facts], "id": "u1"})
+    msg = json.dumps({"add": [p.codec.encode(f) for f in facts], "id": "u1"})
     p.process(0, [(0, 0, None, msg, None, True, len(msg))])
     entry = delta_entry(0, pub.deltas[-1], None, fact_text(p.reasoner))
     assert entry["n_added"] == 9 and len(entry["added_text"]) == 8

@@ -26,7 +26,7 @@ import pytest
 yaml = pytest.importorskip("yaml")
 
 from fluxmat.ops.metric_names import METRICS, exported_names  # noqa: E402
-from fluxmat.ops.stream_cli import REQUIRED, RUN_FLAGS  # noqa: E402
+from fluxmat.stream.config import SETTINGS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKER = ROOT / "docker"
@@ -37,7 +37,7 @@ GRAFANA = ROOT / "ops" / "grafana"
 DASHBOARD = GRAFANA / "dashboards" / "fluxmat.json"
 RUNBOOK = ROOT / "docs" / "operations" / "runbook.md"
 JOB = "fluxmat"  # the compose service that runs `fluxmat run`
-RUN_ENV = {f"FLUXMAT_{env}" for _, env, _, _ in RUN_FLAGS}
+RUN_ENV = {s.env for s in SETTINGS.values()} | {"FLUXMAT_CONFIG"}
 METRIC_RE = re.compile(r"\bfluxmat_[A-Za-z0-9_]+")
 
 
@@ -121,10 +121,9 @@ def env_problems(compose: dict) -> list[str]:
         env = _env(svc)
         problems += [f"{name}: {k} is not a `fluxmat run` flag"
                      for k in env if k.startswith("FLUXMAT_") and k not in RUN_ENV]  # fmt: skip
-        env_of = {flag: f"FLUXMAT_{e}" for flag, e, _, _ in RUN_FLAGS}
         command = svc.get("command", [])
-        problems += [f"{name}: required {flag} set neither in command nor as {env_of[flag]}"
-                     for flag in REQUIRED if flag not in command and not env.get(env_of[flag])]  # fmt: skip
+        problems += [f"{name}: required {s.flag} set neither in command nor as {s.env}"
+                     for s in SETTINGS.values() if s.required and s.flag not in command and not env.get(s.env)]  # fmt: skip
     return problems
 
 

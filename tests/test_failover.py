@@ -66,7 +66,7 @@ def test_the_wait_replicas_flag_reaches_the_store_and_a_lone_server_cannot_ackno
     from fluxmat.connectors.state import open_store
     from fluxmat.engine import FluxmatError
     from fluxmat.ops.cli import build_parser
-    from fluxmat.ops.stream_cli import check_run_flags, job_config
+    from fluxmat.ops.stream_cli import job_config
 
     base = ["run", "p.dl", "--bootstrap-servers", "x:1", "--updates-topic", "u", "--deltas-topic", "d",
             "--redis", "memory://", "--checkpoint", str(tmp_path)]  # fmt: skip
@@ -76,7 +76,7 @@ def test_the_wait_replicas_flag_reaches_the_store_and_a_lone_server_cannot_ackno
     cfg = job_config(build_parser().parse_args(base))
     assert cfg.redis_wait_replicas == 1
     with pytest.raises(FluxmatError, match="--redis-wait-replicas must be at least 0"):
-        check_run_flags(job_config(build_parser().parse_args([*base, "--redis-wait-replicas", "-1"])))
+        job_config(build_parser().parse_args([*base, "--redis-wait-replicas", "-1"]))
     store = open_store(redis_server.url, "lone", retry_seconds=1.5, wait_replicas=cfg.redis_wait_replicas)
     with pytest.raises(redis.TimeoutError, match="WAIT: 0 of 1 Redis replicas acknowledged batch 0"):
         store.commit(0, changes(0), {"through": "u0", "added": [], "removed": [], "dead": []})

@@ -188,7 +188,7 @@ def test_a_redis_stall_in_the_commit_shows_as_degraded_naming_the_commit(paused_
 def test_the_stall_seconds_flag_has_a_default_an_environment_fallback_and_a_check(tmp_path, monkeypatch):
     from fluxmat.engine import FluxmatError
     from fluxmat.ops.cli import build_parser
-    from fluxmat.ops.stream_cli import check_run_flags, job_config
+    from fluxmat.ops.stream_cli import job_config
 
     base = ["run", "p.dl", "--bootstrap-servers", "x:1", "--updates-topic", "u", "--deltas-topic", "d",
             "--redis", "memory://", "--checkpoint", str(tmp_path)]  # fmt: skip
@@ -198,7 +198,7 @@ def test_the_stall_seconds_flag_has_a_default_an_environment_fallback_and_a_chec
     assert job_config(build_parser().parse_args(base)).stall_seconds == 8.0
     for value in ("0", "-3", "nan"):
         with pytest.raises(FluxmatError, match="--stall-seconds must be more than 0 seconds"):
-            check_run_flags(job_config(build_parser().parse_args([*base, "--stall-seconds", value])))
+            job_config(build_parser().parse_args([*base, "--stall-seconds", value]))
     with pytest.raises(FluxmatError, match="--stall-seconds expects a number of seconds, got 'soon'"):
         job_config(build_parser().parse_args([*base, "--stall-seconds", "soon"]))
 

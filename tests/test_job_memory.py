@@ -14,7 +14,7 @@ from fluxmat.stream.job import KEEP_OUTCOMES, Job, JobConfig
 
 def test_a_long_running_job_keeps_only_its_last_outcomes():
     job = Job(JobConfig(program="p.dl", bootstrap_servers="127.0.0.1:1", updates_topic="u", deltas_topic="d",
-                        checkpoint="c"))  # fmt: skip
+                        checkpoint="c", redis="memory://"))  # fmt: skip
     runs = KEEP_OUTCOMES * 3
     for b in range(runs):
         job.record(BatchOutcome(b, output={"added": [["p", f"c{b}"]] * 100, "removed": [], "dead": []}))

@@ -305,3 +305,19 @@ def test_a_batch_of_dead_letters_is_committed_once_and_replayed_identically():
     oversized = pub.dead[1]
     assert oversized[0] == f"message too large: 5,242,880 bytes (limit {MAX_BYTES:,})"
     assert oversized[3:] == ("x" * DEAD_RAW_CHARS, True)
+
+
+def test_a_dead_letter_fits_a_message_and_reads_back_as_stored():
+    """DeadLetter: reason and raw value cut to fit, `truncated` kept through the stored form and publishing."""
+    from fluxmat.stream.batch import REASON_CHARS, DeadLetter
+
+    letter = DeadLetter.of("r" * (REASON_CHARS + 10), 3, 7, "x" * 10, size=20)  # the source cut the value
+    assert (len(letter.reason), letter.reason[-1], letter.raw, letter.truncated) == (REASON_CHARS, "…", "x" * 10, True)
+    assert DeadLetter.of("r", 0, 1, "x" * (DEAD_RAW_CHARS + 1)).raw == "x" * DEAD_RAW_CHARS
+    assert DeadLetter.of("r", 0, 1, "whole").truncated is False
+    stored = json.loads(json.dumps(letter.stored()))  # as the state store keeps it
+    assert DeadLetter.read(stored) == letter
+    assert DeadLetter.read(["no key", 1, 9]) == DeadLetter("no key", 1, 9, None, False)  # a keyed summary's
+    pub = Recorder()
+    DeadLetter.read(stored).publish(pub)
+    assert pub.dead == [(letter.reason, 3, 7, "x" * 10, True)]

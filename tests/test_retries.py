@@ -52,7 +52,7 @@ def test_the_retry_window_and_timeout_flags_are_honoured(redis_server, tmp_path,
     from fluxmat.connectors.state import open_store
     from fluxmat.engine import FluxmatError
     from fluxmat.ops.cli import build_parser
-    from fluxmat.ops.stream_cli import check_run_flags, job_config
+    from fluxmat.ops.stream_cli import job_config
 
     base = ["run", "p.dl", "--bootstrap-servers", "x:1", "--updates-topic", "u", "--deltas-topic", "d",
             "--redis", "memory://", "--checkpoint", str(tmp_path)]  # fmt: skip
@@ -64,7 +64,7 @@ def test_the_retry_window_and_timeout_flags_are_honoured(redis_server, tmp_path,
     assert job_config(build_parser().parse_args(base)).redis_retry_seconds == 5.0
     for flag, value, message in (("--redis-retry-seconds", "-1", "at least 0"), ("--redis-timeout", "0", "more than 0")):
         with pytest.raises(FluxmatError, match=f"{flag} must be {message}"):
-            check_run_flags(job_config(build_parser().parse_args([*base, flag, value])))
+            job_config(build_parser().parse_args([*base, flag, value]))
     with pytest.raises(FluxmatError, match="--redis-timeout expects a number of seconds"):
         job_config(build_parser().parse_args([*base, "--redis-timeout", "soon"]))
 

@@ -74,11 +74,11 @@ def test_the_result_reaches_the_metrics_and_the_page_data():
 
 def test_the_flag(tmp_path):
     from fluxmat.ops.cli import build_parser
-    from fluxmat.ops.stream_cli import check_run_flags, job_config
+    from fluxmat.ops.stream_cli import job_config
 
     base = ["run", "p.dl", "--bootstrap-servers", "x:1", "--updates-topic", "u", "--deltas-topic", "d",
             "--redis", "memory://", "--checkpoint", str(tmp_path)]  # fmt: skip
     assert job_config(build_parser().parse_args([*base, "--verify-every", "3"])).verify_every == 3
     assert job_config(build_parser().parse_args(base)).verify_every == 0
     with pytest.raises(FluxmatError, match="--verify-every must be at least 0"):
-        check_run_flags(job_config(build_parser().parse_args([*base, "--verify-every", "-1"])))
+        job_config(build_parser().parse_args([*base, "--verify-every", "-1"]))

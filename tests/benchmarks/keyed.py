@@ -208,7 +208,7 @@ def rebuild_cost(url: str, namespace: str, keys: list[str], program: Path) -> di
     """A cache miss measured directly: read a key's state from the Redis Cluster and restore an engine."""
     from fluxmat.connectors.state import RedisStateStore, redis_client
     from fluxmat.engine import Reasoner
-    from fluxmat.stream.job import STREAM_ENGINE
+    from fluxmat.stream.config import STREAM_ENGINE
 
     client = redis_client(url, cluster=True)
     read = restore = facts = 0.0

@@ -1,0 +1,53 @@
+"""How facts travel in delta messages (the job's `--delta-format`), both ways.
+
+`DeltaCodec(prefixes, delta_format)` is what the streaming job's processor
+(stream.batch) and `fluxmat demo` share:
+
+* `encode(fact)`: a fact as the processor hands it to the sink
+  (connectors.kafka_sink): `[pred, arg, ...]` (engine.wire, the predicate
+  compacted with the program's prefixes), or, with `ntriples`, a fact that is a
+  triple as its N-Triples line `<s> <p> <o> .` (connectors.rdf);
+* `items(message, "added")`: a delta message's added or removed facts, in any
+  format (N-Triples text and its `not_triples`, or JSON arrays), as hashable
+  items: N-Triples lines and tuples;
+* `item(fact)`: `encode(fact)` as such an item, so a consumer that rebuilds the
+  materialisation from the deltas can compare it with facts it computed.
+
+The `debezium` format encodes facts as `json` does (connectors.debezium turns
+them into change events).
+"""
+
+from __future__ import annotations
+
+from fluxmat.connectors.rdf import Triples
+from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.wire import fact_json
+
+
+class DeltaCodec:
+    """Facts <-> the items of delta messages for one program's prefixes and one delta format."""
+
+    def __init__(self, prefixes, delta_format: str = "json"):
+        self.printer = FactPrinter(prefixes)
+        self.triples = Triples() if delta_format == "ntriples" else None
+
+    def encode(self, fact: tuple) -> list | str:
+        """A fact as on the wire: its N-Triples line (format ntriples, a triple), else its JSON array."""
+        if self.triples is not None:
+            triple = self.triples.triple(fact)
+            if triple is not None:
+                return f"{triple} ."
+        return fact_json(fact, self.printer)
+
+    def item(self, fact: tuple) -> str | tuple:
+        """`encode(fact)`, hashable: a line, or the JSON array as a tuple."""
+        wire = self.encode(fact)
+        return wire if isinstance(wire, str) else tuple(wire)
+
+    @staticmethod
+    def items(message: dict, key: str) -> list[str | tuple]:
+        """A delta message's `added` or `removed` facts as items (see `item`)."""
+        if isinstance(message[key], str):
+            others = message.get("not_triples", {}).get(key, [])
+            return message[key].splitlines() + [tuple(f) for f in others]
+        return [tuple(f) for f in message[key]]
