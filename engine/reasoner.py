@@ -61,7 +61,7 @@ def atom_to_fact(atom: Atom) -> tuple:
 def _maintainer(analysis, o: EngineOptions) -> Maintainer:
     """The maintainer the options name: an object algorithm, or the arrays core (engine.compact)."""
     if o.core == "arrays":  # imported here: numba is loaded only when the arrays core is asked for
-        from fluxmat.engine.compact import create_compact
+        from fluxmat.engine.compact.maintainer import create_compact
 
         return create_compact(analysis, o.algorithm, o.modules, o.equality)
     return create(o.algorithm, analysis, modules=o.modules, hypertree=o.hypertree, equality=o.equality,

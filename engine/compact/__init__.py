@@ -9,19 +9,11 @@ per update, components in order), `dred` (DRed^c for recursive components),
 `closure` (the symmetric-transitive closure module), `cache` (numba's cache
 folder). Contract: the same materialisation as every other algorithm after
 every load and update; what it cannot do yet is refused with an
-`AlgorithmError` naming it (`unsupported`), never answered wrongly.
+`AlgorithmError` naming it (`maintainer.unsupported`), never answered wrongly.
+
+Importing this package loads nothing (numba is imported by `kernels`), so
+`cache` can choose numba's cache folder before numba is loaded.
 
 Not here: parsing and analysis (engine.parser, engine.analysis), the fully
 dynamic algorithms (engine.fd), equality (engine.equality), proofs (engine.why).
 """
-
-from __future__ import annotations
-
-from fluxmat.engine.compact.maintainer import (
-    ALGORITHMS,
-    CompactMaintainer,
-    create_compact,
-    unsupported,
-)
-
-__all__ = ["ALGORITHMS", "CompactMaintainer", "create_compact", "unsupported"]

@@ -43,8 +43,7 @@ ALGORITHMS = (
 def unsupported(analysis: Analysis, algorithm: str, equality: str) -> str | None:
     """What of this program or these options the arrays core cannot do yet (None: it can do all)."""
     if algorithm not in ALGORITHMS:
-        return (f"algorithm '{algorithm}' (core=arrays runs {', '.join(ALGORITHMS)}; the fully dynamic "
-                "and backward/forward algorithms need core=objects)")  # fmt: skip
+        return f"algorithm '{algorithm}' (it runs {', '.join(ALGORITHMS)})"
     if equality != "off":
         return f"equality={equality}"
     for r in analysis.rules:
