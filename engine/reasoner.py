@@ -329,7 +329,10 @@ class Reasoner:
         return Explainer(self.maintainer, max_facts, program=self.program).explain(fact_in(fact) if self.triples else fact)
 
     def sizes(self) -> dict[str, int]:
-        """Facts in the materialisation and explicit facts; `log`: derivation-log entries."""
+        """Facts in the materialisation and explicit facts; `log`: derivation-log entries.
+
+        With core=arrays also `bytes`: what its arrays hold.
+        """
         m = self.maintainer
         if self.options.core == "arrays":
             return m.sizes()

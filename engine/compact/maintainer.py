@@ -171,10 +171,13 @@ class CompactMaintainer(Maintainer):
 
     def sizes(self) -> dict[str, int]:
         """Facts in I (internal relations left out), explicit facts, bytes held by the arrays."""
-        internal = self.analysis.internal
-        rels = self.core.rels
-        return {"facts": sum(r.size() for p, r in rels.items() if p not in internal),
-                "explicit": sum(len(r.explicit()) for r in rels.values()), "log": 0}  # fmt: skip
+        internal, rels = self.analysis.internal, self.core.rels
+        return {
+            "facts": sum(r.size() for p, r in rels.items() if p not in internal),
+            "explicit": sum(len(r.explicit()) for r in rels.values()),
+            "log": 0,
+            "bytes": self.core.nbytes(),
+        }
 
 
 def create_compact(
