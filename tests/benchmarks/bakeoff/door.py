@@ -14,26 +14,22 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-
 from fluxmat.engine import EngineOptions, Reasoner
-from tests.benchmarks.bakeoff.current import program_text
+from tests.benchmarks.bakeoff.current import CurrentCore
 
 OPTIONS = EngineOptions(core="arrays", algorithm="counting")
 
 
-class DoorCore:
-    """The engine's arrays core behind the bake-off interface (see the module docstring)."""
+class DoorCore(CurrentCore):
+    """The engine's arrays core behind the bake-off interface (see the module docstring).
+
+    The `current` candidate's renaming and conversions, with the arrays core's reasoner.
+    """
 
     name = "door"
 
     def __init__(self, rules: list, arities: dict[str, int]) -> None:
-        self.text, self.back = program_text(rules)
-        self.names = {v: k for k, v in self.back.items()}
-        for p in arities:
-            if p not in self.names:
-                self.names[p] = f"p{len(self.names)}"
-                self.back[self.names[p]] = p
+        super().__init__(rules, arities)
         self.reasoner = Reasoner.from_text(self.text, options=OPTIONS, source="<bakeoff>")
 
     @classmethod
@@ -44,22 +40,6 @@ class DoorCore:
         r = Reasoner.from_text(text, options=OPTIONS)
         r.load([("e", 0, 1), ("e", 1, 2), ("e", 2, 0)])
         r.update([("e", 4, 4)], [("e", 0, 1)])
-
-    def _py(self, facts: dict[str, np.ndarray]) -> list[tuple]:
-        return [(self.names[p], *row) for p, a in facts.items() for row in a.tolist()]
-
-    def load(self, facts: dict[str, np.ndarray]) -> None:
-        self.reasoner.load(self._py(facts))
-
-    def update(self, add: dict[str, np.ndarray], delete: dict[str, np.ndarray]) -> tuple[int, int]:
-        report = self.reasoner.update(self._py(add), self._py(delete))
-        return report.added, report.removed
-
-    def facts(self) -> dict[str, set[tuple[int, ...]]]:
-        out: dict[str, set] = {}
-        for f in self.reasoner.facts():
-            out.setdefault(self.back[f[0]], set()).add(tuple(f[1:]))
-        return out
 
     def nbytes(self) -> int:
         return self.reasoner.sizes()["bytes"]
