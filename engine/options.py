@@ -10,7 +10,10 @@ default: their processing overlaps; "sequential": each update to quiescence
 before the next, as `fluxmat replay` does unless told otherwise),
 `seed` (the fair scheduler's choices) and `budget` (units of work between two
 submitted updates). `limits` bounds the work of one update and the size of the
-materialisation (engine.limits).
+materialisation (engine.limits). `core` says how facts are kept: "objects"
+(the default: Python sets and dicts, every algorithm and feature) or "arrays"
+(engine.compact: int64 columns and numpy hash tables with numba-compiled
+loops; a subset of the algorithms and features, the rest refused clearly).
 
 Not here: parsing flags or environment variables (ops), the stream's options
 (stream.job.JobConfig holds one of these).
@@ -24,6 +27,7 @@ from fluxmat.engine.errors import FluxmatError
 from fluxmat.engine.limits import NO_LIMITS, Limits
 
 SCHEDULES = ("sequential", "interleaved")
+CORES = ("objects", "arrays")
 
 
 @dataclass(frozen=True)
@@ -39,10 +43,13 @@ class EngineOptions:
     seed: int = 0
     budget: int = 1000
     limits: Limits = field(default=NO_LIMITS)
+    core: str = "objects"
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
             raise FluxmatError(f"unknown schedule '{self.schedule}'; choose one of: {', '.join(SCHEDULES)}")
+        if self.core not in CORES:
+            raise FluxmatError(f"unknown core '{self.core}'; choose one of: {', '.join(CORES)}")
         if self.budget < 0:
             raise FluxmatError(f"the budget must be at least 0, got {self.budget}")
 

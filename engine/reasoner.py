@@ -1,7 +1,10 @@
 """`Reasoner`: the engine's one door, for the CLI, the stream and the dashboard.
 
 A reasoner is a program, its analysis and one maintainer built from one
-`EngineOptions` (engine.options). Everything outside engine/ goes through it:
+`EngineOptions` (engine.options): an object algorithm (engine.maintain,
+engine.fd) or, with `core="arrays"`, the arrays core (engine.compact), which
+refuses what it cannot do yet (fully dynamic algorithms and their state,
+equality, comparisons and arithmetic, `explain`) with an `AlgorithmError`. Everything outside engine/ goes through it:
 loading and updating (`load`, `update`), the fully dynamic driver (`feed`,
 `poll`, `work_counts`; engine.feed), the work per rule by its file:line
 (`rule_work`, `rules_since`, `rule_texts`), reading (`facts`, `lines`, `match`,
@@ -55,6 +58,16 @@ def atom_to_fact(atom: Atom) -> tuple:
     return (atom.pred, *(a.value for a in atom.args))  # type: ignore[union-attr]
 
 
+def _maintainer(analysis, o: EngineOptions) -> Maintainer:
+    """The maintainer the options name: an object algorithm, or the arrays core (engine.compact)."""
+    if o.core == "arrays":  # imported here: numba is loaded only when the arrays core is asked for
+        from fluxmat.engine.compact.maintainer import create_compact
+
+        return create_compact(analysis, o.algorithm, o.modules, o.equality)
+    return create(o.algorithm, analysis, modules=o.modules, hypertree=o.hypertree, equality=o.equality,
+                  levels=o.levels)  # fmt: skip
+
+
 class Reasoner:
     """A program, its analysis and one maintainer, behind one door (see the module docstring).
 
@@ -89,10 +102,7 @@ class Reasoner:
         o = self.options
         self.program = program_in(program) if self.triples else program
         self.analysis = analyse(self.program)
-        self.maintainer: Maintainer = create(
-            o.algorithm, self.analysis, modules=o.modules, hypertree=o.hypertree,
-            equality=o.equality, levels=o.levels,
-        )  # fmt: skip
+        self.maintainer: Maintainer = _maintainer(self.analysis, o)
         self.prefixes = dict(program.prefixes)
         self.printer = FactPrinter(program.prefixes)
         self.rule_labels = {r.id: rule_label(r.rule, r.id) for r in self.analysis.rules}  # rule id -> file:line
@@ -110,7 +120,7 @@ class Reasoner:
 
     def reconfigure(self, **changes) -> None:
         """Change the options that do not rebuild the maintainer: schedule, seed, budget, limits."""
-        rebuild = set(changes) & {"algorithm", "modules", "hypertree", "levels", "equality"}
+        rebuild = set(changes) & {"algorithm", "modules", "hypertree", "levels", "equality", "core"}
         if rebuild:
             raise AlgorithmError(f"cannot change {', '.join(sorted(rebuild))} of a reasoner: make a new one")
         self.options = replace(self.options, **changes)
@@ -255,6 +265,7 @@ class Reasoner:
     # ------------------------------------------------------------ the fully dynamic state
     def export_changes(self) -> StateChanges:
         """The state's changes since the last export (engine.fd.snapshot)."""
+        self._objects_only("exporting the stream's state")
         return export_changes(self._fd())
 
     def restore(self, snap: StateSnapshot) -> None:
@@ -262,6 +273,7 @@ class Reasoner:
 
         A state larger than the fact limit is refused too (`FactLimitExceeded`).
         """
+        self._objects_only("restoring the stream's state")
         fd = self._fd()
         check_fingerprint(fd, snap)
         restore(fd, snap)
@@ -269,6 +281,7 @@ class Reasoner:
 
     def state_meta(self) -> dict[str, object]:
         """What a stored state says about itself (fingerprint, algorithm, clock)."""
+        self._objects_only("the stream's state")
         return meta(self._fd())
 
     # ------------------------------------------------------------ reading
@@ -301,13 +314,28 @@ class Reasoner:
             return iter(self._out(match(self.maintainer, program_in(Program((), (pattern,))).facts[0])))
         return match(self.maintainer, pattern)
 
+    @property
+    def core(self) -> str:
+        """How facts are kept: "objects" or "arrays" (engine.options)."""
+        return self.options.core
+
+    def _objects_only(self, what: str) -> None:
+        if self.options.core != "objects":
+            raise AlgorithmError(f"core={self.options.core} does not support {what} yet; use core=objects")
+
     def explain(self, fact: PyFact, max_facts: int = 200_000) -> Proof | None:
         """A well-founded proof of `fact`, visiting at most `max_facts` facts (engine.why)."""
+        self._objects_only("explaining facts (why)")
         return Explainer(self.maintainer, max_facts, program=self.program).explain(fact_in(fact) if self.triples else fact)
 
     def sizes(self) -> dict[str, int]:
-        """Facts in the materialisation and explicit facts; `log`: derivation-log entries."""
+        """Facts in the materialisation and explicit facts; `log`: derivation-log entries.
+
+        With core=arrays also `bytes`: what its arrays hold.
+        """
         m = self.maintainer
+        if self.options.core == "arrays":
+            return m.sizes()
         internal = self.analysis.internal
         return {
             "facts": sum(len(r) for p, r in m.I.items() if p not in internal),
@@ -318,6 +346,8 @@ class Reasoner:
     def version(self) -> tuple:
         """Changes whenever the materialisation may have changed (for caches of its facts)."""
         m = self.maintainer
+        if self.options.core == "arrays":
+            return (id(m.core), m.core.epoch)
         return (getattr(m, "clock", None), getattr(m, "last_seq", None), id(m.I),
                 sum(len(r) for r in m.I.values()))  # fmt: skip
 

@@ -84,6 +84,14 @@ def match(m, pattern: Atom) -> Iterator[PyFact]:
     repeated = len({t.name for t in pattern.args if isinstance(t, Var)}) < sum(
         isinstance(t, Var) for t in pattern.args
     )
+    compact = getattr(m, "match_bound", None)  # the arrays core (engine.compact) reads its arrays
+    for fact in compact(rel_name, bound) if compact else _bound_facts(m, rel_name, bound):
+        if not repeated or _vars_match(pattern, fact[1:]):
+            yield fact
+
+
+def _bound_facts(m, rel_name: str, bound: list[tuple[int, int]]) -> Iterator[PyFact]:
+    """The facts of relation `rel_name` with term id v in column i for each (i, v) in `bound`."""
     rel = m.I.get(rel_name)
     if rel is None:
         return
@@ -95,9 +103,7 @@ def match(m, pattern: Atom) -> Iterator[PyFact]:
             break
     for f in facts:
         if all(f[i] == v for i, v in bound):
-            fact = m.decode(rel_name, f)
-            if not repeated or _vars_match(pattern, fact[1:]):
-                yield fact
+            yield m.decode(rel_name, f)
 
 
 class Explainer:

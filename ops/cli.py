@@ -22,6 +22,7 @@ from fluxmat.connectors.files import read_facts, read_updates
 from fluxmat.connectors.redact import redact
 from fluxmat.engine import ALGORITHMS, EngineOptions, Fed, FluxmatError, Reasoner, Report
 from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, LimitExceeded, Limits
+from fluxmat.engine.options import CORES
 from fluxmat.engine.printer import FactPrinter
 from fluxmat.ops import follow_cli, inspect_cli, limit_flags, rdf_cli, stream_cli
 
@@ -54,6 +55,7 @@ class Config:
     format: str = "facts"
     max_facts: int = DEFAULT_MAX_FACTS  # 0: no limit
     max_update_work: int = DEFAULT_MAX_UPDATE_WORK
+    core: str = "objects"
 
     def engine_options(self) -> EngineOptions:
         """The engine's options, built once from these flags (the one place "on"/"off" is read)."""
@@ -61,7 +63,7 @@ class Config:
             algorithm=self.algorithm, modules=self.modules == "on", hypertree=self.hypertree == "on",
             levels=self.levels == "on", equality=self.equality, schedule=self.schedule,
             seed=self.seed, budget=max(self.budget, 0),
-            limits=Limits.of(self.max_update_work, self.max_facts),
+            limits=Limits.of(self.max_update_work, self.max_facts), core=self.core,
         )  # fmt: skip
 
     @classmethod
@@ -104,6 +106,13 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             "--equality", default=_env("EQUALITY", "off"), choices=["off", "rewrite"],
             help="rewrite: owl:sameAs is equality, facts rewritten to representatives "
             "(remat, dred, dredc, bf) (env FLUXMAT_EQUALITY; default: %(default)s)",
+        )  # fmt: skip
+        p.add_argument(
+            "--core", default=_env("CORE", "objects"), choices=list(CORES),
+            help="how the engine keeps facts: objects (Python objects; every algorithm and feature) "
+            "or arrays (int64 columns, loops compiled by numba; counting, dred, dredc, remat -- "
+            "each as counting plus DRed^c -- without equality, comparisons or arithmetic) "
+            "(env FLUXMAT_CORE; default: %(default)s)",
         )  # fmt: skip
         limit_flags.add_limit(p, "--max-facts")
 

@@ -40,6 +40,7 @@ CANDIDATES = {  # name -> (module, class)
     "current": ("tests.benchmarks.bakeoff.current", "CurrentCore"),
     "arrays": ("tests.benchmarks.bakeoff.arrays", "ArraysCore"),
     "columnar": ("tests.benchmarks.bakeoff.columnar", "ColumnarCore"),
+    "door": ("tests.benchmarks.bakeoff.door", "DoorCore"),  # the arrays core through Reasoner
 }
 
 

@@ -1,0 +1,190 @@
+"""`CompactMaintainer`: the arrays core (engine.compact.core) behind the `Maintainer` interface.
+
+Facts cross the door as Python values; here every constant becomes an int64
+term id through the maintainer's dictionary (engine.storage.Dictionary: ints,
+strings, IRIs and RDF literals, compared by value), and facts travel as int64
+arrays per relation. Validation, encoding and reports are the shared ones
+(engine.maintainer); E and I live in the arrays only (no Python set per
+relation).
+
+What the arrays core does per algorithm name: `counting`, `dred`, `dredc`
+and `remat` all run the same maintenance -- counting for non-recursive
+predicates, DRed^c for recursive components, the closure module for
+symmetric-transitive relations (unless `modules=False`) -- so `counting` also
+accepts recursive programs here. `remat` loads from scratch and maintains
+updates the same way. Programs and options it cannot run yet are refused by
+`unsupported` with a message naming what is missing.
+
+Not here: the arrays and loops (engine.compact.core, kernels), the door (engine.reasoner).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from fluxmat.engine.analysis import Analysis
+from fluxmat.engine.compact.core import ArraysCore
+from fluxmat.engine.compact.plans import compile_program
+from fluxmat.engine.errors import AlgorithmError
+from fluxmat.engine.maintainer import Changes, Maintainer, Report, Update
+from fluxmat.engine.storage import Dictionary
+from fluxmat.engine.syntax import BinOp, PyFact
+
+ALGORITHMS = (
+    "counting",
+    "dred",
+    "dredc",
+    "remat",
+)  # all run counting + DRed^c (see the module docstring)
+
+
+def unsupported(analysis: Analysis, algorithm: str, equality: str) -> str | None:
+    """What of this program or these options the arrays core cannot do yet (None: it can do all)."""
+    if algorithm not in ALGORITHMS:
+        return f"algorithm '{algorithm}' (it runs {', '.join(ALGORITHMS)})"
+    if equality != "off":
+        return f"equality={equality}"
+    for r in analysis.rules:
+        if r.builtins:
+            return f"comparisons and arithmetic (rule at {r.rule.pos}: {r.rule})"
+        if any(isinstance(t, BinOp) for a in (r.head, *r.positives, *r.negatives) for t in a.args):
+            return f"arithmetic (rule at {r.rule.pos}: {r.rule})"
+    return None
+
+
+def _array(facts: set, arity: int) -> np.ndarray:
+    return np.array(list(facts), dtype=np.int64).reshape(len(facts), arity)
+
+
+class CompactMaintainer(Maintainer):
+    """The arrays core as a maintainer (see the module docstring)."""
+
+    core_name = "arrays"
+
+    def __init__(self, analysis: Analysis, algorithm: str = "dredc", modules: bool = True,
+                 dictionary: Dictionary | None = None):  # fmt: skip
+        super().__init__(analysis, dictionary)
+        self.name = algorithm
+        self.closures = modules
+        self.core = self._new_core()
+
+    def _new_core(self) -> ArraysCore:
+        comps, plans, masks = compile_program(self.analysis, self.dictionary.intern, self.closures)
+        return ArraysCore(comps, plans, masks, self.arity, self._work, self.check_limits)
+
+    def _work(self, rule: int, instances: int) -> None:
+        self.counts.applications[rule] += instances
+        self.counts.work += instances
+        if self._work_start is not None:
+            self.limits.check_work(self.counts.work - self._work_start)
+
+    # ------------------------------------------------------------ Maintainer
+    def set_explicit(self, facts: Iterable[PyFact]) -> None:
+        """E := the encoded `facts` in a fresh core (a load's first step; `materialise` applies them)."""
+        self.core = self._new_core()
+        self._loading: Changes = {}
+        for fact in facts:
+            pred, f = self.encode(fact)
+            self._loading.setdefault(pred, set()).add(f)
+
+    def materialise(self, report: Report) -> None:
+        self.core.update(self._arrays(self._loading), {})
+        self._loading = {}
+        report.added = sum(
+            r.size() for p, r in self.core.rels.items() if p not in self.analysis.internal
+        )
+
+    def normalise(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Update:
+        """Encode an update; its no-ops are found by the core (against its explicit flags)."""
+        plus, minus = self.encode_update(add, delete)
+        return Update(plus, minus)
+
+    def maintain(self, update: Update, report: Report) -> None:
+        add, delete = self._arrays(update.plus), self._arrays(update.minus)
+        report.noop_adds = self._explicit_count(add)
+        report.noop_deletes = sum(len(a) for a in delete.values()) - self._explicit_count(delete)
+        flipped = self.core.update(add, delete)
+        for p, rows in flipped.items():
+            if p in self.analysis.internal or not len(rows):
+                continue
+            rel = self.core.rels[p]
+            alive = rel.alive[rows] != 0
+            report.note(p, set(map(tuple, rel.cols[rows[alive]].tolist())),
+                        set(map(tuple, rel.cols[rows[~alive]].tolist())))  # fmt: skip
+
+    def _explicit_count(self, facts: dict[str, np.ndarray]) -> int:
+        """How many of `facts` (distinct rows per relation) are explicit now."""
+        n = 0
+        for pred, keys in facts.items():
+            rel = self.core.rels[pred]
+            rows = rel.lookup(keys)
+            n += int(np.count_nonzero(rel.expl[rows[rows >= 0]]))
+        return n
+
+    def _arrays(self, changes: Changes) -> dict[str, np.ndarray]:
+        """Encoded facts per relation as int64 rows (relations created as needed)."""
+        out = {}
+        for pred, fs in changes.items():
+            if fs:
+                self.core.rel(pred, self.arity[pred])
+                out[pred] = _array(fs, self.arity[pred])
+        return out
+
+    def size(self) -> int:
+        return self.core.size()
+
+    # ------------------------------------------------------------ reading
+    def _decoded(self, pred: str, rows: np.ndarray) -> Iterator[PyFact]:
+        name, values = self.analysis.display.get(pred, pred), self.dictionary.values
+        for row in rows.tolist():
+            yield (name, *(values[i] for i in row))
+
+    def facts(self, include_internal: bool = False) -> Iterator[PyFact]:
+        for pred, rel in self.core.rels.items():
+            if include_internal or pred not in self.analysis.internal:
+                yield from self._decoded(pred, rel.present())
+
+    def explicit(self) -> Iterator[PyFact]:
+        for pred, rel in self.core.rels.items():
+            yield from self._decoded(pred, rel.explicit())
+
+    def contains(self, fact: PyFact) -> bool:
+        pred = self.analysis.relation(fact[0], len(fact) - 1)
+        rel = self.core.rels.get(pred)
+        ids = [self.dictionary.lookup(a) for a in fact[1:]]
+        if rel is None or rel.arity != len(ids) or None in ids:
+            return False
+        row = rel.lookup(np.array([ids], np.int64).reshape(1, len(ids)))[0]
+        return bool(row >= 0 and rel.alive[row])
+
+    def match_bound(self, pred: str, bound: list[tuple[int, int]]) -> Iterator[PyFact]:
+        """The facts of relation `pred` whose column i holds term id v for each (i, v) in `bound`."""
+        rel = self.core.rels.get(pred)
+        if rel is None:
+            return
+        rows = rel.present()
+        for i, v in bound:
+            rows = rows[rows[:, i] == v]
+        yield from self._decoded(pred, rows)
+
+    def sizes(self) -> dict[str, int]:
+        """Facts in I (internal relations left out), explicit facts, bytes held by the arrays."""
+        internal, rels = self.analysis.internal, self.core.rels
+        return {
+            "facts": sum(r.size() for p, r in rels.items() if p not in internal),
+            "explicit": sum(len(r.explicit()) for r in rels.values()),
+            "log": 0,
+            "bytes": self.core.nbytes(),
+        }
+
+
+def create_compact(
+    analysis: Analysis, algorithm: str, modules: bool, equality: str
+) -> CompactMaintainer:
+    """The arrays core for `analysis`, or `AlgorithmError` naming what it cannot do yet."""
+    missing = unsupported(analysis, algorithm, equality)
+    if missing is not None:
+        raise AlgorithmError(f"core=arrays does not support {missing} yet; use core=objects")
+    return CompactMaintainer(analysis, algorithm, modules)

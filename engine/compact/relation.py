@@ -1,0 +1,105 @@
+"""One relation of the arrays core: columns, counters and hash tables in numpy arrays.
+
+Not here: rules, plans, maintenance (engine.compact.core).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fluxmat.engine.compact import kernels as K
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(4, (n - 1).bit_length())
+
+
+class Rel:
+    """Rows of int64 term ids with per-row state; see engine.compact.kernels for the tables."""
+
+    def __init__(self, pred: str, arity: int, masks: list[tuple[int, ...]]):
+        self.pred, self.arity = pred, arity
+        self.masks = list(masks)
+        self.full = np.ones(arity, np.bool_)
+        self.imask = np.array([[j in m for j in range(arity)] for m in self.masks], np.bool_).reshape(
+            len(self.masks), arity)  # fmt: skip
+        self.n = 0
+        self._alloc(16)
+        self.maxid = 0  # 1 + the largest term id in cols
+        self.seen = np.zeros(0, np.int32)  # per term id, for searches over nodes (closure modules)
+        self.node_stamp = 0
+
+    def ensure_nodes(self, n: int) -> None:
+        if len(self.seen) < n:
+            grown = np.zeros(max(n, 2 * len(self.seen)), np.int32)
+            grown[: len(self.seen)] = self.seen
+            self.seen = grown
+
+    def index_of(self, mask: tuple[int, ...]) -> int:
+        return self.masks.index(mask) if mask in self.masks else -1
+
+    def _alloc(self, cap: int) -> None:
+        old = self.__dict__.get("cols")
+        n = self.n
+        self.cap = cap
+        grown = {}
+        for name, dt, fill in (("cols", np.int64, 0), ("cnt", np.int32, 0), ("alive", np.uint8, 0),
+                               ("flip", np.int32, 0), ("stamp", np.int32, 0), ("dmark", np.int32, 0),
+                               ("expl", np.uint8, 0), ("base", np.uint8, 0)):  # fmt: skip
+            shape = (cap, self.arity) if name == "cols" else (cap,)
+            a = np.full(shape, fill, dt)
+            if old is not None:
+                a[:n] = getattr(self, name)[:n]
+            grown[name] = a
+        self.__dict__.update(grown)
+        k = len(self.masks)
+        tcap = _pow2(2 * cap)
+        self.slots = np.full(tcap, -1, np.int32)
+        self.islots = np.full((max(k, 1), tcap if k else 1), -1, np.int32)
+        self.inext = np.full((max(k, 1), cap if k else 1), -1, np.int32)
+        if n:
+            K.rebuild(
+                self.cols, n, self.slots, self.islots[:k], self.inext[:k], self.imask, self.full
+            )
+
+    def ensure(self, m: int) -> None:
+        if self.n + m > self.cap:
+            self._alloc(max(2 * self.cap, self.n + m))
+
+    def insert(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's row, new rows for new keys (dead, counter 0)."""
+        self.ensure(len(keys))
+        if len(keys) and keys.size:
+            self.maxid = max(self.maxid, int(keys.max()) + 1)
+        k = len(self.masks)
+        rows, self.n = K.lookup_or_insert(keys, self.cols, self.n, self.slots, self.islots[:k], self.inext[:k],
+                                          self.imask, self.full)  # fmt: skip
+        return rows
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        if not len(keys):
+            return np.empty(0, np.int64)
+        return K.lookup(keys, self.cols, self.slots, self.full)
+
+    def count(self, rows: np.ndarray, w: np.ndarray, epoch: int) -> np.ndarray:
+        """Add `w` to the rows' counters; the rows touched for the first time this epoch."""
+        touched = np.empty(len(rows), np.int64)
+        t = K.add_counts(rows, w, self.cnt, touched, self.stamp, epoch)
+        return touched[:t]
+
+    def present(self) -> np.ndarray:
+        """The present rows' columns."""
+        return self.cols[: self.n][self.alive[: self.n] != 0]
+
+    def explicit(self) -> np.ndarray:
+        """The explicit rows' columns."""
+        return self.cols[: self.n][self.expl[: self.n] != 0]
+
+    def size(self) -> int:
+        """How many rows are present."""
+        return int(np.count_nonzero(self.alive[: self.n]))
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.cols, self.cnt, self.alive, self.flip, self.stamp, self.dmark,
+                                      self.expl, self.base, self.seen, self.slots, self.islots, self.inext,
+                                      self.imask))  # fmt: skip
