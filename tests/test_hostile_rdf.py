@@ -29,6 +29,7 @@ from fluxmat.engine import Reasoner
 from fluxmat.engine.errors import ParseError
 from fluxmat.engine.syntax import Iri
 from fluxmat.stream.batch import BatchProcessor
+from tests.shared import DeadLetters
 
 ROOT = Path(__file__).resolve().parent.parent
 P = "@prefix : <http://e/> .\n"
@@ -330,19 +331,8 @@ def test_each_door_refuses_a_hostile_file_with_one_line(tmp_path, program, door)
     one_error(fluxmat(*args), path, f"elements nested more than {MAX_XML_DEPTH} deep")
 
 
-class Letters:
-    def __init__(self):
-        self.dead = []
-
-    def publish_delta(self, *args):
-        return 1
-
-    def publish_dead_letter(self, reason, partition, offset, raw, truncated=False):
-        self.dead.append((offset, reason))
-
-
 def test_hostile_rdf_update_messages_are_dead_letters_and_the_job_goes_on():
-    pub = Letters()
+    pub = DeadLetters()
     p = BatchProcessor(Reasoner.from_text("q(X) :- p(X).", "fd-counting"), MemoryStateStore(), pub)
     p.start([])
     t = "<http://e/a> <http://e/p> <http://e/b> ."
@@ -355,7 +345,7 @@ def test_hostile_rdf_update_messages_are_dead_letters_and_the_job_goes_on():
     ]
     rows = [(0, i, None, json.dumps(m), 0) for i, m in enumerate(messages)]
     out = p.process(0, rows)
-    reasons = dict(pub.dead)
+    reasons = {offset: reason for reason, offset in pub.dead}
     assert out.dead == 3 and sorted(reasons) == [0, 1, 2], reasons
     assert (
         reasons[0]
