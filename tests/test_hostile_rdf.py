@@ -360,3 +360,29 @@ def test_hostile_rdf_update_messages_are_dead_letters_and_the_job_goes_on():
         "q",
         "c",
     ) in p.facts()
+
+
+def test_a_sparql_query_nested_too_deep_is_refused_at_its_first_bracket_too_deep(tmp_path, program):
+    """5,000 nested groups overflowed the query parser's stack: 'ended without an answer'."""
+    from fluxmat.connectors.sparql import MAX_NESTING, SparqlError, TripleStore
+
+    store = TripleStore([("http://e/p", Iri("http://e/a"), Iri("http://e/b"))])
+    ok = "SELECT * WHERE " + "{" * 200 + "?s ?p ?o" + "}" * 200
+    assert store.answer(ok).count == 1
+    assert (
+        store.answer('SELECT * WHERE { ?s ?p ?o FILTER(?o != "' + "(" * 5000 + '") }').count == 1
+    )  # in a string
+    deep = "SELECT * WHERE " + "{" * 5000 + "?s ?p ?o" + "}" * 5000
+    with pytest.raises(
+        SparqlError, match=f"^<query>:1:{16 + MAX_NESTING}: brackets nested more than"
+    ):
+        store.answer(deep)
+    facts = tmp_path / "one.nt"
+    facts.write_text("<http://e/a> <http://e/p> <http://e/b> .\n")
+    query = tmp_path / "deep.rq"
+    query.write_text(deep)
+    one_error(
+        fluxmat("sparql", str(program), str(query), "--facts", str(facts)),
+        query,
+        "brackets nested more than",
+    )
