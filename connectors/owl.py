@@ -11,6 +11,8 @@ stay pyoxigraph `Literal`s.
 
 from __future__ import annotations
 
+import gzip
+import io
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -19,7 +21,8 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from fluxmat.connectors.rdf import FORMATS, format_of, syntax_error
-from fluxmat.connectors.xml_guard import check_entities
+from fluxmat.connectors.rdf_guard import READ_ERRORS, Parse, printable
+from fluxmat.connectors.xml_guard import check_xml
 from fluxmat.engine.errors import ParseError
 from fluxmat.engine.syntax import Pos
 
@@ -28,6 +31,7 @@ RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 OWL = "http://www.w3.org/2002/07/owl#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 STANDARD_PREFIXES = {"rdf": RDF, "rdfs": RDFS, "owl": OWL, "xsd": XSD}
+MAX_ONTOLOGY_BYTES = 1 << 28  # 256 MiB: an ontology is held as text (for positions); a .gz may not expand beyond
 
 
 def _term(t) -> str | ox.Literal:
@@ -36,7 +40,9 @@ def _term(t) -> str | ox.Literal:
         return t.value
     if kind is ox.BlankNode:
         return "_:" + t.value
-    return t
+    if kind is ox.Literal:
+        return t
+    raise ParseError(f"RDF-star quoted triples are not supported: {printable(str(t))}")
 
 
 def is_bnode(term) -> bool:
@@ -55,6 +61,7 @@ class Graph:
     def __post_init__(self) -> None:
         self.spo: dict = defaultdict(lambda: defaultdict(list))
         self.owner: dict[str, object] = {}
+        self._anchors: dict[str, str | None] = {}
         for s, p, o in self.triples:
             self.spo[s][p].append(o)
             if is_bnode(o) and o not in self.owner and o != s:
@@ -87,12 +94,22 @@ class Graph:
         return out
 
     def anchor(self, term) -> str | None:
-        """The IRI a blank node belongs to (its owner, transitively), or the term itself."""
-        seen = set()
-        while is_bnode(term) and term in self.owner and term not in seen:
+        """The IRI a blank node belongs to (its owner, transitively), or the term itself.
+
+        Memoised along the chain, so blank nodes nested n deep cost O(n) in all, not O(n^2).
+        """
+        chain, seen = [], set()
+        while is_bnode(term) and term in self.owner and term not in seen and term not in self._anchors:
             seen.add(term)
+            chain.append(term)
             term = self.owner[term]
-        return None if is_bnode(term) or not isinstance(term, str) else term
+        if term in self._anchors:
+            found = self._anchors[term]
+        else:
+            found = None if is_bnode(term) or not isinstance(term, str) else term
+        for t in chain:
+            self._anchors[t] = found
+        return found
 
     def where(self, term) -> Pos:
         """The position of the description of `term` (or of what it belongs to) in the file."""
@@ -163,6 +180,23 @@ def _xml_prefixes(text: str, stem: str) -> dict[str, str]:
     return out
 
 
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes (decompressed when `*.gz`, at most MAX_ONTOLOGY_BYTES of them)."""
+    try:
+        if not str(path).lower().endswith(".gz"):
+            return path.read_bytes()
+        with gzip.open(path, "rb") as stream:
+            data = stream.read(MAX_ONTOLOGY_BYTES + 1)
+    except FileNotFoundError:
+        raise ParseError(f"{path}: no such file") from None
+    except (IsADirectoryError, PermissionError, *READ_ERRORS) as exc:
+        raise ParseError(f"{path}: cannot read: {exc}") from None
+    if len(data) > MAX_ONTOLOGY_BYTES:
+        raise ParseError(f"{path}: decompresses to more than {MAX_ONTOLOGY_BYTES:,} bytes (the limit for an "
+                         "ontology, which is held in memory as text)")  # fmt: skip
+    return data
+
+
 def read_graph(path: str | Path, fmt: str | None = None) -> Graph:
     """Parse an ontology file (RDF/XML, Turtle, ... by extension or `fmt`)."""
     path = Path(path)
@@ -172,25 +206,20 @@ def read_graph(path: str | Path, fmt: str | None = None) -> Graph:
             f"{path}: not an RDF file (expected one of {', '.join(sorted(FORMATS))}, "
             "by extension .owl .rdf .ttl .nt ...)"
         )
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ParseError(f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError) as exc:
-        raise ParseError(f"{path}: cannot read: {exc}") from None
-    if str(path).lower().endswith(".gz"):
-        import gzip
-
-        data = gzip.decompress(data)
+    data = _read_bytes(path)
     text = data.decode("utf-8", errors="replace")
-    if rdf_format == "rdfxml":  # entity expansion bounded before the parser sees it
-        check_entities(data, str(path))
+    if rdf_format == "rdfxml":  # entity expansion and nesting bounded before the parser sees it
+        check_xml(data, str(path))
     try:
-        parser = ox.parse(data, FORMATS[rdf_format].ox, base_iri=path.resolve().as_uri())
-        triples = [(_term(q.subject), q.predicate.value, _term(q.object)) for q in parser]
-        prefixes = dict(parser.prefixes)
+        parse = Parse(io.BytesIO(data), FORMATS[rdf_format].ox, str(path), base_iri=path.resolve().as_uri())
+        triples = [(_term(q.subject), q.predicate.value, _term(q.object)) for q in parse]
+        prefixes = parse.prefixes
     except SyntaxError as exc:
         raise syntax_error(exc, data, rdf_format, str(path)) from None
+    except ParseError as exc:
+        if exc.pos is not None:
+            raise
+        raise ParseError(f"{path}: {exc.message}") from None
     if rdf_format == "rdfxml":
         prefixes = {**_xml_prefixes(text, path.name.split(".")[0]), **prefixes}
     return Graph(path, text, triples, prefixes)

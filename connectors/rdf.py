@@ -45,7 +45,8 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from fluxmat.connectors.xml_guard import check_entities
+from fluxmat.connectors.rdf_guard import BOM, READ_ERRORS, Parse, printable
+from fluxmat.connectors.xml_guard import check_xml
 from fluxmat.engine.errors import ParseError
 from fluxmat.engine.syntax import XSD_INTEGER, Iri, Pos, RdfLiteral, literal
 
@@ -214,25 +215,28 @@ def file_tag(path: str | Path) -> str:
 
 
 def read_rdf(path: str | Path, fmt: str) -> list[tuple]:
-    """The facts of an RDF file (gzip-compressed when named `*.gz`)."""
+    """The facts of an RDF file (gzip-compressed when named `*.gz`), parsed within connectors.rdf_guard's bounds."""
     path = Path(path)
     terms = Terms(file_tag(path))
     fact = terms.fact
     try:
         with _open(path) as stream:
             source = stream
-            if fmt == "rdfxml":  # entity expansion bounded before the parser sees it
-                source = stream.read()
-                check_entities(source, str(path))
-            quads = ox.parse(source, FORMATS[fmt].ox, base_iri=path.resolve().as_uri())
+            if fmt == "rdfxml":  # entity expansion and nesting bounded before the parser sees it
+                data = stream.read()
+                check_xml(data, str(path))
+                source = io.BytesIO(data)
+            quads = Parse(source, FORMATS[fmt].ox, str(path), base_iri=path.resolve().as_uri())
             return [fact(q.subject, q.predicate, q.object) for q in quads]
     except FileNotFoundError:
         raise ParseError(f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError, gzip.BadGzipFile, EOFError) as exc:
+    except (IsADirectoryError, PermissionError, *READ_ERRORS) as exc:
         raise ParseError(f"{path}: cannot read: {exc}") from None
     except SyntaxError as exc:
-        with _open(path) as stream:
-            data = stream.read()
+        data = b""
+        if exc.lineno is None:  # RDF/XML: the file is read again to find the position
+            with _open(path) as stream:
+                data = stream.read()
         raise syntax_error(exc, data, fmt, str(path)) from None
     except ParseError as exc:
         if exc.pos is not None:
@@ -243,7 +247,7 @@ def read_rdf(path: str | Path, fmt: str) -> list[tuple]:
 def parse_rdf_text(text: str, fmt: str, where: str) -> list[tuple]:
     """The facts of an RDF text inside an update (N-Triples or N-Quads; labels kept)."""
     terms = Terms(None)
-    data = text.encode("utf-8")
+    data = _utf8(text, where).removeprefix(BOM)
     try:
         return [terms.fact(q.subject, q.predicate, q.object) for q in ox.parse(data, FORMATS[fmt].ox)]
     except SyntaxError as exc:
@@ -251,6 +255,14 @@ def parse_rdf_text(text: str, fmt: str, where: str) -> list[tuple]:
         raise ParseError(f"{where}: line {err.pos.line}, column {err.pos.col}: {err.message}") from None
     except ParseError as exc:
         raise ParseError(f"{where}: {exc.message}") from None
+
+
+def _utf8(text: str, where: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate, e.g. JSON's "\\ud800"
+        raise ParseError(f"{where}: not valid Unicode text: {ascii(text[exc.start])[1:-1]} (a lone surrogate) "
+                         f"at character {exc.start + 1}") from None  # fmt: skip
 
 
 def graph_of(item: object) -> str | None:
@@ -307,7 +319,7 @@ _QUOTED = re.compile(r"'([^']{1,200})'")
 
 def syntax_error(exc: SyntaxError, data: bytes, fmt: str, source: str) -> ParseError:
     """A pyoxigraph syntax error as a ParseError with line and column."""
-    message = _POSITION.sub("", str(exc.msg if exc.msg else exc))
+    message = printable(_POSITION.sub("", str(exc.msg if exc.msg else exc)))
     line, col = exc.lineno, exc.offset
     if line is None:
         line, col = _locate(data, fmt, message)

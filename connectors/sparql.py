@@ -50,6 +50,9 @@ _SERVICE = re.compile(r"(?<![\w:?$])SERVICE(?![\w:-])", re.IGNORECASE)
 _STRIP = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|<[^<>"\s]*>|#[^\n]*')
 
 
+MAX_NESTING = 256  # brackets nested in a query; a few thousand overflow the parser's stack
+
+
 class SparqlError(FluxmatError):
     """A query that cannot be answered: syntax, SERVICE, a limit exceeded."""
 
@@ -107,12 +110,33 @@ class TripleStore:
 
         Errors are `SparqlError`s; a syntax error names `source`:line:column.
         """
+        _check_nesting(query, source)
         if _SERVICE.search(_STRIP.sub(" ", query)):
             raise SparqlError("SERVICE (a federated query) is not allowed: questions are answered "
                               "from the materialisation only")  # fmt: skip
         if not hasattr(os, "fork"):  # pragma: no cover - not POSIX
             return _evaluate(self, query, fmt, limits, source)
         return _in_child(lambda: _evaluate(self, query, fmt, limits, source), limits)
+
+
+def _check_nesting(query: str, source: str) -> None:
+    """Refuse brackets (`{ ( [`) nested deeper than MAX_NESTING, at the first one too deep.
+
+    Strings, IRIs and comments do not count. The query parser recurses per level: a query
+    nested 5,000 deep killed the evaluating process with a stack overflow.
+    """
+    code = _STRIP.sub(lambda m: " " * len(m.group()), query)
+    if sum(code.count(c) for c in "{([") <= MAX_NESTING:
+        return
+    depth = 0
+    for i, c in enumerate(code):
+        if c in "{([":
+            depth += 1
+            if depth > MAX_NESTING:
+                line, col = query.count("\n", 0, i) + 1, i - (query.rfind("\n", 0, i) + 1) + 1
+                raise SparqlError(f"{source}:{line}:{col}: brackets nested more than {MAX_NESTING} deep")
+        elif c in "})]":
+            depth -= 1
 
 
 def _in_child(work, limits: Limits) -> Answer:
@@ -138,7 +162,7 @@ def _in_child(work, limits: Limits) -> Answer:
     os.close(write)
     deadline = time.monotonic() + limits.timeout
     chunks: list[bytes] = []
-    size = 0
+    size, ended = 0, False
     try:
         while True:
             left = deadline - time.monotonic()
@@ -150,6 +174,7 @@ def _in_child(work, limits: Limits) -> Answer:
                 continue
             chunk = os.read(read, 1 << 16)
             if not chunk:
+                ended = True  # the child closed its end: it has exited (or crashed)
                 break
             chunks.append(chunk)
             size += len(chunk)
@@ -157,26 +182,33 @@ def _in_child(work, limits: Limits) -> Answer:
                 raise SparqlError(f"the answer is larger than {limits.max_bytes:,} bytes (lower the limit)")
     finally:
         os.close(read)
-        _reap(pid)
+        status = _reap(pid, wait=ended)
     data = b"".join(chunks)
     head, _, body = data.partition(b"\n")
     try:
         meta = json.loads(head)
     except ValueError:
-        raise SparqlError("the query failed (the evaluating process ended without an answer)") from None
+        how = f": killed by {signal.Signals(-status).name}" if status is not None and status < 0 else ""
+        raise SparqlError(f"the query failed (the evaluating process ended without an answer{how})") from None
     if "error" in meta:
         raise SparqlError(meta["error"])
     return Answer(body, meta["type"], meta["count"], meta["truncated"])
 
 
-def _reap(pid: int) -> None:
+def _reap(pid: int, wait: bool = False) -> int | None:
+    """End the child (killed unless `wait`: it has exited); its exit code, negative for a signal.
+
+    None when it was killed here.
+    """
     try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
+        done, status = os.waitpid(pid, 0 if wait else os.WNOHANG)
         if done == 0:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+            return None
     except ChildProcessError:  # pragma: no cover - already reaped
-        pass
+        return None
+    return os.waitstatus_to_exitcode(status)
 
 
 _AT = re.compile(r"^error at (\d+):(\d+): ")

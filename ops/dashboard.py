@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import math
 import threading
 import time
 import urllib.request
@@ -118,6 +119,13 @@ def _one_state(key: str | None) -> None:
         raise FluxmatError("this dashboard shows one materialisation: leave out ?key= "
                            "(fluxmat dashboard --key K reads one key of a --partition-by job)")  # fmt: skip
 
+
+
+def _time_lag(scraped: float | None) -> dict:
+    """The job's time lag as the dashboard shows it: NaN (the job could not read it) is unknown."""
+    if scraped is not None and math.isnan(scraped):
+        return {"time_lag": None, "time_lag_unknown": True}
+    return {"time_lag": scraped, "time_lag_unknown": False}
 
 class LiveSource:
     """The running job: its metrics and its engine (questions wait for the job's lock)."""
@@ -320,7 +328,7 @@ class StoredSource:
             "state_entries": self.store.size(), "state_bytes": self.store.namespace_bytes(),
             "redis_bytes": self.store.memory_bytes(), "lag": lag,
             "last_batch": batch, "through": meta.get("through"), "last_commit": None,
-            "time_lag": scraped.get("fluxmat_time_lag_seconds"),
+            **_time_lag(scraped.get("fluxmat_time_lag_seconds")),
         }  # fmt: skip
         self.history.append(history_point(totals, now))
         deltas = []

@@ -117,7 +117,8 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         GAUGE, "Seconds since the last committed micro-batch (grows when idle too: see fluxmat_idle).", ()),
     "fluxmat_time_lag_seconds": (
         GAUGE, "Age of the oldest update not yet reflected in a committed batch (its Kafka timestamp); "
-        "0 when nothing waits.", ()),
+        "0 when nothing waits; NaN (unknown) when updates wait but the oldest one's timestamp could "
+        "not be read.", ()),
     "fluxmat_idle": (
         GAUGE, "1 when nothing waits (no lag, no pending work): an old consistency point is then fine.", ()),
     "fluxmat_verified_batch": (

@@ -11,6 +11,7 @@ methods are thread-safe: the batch thread writes, HTTP threads read.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -47,6 +48,7 @@ SPARK_PHASES = ("triggerExecution", "addBatch", "latestOffset", "queryPlanning",
 RULES_SHOWN = 10  # the top rules of a batch the page lists (by rule applications)
 RULE_SERIES = 50  # rules with a series of their own in fluxmat_rule_* (the first top rules); the rest: "other"
 HEALTH_STATES = ("healthy", "degraded", "failing")  # fluxmat_health_state is the index
+TIME_LAG_UNKNOWN = "time lag unknown: the timestamp of the oldest waiting update could not be read"
 DEGRADED_WINDOW = 60  # seconds: dead letters or a growing lag within it make the job degraded
 
 
@@ -124,6 +126,7 @@ class JobMetrics(JobObserver):
         self.c["fluxmat_info"].labels(program=program, algorithm=algorithm, namespace=namespace).set(1)
         self.c["fluxmat_verified_batch"].set(-1)
         self.oldest_ms: int | None = None  # Kafka timestamp of the oldest waiting update (set_lag)
+        self.time_lag_unknown = False  # updates wait, but the oldest one's timestamp could not be read
         self.failing: str | None = None  # why the job is failing (a batch failed)
         self.verify_failing: str | None = None  # a self-check found a different materialisation
         self.redis_problem: str | None = None  # a Redis Cluster node failing or a primary without replica
@@ -409,7 +412,15 @@ class JobMetrics(JobObserver):
             for partition, n in lag.items():
                 gauge.labels(topic=self.topic, partition=str(partition)).set(n)
             self.now["lag"] = {str(p): int(n) for p, n in lag.items()}
-            self.oldest_ms = oldest_ms if sum(lag.values()) else None
+            waiting = sum(lag.values()) > 0
+            self.oldest_ms = oldest_ms if waiting else None
+            self.time_lag_unknown = waiting and oldest_ms is None
+            self._time_lag()
+
+    def set_lag_unknown(self) -> None:
+        """The lag lookup failed: the time lag reads unknown (NaN) until it answers again."""
+        with self._lock:
+            self.time_lag_unknown = True
             self._time_lag()
 
     def set_redis_problem(self, problem: str | None) -> None:
@@ -418,7 +429,16 @@ class JobMetrics(JobObserver):
             self.redis_problem = problem
 
     def _time_lag(self) -> None:
-        """fluxmat_time_lag_seconds: the oldest waiting update's age (0: nothing waits)."""
+        """fluxmat_time_lag_seconds: the oldest waiting update's age (0: nothing waits).
+
+        Unknown -- NaN, `time_lag` None -- when updates wait but the lookup of the oldest one's
+        timestamp did not answer: 0 would look healthy.
+        """
+        self.now["time_lag_unknown"] = self.time_lag_unknown
+        if self.time_lag_unknown:
+            self.c["fluxmat_time_lag_seconds"].set(math.nan)
+            self.now["time_lag"] = None
+            return
         seconds = 0.0 if self.oldest_ms is None else max(time.time() - self.oldest_ms / 1000.0, 0.0)
         self.c["fluxmat_time_lag_seconds"].set(seconds)
         self.now["time_lag"] = round(seconds, 3)
@@ -474,6 +494,8 @@ class JobMetrics(JobObserver):
         growing = all(b >= a for a, b in pairwise(lags)) and len(lags) >= 10 and lags[-1] > lags[0]
         if growing:
             return "degraded", f"the consumer lag grew from {lags[0]} to {lags[-1]} messages in {len(lags)} s"
+        if self.time_lag_unknown:
+            return "healthy", f"applying updates; {TIME_LAG_UNKNOWN}"
         return "healthy", "idle: nothing to do" if self._idle() else "applying updates"
 
     # ------------------------------------------------------------ reading

@@ -41,7 +41,7 @@ from fluxmat.stream.config import JobConfig
 from fluxmat.stream.inflight import InFlight
 from fluxmat.stream.keyed import KeyedDriver
 from fluxmat.stream.loading import load_reasoner, shared_facts
-from fluxmat.stream.observe import Operations
+from fluxmat.stream.observe import Operations, sample_lag
 from fluxmat.stream.verify import Verifier
 
 
@@ -401,11 +401,12 @@ class Job:
                     last_lag = time.monotonic()
                     try:
                         self._progress_offsets(consumed)
-                        high, heads = reader.backlog(dict(consumed))
-                        metrics.set_lag({p: max(h - consumed.get(p, 0), 0) for p, h in high.items()},
-                                        min(heads.values(), default=None))
+                        why = sample_lag(reader, consumed, metrics)
                     except Exception as exc:  # the lag is advisory; the job goes on
-                        self.log(f"cannot read the consumer lag: {exc}")
+                        metrics.set_lag_unknown()
+                        why = str(exc)
+                    if why is not None:
+                        self.log(f"cannot read the consumer lag (shown as unknown): {why}")
                     metrics.set_redis_problem(store.cluster_problem())
                 self._spark_progress(metrics)
                 metrics.sample()

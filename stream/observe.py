@@ -51,8 +51,12 @@ class JobObserver:
     def set_lag(self, lag: dict[str, int], oldest_ms: int | None = None) -> None:
         """Messages not yet processed, per partition; the Kafka timestamp (ms) of the oldest of them.
 
-        `oldest_ms` is None when nothing waits (or its timestamp could not be read).
+        `oldest_ms` is None when nothing waits, or when updates wait but the oldest one's
+        timestamp could not be read: the time lag is then unknown, never 0.
         """
+
+    def set_lag_unknown(self) -> None:
+        """The lag lookup failed: the lag and the time lag are unknown until it answers again."""
 
     def set_redis_problem(self, problem: str | None) -> None:
         """Every few seconds: what weakens the Redis Cluster, or None.
@@ -82,3 +86,20 @@ class Operations:
         questions they answer about `reasoner` hold `lock` (the batch lock).
         """
         return []
+
+
+def sample_lag(reader, consumed: dict[str, int], observer: JobObserver) -> str | None:
+    """Read the consumer lag and the oldest waiting update's timestamp into `observer`.
+
+    `reader` is the source's `KafkaStreamReader` (`backlog`), `consumed` the committed
+    offsets by partition. Returns why the lookup failed -- the lag is then unknown
+    (`set_lag_unknown`), never reported as 0, which would look healthy -- or None.
+    """
+    try:
+        high, heads = reader.backlog(dict(consumed))
+    except Exception as exc:  # the lag is advisory: the job goes on without it
+        observer.set_lag_unknown()
+        return str(exc) or type(exc).__name__
+    lag = {p: max(h - consumed.get(p, 0), 0) for p, h in high.items()}
+    observer.set_lag(lag, min(heads.values(), default=None))
+    return None

@@ -81,6 +81,19 @@ class NullPublisher:
         pass
 
 
+class DeadLetters(NullPublisher):
+    """A publisher that drops deltas and keeps each dead letter as `(reason, offset)` in `dead`."""
+
+    def __init__(self):
+        self.dead: list[tuple[str, int]] = []
+
+    def publish_delta(self, *args):
+        return 1
+
+    def publish_dead_letter(self, reason, partition, offset, raw, truncated=False):
+        self.dead.append((reason, offset))
+
+
 def scratch_copy(tmp_path: Path, packages, edited: str, extra: str) -> Path:
     """A copy of the repository's `packages` under `tmp_path/repo`, with `extra` appended to `edited`.
 

@@ -101,12 +101,13 @@ def test_healthz_answers_503_with_the_reason_when_failing():
 
 def test_a_growing_lag_degrades_and_a_stable_one_does_not():
     m = JobMetrics("p.dl", "fd-counting", "default", "updates")
+    now_ms = int(time.time() * 1000)  # the oldest waiting update's timestamp was read (else: unknown)
     for lag in (3,) * 12:
-        m.set_lag({"0": lag})
+        m.set_lag({"0": lag}, now_ms)
         m.sample()
     assert m.health() == ("healthy", "applying updates")
     for lag in range(4, 16):
-        m.set_lag({"0": lag})
+        m.set_lag({"0": lag}, now_ms)
         m.sample()
     state, reason = m.health()
     assert state == "degraded" and reason.startswith("the consumer lag grew from 3 to 15 messages")

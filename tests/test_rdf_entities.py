@@ -21,6 +21,7 @@ import pytest
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import Reasoner
 from fluxmat.stream.batch import BatchProcessor
+from tests.shared import DeadLetters
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAD = ('<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
@@ -101,19 +102,8 @@ def test_namespace_entities_still_load(tmp_path, program):
     assert r.stdout.splitlines() == ["ex:p(ex:a, ex:x).", "q(ex:a)."]
 
 
-class Letters:
-    def __init__(self):
-        self.dead = []
-
-    def publish_delta(self, *args):
-        return 1
-
-    def publish_dead_letter(self, reason, partition, offset, raw, truncated=False):
-        self.dead.append((reason, offset))
-
-
 def test_an_update_message_carrying_rdfxml_is_a_dead_letter_and_the_job_goes_on():
-    pub = Letters()
+    pub = DeadLetters()
     p = BatchProcessor(Reasoner.from_text("q(X) :- p(X).", "fd-counting"), MemoryStateStore(), pub)
     p.start([])
     rows = [(0, 0, None, json.dumps({"format": "rdfxml", "add": laughs()}), 0),
