@@ -2,11 +2,11 @@
 
 A job needs a roughly fixed amount of CPU to get somewhere: a local Spark job of
 tests/test_pipeline.py uses ~35-50 CPU seconds (its JVM, its driver and its
-Python workers) from its start to its first micro-batch. How much wall time
-that takes depends on how many other processes share the cores: measured on a
-2-core machine, one job alone reached its first batch in ~20 s, on the same
-machine shared with other work in 165-180 s. A wait limited in wall time
-therefore fails a healthy job on a busy machine. A `Budget` instead counts the
+Python workers) from its start to its first micro-batch, alone or not. How much
+wall time that takes depends on what else shares the cores: on a 2-core machine
+with a load average of 10-13 from other work, one job alone took 165-180 s;
+four at once had used ~43 CPU s each after 400 s and none had made a batch. A
+wait limited in wall time therefore fails a healthy job on a busy machine. A `Budget` instead counts the
 CPU time the job's session used since the wait began (every process of its
 session, the exited and reaped ones too): a job that computes without getting
 anywhere exhausts it; a job that waits for nothing (a real stall: it uses no
