@@ -88,6 +88,9 @@ def _batch_failed(exc: BaseException) -> FluxmatError:
 
 
 KEEP_OUTCOMES = 100  # outcomes of the last batches a job keeps (Job.outcomes)
+# Spark's error when a Python worker took more than its fixed 10 s to start and connect back.
+WORKER_LATE = "Python worker failed to connect back"
+WORKER_RESTARTS = 3  # query starts again after WORKER_LATE (Job._await_query)
 
 
 class Job:
@@ -252,29 +255,25 @@ class Job:
             if self.on_batch:
                 self.on_batch(outcome)
 
-        query = self.query = (
-            reader.load()
-            .writeStream.foreachBatch(each_batch)
-            .option("checkpointLocation", cfg.checkpoint)
-            .trigger(processingTime=_interval(cfg.trigger_interval))
-            .start()
-        )
+        def start_query():
+            self.query = (
+                reader.load()
+                .writeStream.foreachBatch(each_batch)
+                .option("checkpointLocation", cfg.checkpoint)
+                .trigger(processingTime=_interval(cfg.trigger_interval))
+                .start()
+            )
+            return self.query
+
+        start_query()
         self.log(f"reading {cfg.updates_topic} at {cfg.bootstrap_servers}; deltas to {cfg.deltas_topic}")
         sampler.start()
-        from pyspark.errors import StreamingQueryException
-
         try:
-            while not self._stop.is_set() and query.isActive:
-                try:
-                    query.awaitTermination(0.5)
-                except StreamingQueryException:
-                    break  # a batch raised: reported below
-            if query.exception() is not None:
-                self.error = _batch_failed(self.failed) if self.failed else RuntimeError(str(query.exception()))
+            self._await_query(start_query)
         finally:
             self._stop.set()
             self._close_servers()
-            query.stop()
+            self.query.stop()
             spark.stop()
             if cfg.keyed:  # the engine hosts on this machine (others exit when idle)
                 from fluxmat.stream.engine_host import stop_hosts
@@ -284,6 +283,39 @@ class Job:
             store.close()
         if self.error is not None:
             raise self.error
+
+    def _await_query(self, start_query: Callable) -> None:
+        """Wait until the job is stopped or the query ends; an error ends up in `self.error`.
+
+        Spark gives a Python worker it starts (the source's, for one) 10 s to
+        connect back, a fixed limit; on a busy machine a worker can take longer
+        to start, and the query fails without a batch having failed. Such a
+        query is started again on the same checkpoint, `WORKER_RESTARTS` times
+        at most (it goes on where the checkpoint says: nothing is read twice
+        that the operator does not recognise as a replay).
+        """
+        from pyspark.errors import StreamingQueryException
+
+        restarts = 0
+        while True:
+            query = self.query
+            while not self._stop.is_set() and query.isActive:
+                try:
+                    query.awaitTermination(0.5)
+                except StreamingQueryException:
+                    break  # a batch raised: reported below
+            exc = query.exception()
+            if exc is None:
+                return
+            if self.failed is None and WORKER_LATE in str(exc) and restarts < WORKER_RESTARTS:
+                restarts += 1
+                self.log(f"a Spark Python worker did not connect back in time (a busy machine?); "
+                         f"starting the query again ({restarts} of {WORKER_RESTARTS})")  # fmt: skip
+                query.stop()
+                start_query()
+                continue
+            self.error = _batch_failed(self.failed) if self.failed else RuntimeError(str(exc))
+            return
 
     def _check_checkpoint(self, store) -> bool:
         """Refuse a state store and a checkpoint that do not belong together; True: rebase.
