@@ -91,6 +91,15 @@ RUN_FLAGS = [
     ("--delta-compression", "DELTA_COMPRESSION", "lz4",
      "how delta and dead-letter messages are compressed: lz4, gzip or none (consumers decompress; "
      "kafka-python consumers need the lz4 package for lz4)"),
+    ("--snapshot-dir", "SNAPSHOT_DIR", None,
+     "directory of the local snapshot of the engine's state, a cache that makes a restart skip the "
+     "Redis read; used only when it holds the batch Redis committed (default: fluxmat-snapshot/ "
+     "under a local --checkpoint; off: no snapshots)"),
+    ("--snapshot-every", "SNAPSHOT_EVERY", "300",
+     "seconds between local snapshots, each written after a committed batch; one is also written "
+     "at a clean stop (0: only then)"),
+    ("--snapshot-every-batches", "SNAPSHOT_EVERY_BATCHES", "0",
+     "also write the local snapshot every N committed batches (0: by time only)"),
     ("--redis-fsync", "REDIS_FSYNC", "everysec",
      "Redis's AOF fsync policy, set at start (CONFIG SET appendfsync): everysec (one fsync a second; "
      "an OS crash can lose the last second, which the next start detects and refuses), always (one "
@@ -188,7 +197,9 @@ def job_config(ns: argparse.Namespace):
         key_partitions=_int(ns.key_partitions, "--key-partitions"), driver_host=ns.driver_host,
         redis_fsync=ns.redis_fsync, delta_compression=ns.delta_compression,
         engine_cache_facts=_int(ns.engine_cache_facts, "--engine-cache-facts") or DEFAULT_CACHE_FACTS,
-        kafka_config=ns.kafka_config or None,
+        kafka_config=ns.kafka_config or None, snapshot_dir=ns.snapshot_dir or None,
+        snapshot_every=_seconds(ns.snapshot_every, "--snapshot-every"),
+        snapshot_every_batches=_int(ns.snapshot_every_batches, "--snapshot-every-batches") or 0,
     )  # fmt: skip
 
 
@@ -248,6 +259,10 @@ def check_run_flags(cfg) -> None:
         fail(f"--stall-seconds must be more than 0 seconds, got {cfg.stall_seconds}")
     if cfg.redis_wait_replicas < 0:
         fail(f"--redis-wait-replicas must be at least 0 (0: off), got {cfg.redis_wait_replicas}")
+    if not cfg.snapshot_every >= 0:
+        fail(f"--snapshot-every must be at least 0 seconds (0: only at a clean stop), got {cfg.snapshot_every}")
+    if cfg.snapshot_every_batches < 0:
+        fail(f"--snapshot-every-batches must be at least 0 (0: by time only), got {cfg.snapshot_every_batches}")
     if cfg.verify_every < 0:
         fail(f"--verify-every must be at least 0 (0: off), got {cfg.verify_every}")
     from fluxmat.stream.keyed import PARTITION_BY
