@@ -123,28 +123,43 @@ def read(path: Path, header: dict) -> StateColumns:
 
 def _tables(cols: StateColumns):
     """(kind, key, Arrow table) of every section."""
+    texts = [t.encode("utf-8") for t in cols.terms.values()]
     ids = np.fromiter(cols.terms, np.int64, len(cols.terms))
-    yield (
-        "terms",
-        None,
-        pa.table({"id": ids, "json": pa.array(list(cols.terms.values()), pa.string())}),
-    )
+    yield "terms", None, _table({"id": _ints(ids), "json": _strings(texts)})
     for pred, m in cols.explicit.items():
         yield "explicit", pred, _int_table(m)
     for pred, (m, born) in cols.facts.items():
-        yield "facts", pred, _int_table(m, born=born)
+        yield "facts", pred, _int_table(m, born=_ints(born))
     for rid, m in cols.log.items():
         yield "log", rid, _int_table(m)
 
 
-def _int_table(m: np.ndarray, **extra) -> pa.Table:
+# Arrays are built from and read into buffers directly: pa.array / to_numpy would import pandas (seconds).
+def _ints(a: np.ndarray) -> pa.Array:
+    a = np.ascontiguousarray(a)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(a.dtype), len(a), [None, pa.py_buffer(a)])
+
+
+def _strings(texts: list[bytes]) -> pa.Array:
+    offsets = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)), out=offsets[1:])
+    return pa.Array.from_buffers(
+        pa.large_string(), len(texts), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(texts))]
+    )
+
+
+def _table(columns: dict[str, pa.Array]) -> pa.Table:
+    return pa.Table.from_arrays(list(columns.values()), names=list(columns))
+
+
+def _int_table(m: np.ndarray, **extra: pa.Array) -> pa.Table:
     """An (n, w) matrix as columns c0..c(w-1) (int32 when the ids fit), plus `extra` columns."""
     narrow = m.dtype if m.size and m.max() >= 2**31 else np.int32
-    columns = {f"c{i}": np.ascontiguousarray(m[:, i], dtype=narrow) for i in range(m.shape[1])}
+    columns = {f"c{i}": _ints(m[:, i].astype(narrow)) for i in range(m.shape[1])}
     columns.update(extra)
-    if not columns:
-        return pa.table({"n": pa.nulls(len(m), pa.null())})
-    return pa.table(columns)
+    if not columns:  # a relation of arity 0 without stamps: only its length
+        columns["n"] = pa.nulls(len(m))
+    return _table(columns)
 
 
 def _ipc(table: pa.Table) -> bytes:
@@ -160,17 +175,15 @@ def _columns(data: memoryview, header: dict) -> StateColumns:
     at = int(header["_data_offset"])
     for section in header["sections"]:
         n = int(section["length"])
-        table = pa.ipc.open_stream(pa.py_buffer(data[at : at + n])).read_all()
+        table = pa.ipc.open_stream(pa.py_buffer(data[at : at + n])).read_all().combine_chunks()
         at += n
         kind, key = section["kind"], section["key"]
         if kind == "terms":
-            cols.terms = dict(
-                zip(table.column("id").to_pylist(), table.column("json").to_pylist(), strict=True)
-            )
+            cols.terms = dict(zip(_array(table, "id").tolist(), _texts(table, "json"), strict=True))
         elif kind == "explicit":
             cols.explicit[key] = _matrix(table)
         elif kind == "facts":
-            cols.facts[key] = (_matrix(table), table.column("born").to_numpy())
+            cols.facts[key] = (_matrix(table), _array(table, "born"))
         elif kind == "log":
             cols.log[int(key)] = _matrix(table)
         else:
@@ -178,11 +191,32 @@ def _columns(data: memoryview, header: dict) -> StateColumns:
     return cols
 
 
+def _array(table: pa.Table, name: str) -> np.ndarray:
+    """An int column (one chunk, no nulls) as a numpy array over its buffer."""
+    chunks = table.column(name).chunks
+    if not chunks:
+        return np.zeros(0, np.int64)
+    (chunk,) = chunks
+    values = np.frombuffer(chunk.buffers()[1], chunk.type.to_pandas_dtype())
+    return values[chunk.offset : chunk.offset + len(chunk)]
+
+
+def _texts(table: pa.Table, name: str) -> list[str]:
+    chunks = table.column(name).chunks
+    if not chunks:
+        return []
+    (chunk,) = chunks
+    _, offsets, data = chunk.buffers()
+    at = np.frombuffer(offsets, np.int64)[chunk.offset : chunk.offset + len(chunk) + 1].tolist()
+    raw = data.to_pybytes()
+    return [raw[a:b].decode("utf-8") for a, b in zip(at, at[1:], strict=False)]
+
+
 def _matrix(table: pa.Table) -> np.ndarray:
-    names = [c for c in table.column_names if c.startswith("c")]
+    names = [c for c in table.column_names if c[0] == "c" and c[1:].isdigit()]
     if not names:
         return np.zeros((table.num_rows, 0), np.int64)
-    return np.column_stack([table.column(c).to_numpy().astype(np.int64, copy=False) for c in names])
+    return np.column_stack([_array(table, c).astype(np.int64) for c in names])
 
 
 def _fsync_dir(directory: Path) -> None:
