@@ -30,13 +30,13 @@ class Publisher:
         raise AssertionError(f"unexpected dead letter {args[:1]}")
 
 
-def batches(seed=1, n=8):
-    rnd, out, offset = random.Random(seed), [], 0
+def batches(seed=1, n=8, pool=POOL, offset=0):
+    rnd, out = random.Random(seed), []
     for _ in range(n):
         rows = []
         for _ in range(rnd.randint(1, 4)):
-            add = rnd.sample(POOL, 2)
-            msg = json.dumps({"add": add, "del": [f for f in rnd.sample(POOL, 2) if f not in add]})
+            add = rnd.sample(pool, 2)
+            msg = json.dumps({"add": add, "del": [f for f in rnd.sample(pool, 2) if f not in add]})
             rows.append((0, offset, None, msg, None))
             offset += 1
         out.append(rows)
@@ -66,7 +66,9 @@ def run(store, todo, program=PROGRAM, snapshots=None, first=0):
 
 def test_a_restart_uses_the_snapshot_and_gives_the_same_deltas(redis_server, tmp_path):
     """Two namespaces with one history; one restarts from Redis, the other from its snapshot: the same deltas."""
-    todo = batches()
+    todo = batches()[:4] + batches(
+        2, 4, POOL + [["edge", x, y] for x in "ghij" for y in "fghij"], 100
+    )
     plain = RedisStateStore(redis_server.url, "same-plain")
     snap = RedisStateStore(redis_server.url, "same-snap")
     for s in (plain, snap):
@@ -114,11 +116,21 @@ def test_a_snapshot_behind_redis_is_not_used(store, tmp_path):
     assert "holds batch 2, the state store batch 3" in line
 
 
+def test_a_snapshot_of_another_history_at_the_same_batch_is_not_used(store, tmp_path):
+    """Redis reset and rebuilt from other updates up to the same batch id: the file is not that state."""
+    proc, snapshots, _ = _snapshotted(store, tmp_path)
+    store.clear()
+    again, _, _, _ = run(store, batches(seed=9)[:3])
+    assert "not the state store's state of that batch" in _restarted_from_redis(
+        store, snapshots, again
+    )
+
+
 def test_a_truncated_snapshot_is_not_used(store, tmp_path):
     proc, snapshots, _ = _snapshotted(store, tmp_path)
     data = snapshots.path.read_bytes()
     snapshots.path.write_bytes(data[: len(data) - 100])
-    assert "truncated" in _restarted_from_redis(store, snapshots, proc)
+    assert " is truncated" in _restarted_from_redis(store, snapshots, proc)
 
 
 def test_a_corrupted_snapshot_is_not_used(store, tmp_path):

@@ -86,6 +86,10 @@ def test_columns_are_refused_before_the_export():
     a.update([("edge", "b", "c")], [])
     with pytest.raises(NotAtExport):
         a.state_columns()
+    export_changes(a.maintainer)
+    a.update([("edge", "c", "a")], [])  # no new constant: only the journal tells
+    with pytest.raises(NotAtExport):
+        a.state_columns()
 
 
 def test_columns_of_another_program_are_refused():
