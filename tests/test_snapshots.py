@@ -189,3 +189,19 @@ def test_the_default_directory_is_under_a_local_checkpoint(tmp_path):
     assert default_dir(str(tmp_path)) == tmp_path / "fluxmat-snapshot"
     assert default_dir(f"file://{tmp_path}") == tmp_path / "fluxmat-snapshot"
     assert default_dir("s3a://bucket/ckpt") is None
+
+
+def test_the_job_keeps_snapshots_with_redis_and_a_local_directory(tmp_path):
+    from dataclasses import replace
+
+    from fluxmat.stream.job import Job, JobConfig
+
+    lines = []
+    cfg = JobConfig(program="p.dl", bootstrap_servers="127.0.0.1:9", updates_topic="u", deltas_topic="d",
+                    checkpoint=str(tmp_path / "ckpt"), redis="redis://127.0.0.1:9/0", namespace="ns")  # fmt: skip
+    job = lambda **kw: Job(replace(cfg, **kw), log=lines.append)._snapshots()  # noqa: E731
+    assert job().path == tmp_path / "ckpt" / "fluxmat-snapshot" / "ns.fluxmat-snapshot"
+    assert job(snapshot_dir=str(tmp_path / "s")).path.parent == tmp_path / "s"
+    assert job(snapshot_dir="off") is None and job(redis="memory://") is None and lines == []
+    assert job(checkpoint="s3a://bucket/ckpt") is None and "give --snapshot-dir" in lines[0]
+    assert job(checkpoint="s3a://bucket/ckpt", snapshot_dir=str(tmp_path)).path.parent == tmp_path
