@@ -55,6 +55,8 @@ class StateStore(Protocol):
 
     def last_batch(self) -> int | None: ...
 
+    def state_meta(self) -> dict[str, object]: ...
+
     def commit(self, batch: int, changes: StateChanges, output: dict) -> None: ...
 
     def output(self, batch: int) -> dict | None: ...
@@ -94,6 +96,10 @@ class MemoryStateStore:
             return None
         t = self.tables
         return StateSnapshot(dict(self.meta), list(t["explicit"]), dict(t["facts"]), dict(t["log"]), dict(t["terms"]))
+
+    def state_meta(self) -> dict[str, object]:
+        """The stored metadata (empty for an empty store)."""
+        return dict(self.meta)
 
     def last_batch(self) -> int | None:
         b = self.meta.get("batch")
@@ -220,6 +226,10 @@ class RedisStateStore:
     def meta(self) -> dict[str, object]:
         """The stored metadata (fingerprint, algorithm, sizes, through, batch, base), decoded."""
         return _decode_meta(self._retry(lambda: self.client.hgetall(self._k("meta"))))
+
+    def state_meta(self) -> dict[str, object]:
+        """`meta()`: the stored metadata (empty for an empty store)."""
+        return self.meta()
 
     def last_batch(self) -> int | None:
         b = self._retry(lambda: self.client.hget(self._k("meta"), "batch"))

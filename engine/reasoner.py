@@ -10,7 +10,8 @@ loading and updating (`load`, `update`), the fully dynamic driver (`feed`,
 (`rule_work`, `rules_since`, `rule_texts`), reading (`facts`, `lines`, `match`,
 `explain`, `show`, `sizes`), validating updates without applying them
 (`update_checker`, `check_update`), and the fully dynamic state
-(`export_changes`, `restore`, `state_meta`; engine.fd.snapshot). Facts cross
+(`export_changes`, `restore`, `state_meta`; engine.fd.snapshot; as integer
+columns for a local snapshot: `state_columns`, `restore_columns`; engine.fd.columns). Facts cross
 the door as Python values `(pred, arg, ...)` (engine.syntax.PyFact).
 
 Not here: files, messages, Redis (connectors), batches (stream), flags (ops).
@@ -25,6 +26,7 @@ from pathlib import Path
 from fluxmat.engine.analysis import analyse
 from fluxmat.engine.errors import AlgorithmError, FluxmatError
 from fluxmat.engine.evaluate import Evaluator
+from fluxmat.engine.fd.columns import StateColumns, restore_columns, take
 from fluxmat.engine.fd.core import ConsistencyPoint, FullyDynamic
 from fluxmat.engine.fd.snapshot import (
     StateChanges,
@@ -277,6 +279,20 @@ class Reasoner:
         fd = self._fd()
         check_fingerprint(fd, snap)
         restore(fd, snap)
+        self.options.limits.check_facts(len(fd.born))
+
+    def state_columns(self) -> StateColumns:
+        """The state as integer columns with the store's term ids (engine.fd.columns), right after a commit.
+
+        Raises `engine.fd.columns.NotAtExport` when changes are not exported yet.
+        """
+        return take(self._fd())
+
+    def restore_columns(self, cols: StateColumns) -> None:
+        """Rebuild the engine from `state_columns` (`StateMismatch`: another program; `FactLimitExceeded`)."""
+        fd = self._fd()
+        check_fingerprint(fd, cols)
+        restore_columns(fd, cols)
         self.options.limits.check_facts(len(fd.born))
 
     def state_meta(self) -> dict[str, object]:

@@ -249,20 +249,30 @@ class BatchProcessor:
         self.fresh: list[tuple] | None = None  # begin()'s initial facts, until the first commit
         self._fed: dict[int, object] = {}  # the last feed's engine seq -> row index (BatchOutcome.causes)
         self.initial: BatchOutcome | None = None  # start()'s initial materialisation (batch -1), when published
+        self.committed: int | None = None  # the committed batch the engine holds (after start and each commit)
 
     # ------------------------------------------------------------ start
-    def start(self, initial_facts: list[tuple], say: Callable[[str], None] | None = None) -> str:
+    def start(self, initial_facts: list[tuple], say: Callable[[str], None] | None = None,
+              snapshots=None) -> str:  # fmt: skip
         """Rebuild the engine from the store, or load the initial facts; returns what happened.
 
         A restore can take a while (LUBM-5: ~40 s): `say` is told what is
         restored, with the seconds the read took, before the engine is rebuilt;
-        the line returned gives the seconds of both.
+        the line returned gives the seconds of both. With `snapshots`
+        (stream.snapshots.Snapshots) the local snapshot is used instead when it
+        holds the store's state (else its `log` says why, in one line).
 
         Raises:
             StateMismatch: the stored state was built for another program.
             FactLimitExceeded: the initial materialisation, or the stored
                 state, is larger than the fact limit.
         """
+        started = time.perf_counter()
+        stored = None if snapshots is None else snapshots.restore(self.store, self.reasoner)
+        if stored is not None:
+            self.base, self.committed = int(stored.get("base", 0) or 0), int(stored["batch"])
+            return (f"restored state of batch {stored['batch']} from the local snapshot {snapshots.path}: "
+                    f"{self.reasoner.sizes()['facts']} facts (in {time.perf_counter() - started:.1f} s)")  # fmt: skip
         started = time.perf_counter()
         snap = self.store.load()
         read = time.perf_counter() - started
@@ -273,13 +283,14 @@ class BatchProcessor:
                     f"facts, {len(snap.log):,} log entries (read in {read:.1f} s)")  # fmt: skip
             started = time.perf_counter()
             self.reasoner.restore(snap)
-            self.base = int(snap.meta.get("base", 0) or 0)
+            self.base, self.committed = int(snap.meta.get("base", 0) or 0), batch
             return (f"restored state of batch {batch}: {self.reasoner.sizes()['facts']} facts "
                     f"(read {read:.1f} s, restored in {time.perf_counter() - started:.1f} s)")  # fmt: skip
         self.reasoner.load(initial_facts)
         added = [self.codec.encode(f) for f in self.reasoner.facts()]
         output = {"through": None, "added": added, "removed": [], "dead": []}
         self.store.commit(INITIAL_BATCH, self.reasoner.export_changes(), output)
+        self.committed = INITIAL_BATCH
         self.initial = BatchOutcome(INITIAL_BATCH, added=len(added), output=output)
         self.initial.published = self._publish(INITIAL_BATCH, output)
         return f"initial materialisation: {len(added)} facts"
@@ -365,6 +376,7 @@ class BatchProcessor:
         phase("commit")
         self.store.commit(batch, changes, output)
         self.fresh = None
+        self.committed = batch
         clock.lap("commit")
         _crash_point("after-commit", batch)
         phase("publish")

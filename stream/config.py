@@ -38,6 +38,7 @@ from fluxmat.engine import FULLY_DYNAMIC, EngineOptions, FluxmatError
 from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
 from fluxmat.stream.batch import DEFAULT_MAX_MESSAGE_BYTES
 from fluxmat.stream.keyed import DEFAULT_CACHE_FACTS, PARTITION_BY
+from fluxmat.stream.snapshots import DEFAULT_EVERY_BATCHES, DEFAULT_EVERY_SECONDS
 
 DEFAULT_STALL_SECONDS = 5.0  # --stall-seconds: a batch in flight this long shows as degraded
 
@@ -295,6 +296,16 @@ class JobConfig:
         "second; an OS crash can lose the last second, which the next start detects and refuses), always (one "
         "fsync per batch commit), keep (the server's own)", choices=FSYNC_POLICIES)
     redis_cluster: bool = setting(False, "--redis is a seed node of a Redis Cluster", SWITCH)
+    snapshot_dir: str | None = setting(
+        None, "directory of the local snapshot of the engine's state, a cache that makes a restart skip the "
+        "Redis read; used only when it holds the batch Redis committed (default: fluxmat-snapshot/ under a "
+        "local --checkpoint; off: no snapshots)")
+    snapshot_every: float = setting(
+        DEFAULT_EVERY_SECONDS, "seconds between local snapshots, each written after a committed batch; one is "
+        "also written at a clean stop (0: only then)", SECONDS, at_least(0))
+    snapshot_every_batches: int = setting(
+        DEFAULT_EVERY_BATCHES, "also write the local snapshot every N committed batches (0: by time only)",
+        COUNT, at_least(0, " (0: by time only)"))
     updates_partitions: int = 1  # partitions of a topic the job creates (not a setting)
 
     def __post_init__(self):

@@ -36,6 +36,7 @@ PHASES = {
     "tasks": "processing keys in executor tasks",
     "sizes": "reading state sizes from Redis",
     "verify": "starting a self-check",
+    "snapshot": "writing the local snapshot",
 }
 
 

@@ -42,6 +42,7 @@ from fluxmat.stream.inflight import InFlight
 from fluxmat.stream.keyed import KeyedDriver
 from fluxmat.stream.loading import load_reasoner, shared_facts
 from fluxmat.stream.observe import Operations, sample_lag
+from fluxmat.stream.snapshots import Snapshots, default_dir
 from fluxmat.stream.verify import Verifier
 
 
@@ -115,6 +116,7 @@ class Job:
         self._servers: list = []
         self._last_progress: int | None = None  # the batch id of the last Spark progress reported
         self.inflight = InFlight()  # the batch in flight and its phase (the health check reads it)
+        self.snapshots: Snapshots | None = None  # local snapshots (whole-stream mode, stream.snapshots)
 
     def stop(self) -> None:
         self._stop.set()
@@ -167,10 +169,11 @@ class Job:
                 max_message_bytes=cfg.max_message_bytes or sys.maxsize, delta_format=cfg.delta_format,
                 on_phase=inflight.enter,
             )  # fmt: skip
+            snapshots = self.snapshots = self._snapshots()
             with self.lock:
                 inflight.start(None, "start")
-                try:
-                    self.log(processor.start(facts, say=self.log))  # refuses a state built for another program
+                try:  # refuses a state built for another program
+                    self.log(processor.start(facts, say=self.log, snapshots=snapshots))
                 finally:
                     inflight.done()
                 if rebase:
@@ -239,6 +242,9 @@ class Job:
                     if not outcome.replayed:
                         inflight.enter("verify")
                         verifier.after_batch(outcome.batch, reasoner)
+                        if snapshots is not None:
+                            inflight.enter("snapshot")
+                            snapshots.after_batch(processor.committed, reasoner)
             except BaseException as exc:
                 self.failed = exc
                 metrics.on_error(exc)
@@ -275,6 +281,7 @@ class Job:
             self._close_servers()
             self.query.stop()
             spark.stop()
+            self._last_snapshot(reasoner)
             if cfg.keyed:  # the engine hosts on this machine (others exit when idle)
                 from fluxmat.stream.engine_host import stop_hosts
 
@@ -316,6 +323,27 @@ class Job:
                 continue
             self.error = _batch_failed(self.failed) if self.failed else RuntimeError(str(exc))
             return
+
+    def _snapshots(self) -> Snapshots | None:
+        """The local snapshots of this job (stream.snapshots), None when off or the store is in-process."""
+        cfg = self.cfg
+        if not cfg.redis or cfg.redis.startswith("memory:") or cfg.snapshot_dir == "off":
+            return None
+        directory = Path(cfg.snapshot_dir) if cfg.snapshot_dir else default_dir(cfg.checkpoint)
+        if directory is None:
+            self.log(f"no local snapshots: checkpoint {cfg.checkpoint} is not local (give --snapshot-dir)")
+            return None
+        return Snapshots(directory, cfg.namespace, cfg.snapshot_every_batches, cfg.snapshot_every, self.log)
+
+    def _last_snapshot(self, reasoner) -> None:
+        """At a clean stop: the engine's state as a local snapshot, so the next start needs no Redis read."""
+        snapshots, processor = self.snapshots, self.processor
+        if snapshots is None or processor is None or self.failed is not None or processor.committed is None:
+            return
+        with self.lock:
+            if snapshots.after_batch(processor.committed, reasoner, stopping=True):
+                self.log(f"local snapshot of batch {processor.committed} written to {snapshots.path} "
+                         f"({snapshots.last['bytes'] / 2**20:,.1f} MiB in {snapshots.last['seconds']:.1f} s)")  # fmt: skip
 
     def _check_checkpoint(self, store) -> bool:
         """Refuse a state store and a checkpoint that do not belong together; True: rebase.

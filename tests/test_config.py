@@ -64,6 +64,7 @@ def samples(kafka_file: str, keyed: bool = True) -> dict[str, object]:
         "max_message_bytes": 0, "max_update_work": 99, "verify_every": 0, "max_facts": 12345,
         "partition_by": "message-key", "key_partitions": 4, "driver_host": "h", "engine_cache_facts": 10,
         "delta_compression": "gzip", "redis_fsync": "always", "redis_cluster": True,
+        "snapshot_dir": "/tmp/snaps", "snapshot_every": 30.0, "snapshot_every_batches": 5,
     } | ({} if keyed else {"partition_by": "none", "verify_every": 3})  # fmt: skip
 
 

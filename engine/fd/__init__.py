@@ -9,7 +9,8 @@ algorithms; units.py executes the units of work (in rounds of one update's
 items), forward.py finds the rule instances a fact takes part in through
 compiled plans and views built once; records.py holds waves, the export
 journal and statistics;
-snapshot.py exports and restores the state as plain JSON values. Specialised
+snapshot.py exports and restores the state as plain JSON values, columns.py as
+integer columns with the same term ids (a local snapshot's content). Specialised
 modules are upkeep modules (engine.modules), kept operation by operation.
 
 Not here: the semi-naive materialisation it loads with (engine.seminaive),

@@ -106,7 +106,7 @@ class _Terms:
         if tid is None:
             tid = str(self.next)
             self.next += 1
-            self.new[tid] = _dumps(wire.json_value(self.dictionary.values[eid]))
+            self.new[tid] = _dumps(wire.json_value(self.dictionary.values[eid]))  # = term_json
             self.values[eid] = tid
         return tid
 
@@ -247,11 +247,7 @@ def restore(fd: FullyDynamic, snap: StateSnapshot) -> None:
     same after `restore` as a freshly started one. A format 1 state is read and
     marked for a full rewrite at the next export.
     """
-    fd.discard_pending()
-    fd.arity = dict(fd.analysis.arity)
-    fd.I.clear()
-    fd.E.clear()
-    fd.born.clear()
+    clear_state(fd)
     v1 = int(snap.meta.get("format", 1) or 1) < FORMAT
     with paused_gc():  # millions of tuples and no cycles: the collector would rescan them all
         try:
@@ -259,11 +255,60 @@ def restore(fd: FullyDynamic, snap: StateSnapshot) -> None:
         except (KeyError, ValueError, IndexError) as exc:  # a text naming no stored term (or fact), or no text
             raise StateDamaged(f"the stored state is damaged (format {1 if v1 else FORMAT}: "
                                f"{type(exc).__name__} {exc}); restore the Redis data or reset the state") from None
-        fd.rebuild_closures()
-        fd.prepare()
+        finish_restore(fd, full=v1)
+
+
+def clear_state(fd: FullyDynamic) -> None:
+    """Empty the engine before a restore: no pending work, no facts, the program's arities."""
+    fd.discard_pending()
+    fd.arity = dict(fd.analysis.arity)
+    fd.I.clear()
+    fd.E.clear()
+    fd.born.clear()
+
+
+def finish_restore(fd: FullyDynamic, full: bool) -> None:
+    """After the facts, clock and log are in: closures, plans, indexes; a clean journal (`full`: rewrite all)."""
+    fd.rebuild_closures()
+    fd.prepare()
     fd.dirty.clear()
     fd.changed_by.clear()
-    fd.journal = Journal(full=v1)
+    fd.journal = Journal(full=full)
+
+
+def set_clock(fd: FullyDynamic, meta: dict[str, object]) -> None:
+    """The logical clock and the last update's sequence number and id, from a state's metadata."""
+    fd.clock = int(meta.get("clock", 0) or 0)
+    fd.last_seq = int(meta.get("seq", 0) or 0)
+    fd.last_id = meta.get("through")
+    fd.seq = fd.last_seq
+
+
+def term_ids(fd: FullyDynamic) -> tuple[dict[int, str], dict[str, str], int]:
+    """The engine's term ids (constant id -> term id, relation -> term id) and the next id to give.
+
+    Empty before the first export (`export_changes` numbers the terms).
+    """
+    texts = getattr(fd, "state_texts", None)
+    if texts is None or texts.terms.dictionary is not fd.dictionary:
+        return {}, {}, 0
+    t = texts.terms
+    return t.values, t.preds, t.next
+
+
+def set_term_ids(fd: FullyDynamic, values: dict[int, str], preds: dict[str, str], next_id: int) -> None:
+    """Give the engine the term ids of a stored state (what `term_ids` returns), with no new terms pending."""
+    fd.state_texts = _Texts(_Terms(fd, values, preds, next_id), TEXT_CACHE)
+
+
+def term_json(fd: FullyDynamic, eid: int) -> str:
+    """The stored JSON text of the engine's constant `eid` (a term's entry in `terms`)."""
+    return _dumps(wire.json_value(fd.dictionary.values[eid]))
+
+
+def pred_json(pred: str) -> str:
+    """The stored JSON text of a relation (`[name]`, which no constant's JSON is)."""
+    return _dumps([pred])
 
 
 def _decode(fd: FullyDynamic, snap: StateSnapshot, v1: bool) -> None:
@@ -283,10 +328,7 @@ def _decode(fd: FullyDynamic, snap: StateSnapshot, v1: bool) -> None:
         found.append(key[1])
     for pred, facts in by_pred.items():
         fd.rel(pred).update(facts)
-    fd.clock = int(snap.meta.get("clock", 0) or 0)
-    fd.last_seq = int(snap.meta.get("seq", 0) or 0)
-    fd.last_id = snap.meta.get("through")
-    fd.seq = fd.last_seq
+    set_clock(fd, snap.meta)
     if hasattr(fd, "log_entries"):
         fd.clear_log()
         (_v1_log if v1 else _log)(fd, snap.log, keys)
@@ -333,9 +375,8 @@ def _decoder(fd: FullyDynamic, terms: dict[str, str]) -> _Keys:
             preds[tid] = item[0]
         else:
             values[tid] = intern(wire.value_from_json(item))
-    known = _Terms(fd, {eid: tid for tid, eid in values.items()}, {p: tid for tid, p in preds.items()},
-                   1 + max(map(int, terms), default=-1))  # fmt: skip
-    fd.state_texts = _Texts(known, TEXT_CACHE)
+    set_term_ids(fd, {eid: tid for tid, eid in values.items()}, {p: tid for tid, p in preds.items()},
+                 1 + max(map(int, terms), default=-1))  # fmt: skip
     return _Keys(preds, values, fd.arity)
 
 

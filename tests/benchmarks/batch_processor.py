@@ -19,7 +19,8 @@ With `--universities N` the data is LUBM-N (`lubm_gen.generate(N)`: 15-25
 departments per university, as LUBM draws them) instead of LUBM-1 with two
 departments. With `--redis` it also measures what a restart needs (the state
 read back from Redis and a new engine restored from it: a restarted job is
-ready after this plus Spark's start-up; measured in a new process), Redis's `used_memory` against the
+ready after this plus Spark's start-up; measured in a new process), the same from a local snapshot
+(stream.snapshots: its write, its size, a new process restored from it), Redis's `used_memory` against the
 materialisation written as N-Triples, and this process's peak RSS.
 """
 
@@ -33,10 +34,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from fluxmat.connectors import snapshot_file
 from fluxmat.connectors.state import MemoryStateStore, RedisStateStore
 from fluxmat.engine import EngineOptions, Reasoner, atom_to_fact
 from fluxmat.engine.wire import fact_from_json
 from fluxmat.stream.batch import BatchProcessor
+from fluxmat.stream.snapshots import Snapshots
 from tests.benchmarks.lubm_gen import generate
 from tests.benchmarks.pipeline import HELD_OUT, PROGRAM, UpdateMaker
 from tests.benchmarks.workloads import corpus_dir
@@ -63,10 +66,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="LUBM-N data instead of LUBM-1 with two departments (e.g. 5)")
     ap.add_argument("--restore-from", metavar="URL", help=argparse.SUPPRESS)  # restart's child process
     ap.add_argument("--namespace", help=argparse.SUPPRESS)
+    ap.add_argument("--snapshot", help=argparse.SUPPRESS)  # restart's child: restore from this local snapshot
     ap.add_argument("--program", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.restore_from:
-        return restore_from(args.restore_from, args.namespace, Path(args.program), args.algorithm)
+        return restore_from(args.restore_from, args.namespace, Path(args.program), args.algorithm, args.snapshot)
     if not args.redis:
         return run(args, MemoryStateStore())
     from tests.servers import RedisServer
@@ -153,13 +157,27 @@ def restart(store, program: Path, algorithm: str, reasoner: Reasoner) -> None:
     import resource
     import subprocess
 
-    child = subprocess.run(
-        [sys.executable, "-m", "tests.benchmarks.batch_processor", "--restore-from", store.url,
-         "--namespace", store.prefix.split(":")[1], "--program", str(program), "--algorithm", algorithm],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+    namespace = store.prefix.split(":")[1]
+    command = [sys.executable, "-m", "tests.benchmarks.batch_processor", "--restore-from", store.url,
+               "--namespace", namespace, "--program", str(program), "--algorithm", algorithm]  # fmt: skip
+    child = subprocess.run(command, capture_output=True, text=True, check=True)
     got = json.loads(child.stdout.strip().splitlines()[-1])
     same = got["digest"] == _digest(reasoner.facts())
+    print(f"restore from Redis, where it goes: {_phases(got)}")
+    with tempfile.TemporaryDirectory(prefix="fluxmat-snapshot-") as tmp:
+        snapshots = Snapshots(Path(tmp), namespace)
+        if not snapshots.write(store.last_batch(), reasoner):
+            raise SystemExit("the local snapshot was not written")
+        w = snapshots.last
+        print(f"local snapshot written: {w['bytes'] / 2**20:,.1f} MiB in {w['seconds']:.2f} s "
+              f"(columns taken in {w['columns_seconds']:.2f} s, file {w['seconds'] - w['columns_seconds']:.2f} s)")
+        child = subprocess.run([*command, "--snapshot", str(snapshots.path)], capture_output=True, text=True,
+                               check=True)  # fmt: skip
+        fast = json.loads(child.stdout.strip().splitlines()[-1])
+    print(f"restart from the local snapshot (a new process): read and check the file {fast['read']:.2f} s + restore "
+          f"{fast['restore']:.2f} s = {fast['read'] + fast['restore']:.2f} s (same facts: "
+          f"{fast['digest'] == _digest(reasoner.facts())}; peak RSS {fast['rss'] / 2**20:,.0f} MiB); "
+          f"where it goes: {_phases(fast)}")  # fmt: skip
     text = sum(len(line.encode("utf-8")) + 1 for line in _ntriples_like(reasoner.facts()))
     used = store.memory_bytes()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -185,18 +203,52 @@ def _vm_hwm() -> int:
     return 0
 
 
-def restore_from(url: str, namespace: str, program: Path, algorithm: str) -> int:
-    """The child of `restart`: prints one JSON line (seconds to read and restore, sizes, a digest of the facts)."""
+def _phases(got: dict) -> str:
+    rest = got["restore"] - got["closures"] - got["prepare"]
+    return (f"facts, log and counters {rest:.2f} s, closure modules {got['closures']:.2f} s, "
+            f"plans and indexes {got['prepare']:.2f} s")  # fmt: skip
+
+
+def _timed(obj, name: str, times: dict) -> None:
+    """Time each call of the method `name` of `obj` into `times[name]` (where a restore's time goes)."""
+    method = getattr(obj, name)
+
+    def timed(*args, **kw):
+        t = time.perf_counter()
+        try:
+            return method(*args, **kw)
+        finally:
+            times[name] = times.get(name, 0.0) + time.perf_counter() - t
+
+    setattr(obj, name, timed)
+
+
+def restore_from(url: str, namespace: str, program: Path, algorithm: str, snapshot: str | None = None) -> int:
+    """The child of `restart`: prints one JSON line (seconds to read and restore, sizes, a digest of the facts).
+
+    From Redis, or with `snapshot` from that local snapshot file (checked as a restarting job checks it).
+    """
     store = RedisStateStore(url, namespace)
     fresh = Reasoner.from_file(program, options=EngineOptions(algorithm, schedule="interleaved"))
+    times: dict[str, float] = {"rebuild_closures": 0.0, "prepare": 0.0}
+    for name in times:
+        _timed(fresh.maintainer, name, times)
     t = time.perf_counter()
-    snap = store.load()
+    if snapshot:
+        header = snapshot_file.read_header(Path(snapshot))
+        cols = snapshot_file.read(Path(snapshot), header)
+    else:
+        snap = store.load()
     read = time.perf_counter() - t
     t = time.perf_counter()
-    fresh.restore(snap)
+    if snapshot:
+        fresh.restore_columns(cols)
+    else:
+        fresh.restore(snap)
     restored = time.perf_counter() - t
     rss = _vm_hwm()
     print(json.dumps({"read": read, "restore": restored, "facts": fresh.sizes()["facts"],
+                      "closures": times["rebuild_closures"], "prepare": times["prepare"],
                       "log": fresh.sizes()["log"], "rss": rss, "digest": _digest(fresh.facts())}))  # fmt: skip
     return 0
 
