@@ -139,7 +139,7 @@ class Translation:
         out += [f"@prefix {p}: <{iri}> ." for p, iri in self.prefixes.items()]
         for rule, name in self.rules:
             out.append(f"% {name} ({rule.pos if rule.pos.line else 'for every ontology'})")
-            body = ", ".join(_atom(pr, a) for a in rule.body)
+            body = ", ".join(_atom(pr, a) if isinstance(a, Atom) else _comparison(pr, a) for a in rule.body)
             out.append(f"{_atom(pr, rule.head)} :- {body} .")
         if self.facts:
             out.append("% assertions")
@@ -149,8 +149,19 @@ class Translation:
 
 
 def _atom(pr: FactPrinter, atom: Atom) -> str:
-    args = ", ".join(f"?{t.name}" if isinstance(t, Var) else pr.value(t.value) for t in atom.args)
-    return f"{pr.pred(atom.pred)}[{args}]"
+    return f"{pr.pred(atom.pred)}[{', '.join(_term(pr, t) for t in atom.args)}]"
+
+
+def _term(pr: FactPrinter, term: Term) -> str:
+    if isinstance(term, Var):
+        return f"?{term.name}"
+    if isinstance(term, Call):  # the datatype rules' functions
+        return f"{term.fn}({', '.join(_term(pr, t) for t in term.args)})"
+    return pr.value(term.value)
+
+
+def _comparison(pr: FactPrinter, c: Comparison) -> str:
+    return f"{_term(pr, c.left)} {c.op} {_term(pr, c.right)}"
 
 
 class _Fresh:

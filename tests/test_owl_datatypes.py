@@ -176,8 +176,9 @@ def apply(r: Reasoner, add: list, delete: list, i: int) -> None:
 def test_dt_not_type_is_reported_like_the_other_inconsistencies(tmp_path, owl_rules):
     """dt-not-type: an ill-typed literal (owlrl: an error), a value outside a data range (W3C rule)."""
     onto, data = tmp_path / "o.ttl", tmp_path / "d.ttl"
-    onto.write_text(PREFIXES + "ex:age a owl:DatatypeProperty ; rdfs:range xsd:nonNegativeInteger .", encoding="utf-8")
-    data.write_text(PREFIXES + 'ex:ann ex:age "x"^^xsd:integer . ex:bo ex:age -5 . ex:cy ex:age 5 .', encoding="utf-8")
+    onto.write_text(PREFIXES + "ex:age a owl:DatatypeProperty ; rdfs:range xsd:nonNegativeInteger .\n"
+                    "ex:size a owl:DatatypeProperty .", encoding="utf-8")  # fmt: skip
+    data.write_text(PREFIXES + 'ex:ann ex:size "x"^^xsd:integer . ex:bo ex:age -5 . ex:cy ex:age 5 .', encoding="utf-8")
     r = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "materialise", "--ontology", str(onto),
                         "--owl-rules", owl_rules, "--facts", str(data)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
