@@ -42,12 +42,25 @@ def lit(lexical: str, local: str):
 def test_data_values_are_xml_schema_value_spaces():
     """dt-eq / dt-diff compare data values: "01"^^xsd:integer, "1"^^xsd:int and "1.0"^^xsd:decimal are 1."""
     one = dt_value(1)
-    assert dt_value(lit("01", "integer")) == dt_value(lit("1", "int")) == dt_value(lit("1.0", "decimal")) == one
-    assert dt_value(lit("1.50", "decimal")) == dt_value(lit("1.5", "decimal")) != dt_value(lit("1.5", "double"))
-    assert dt_value(lit("2", "int")) != one and dt_value(lit("1", "double")) != one  # float/double: own spaces
+    assert (
+        dt_value(lit("01", "integer"))
+        == dt_value(lit("1", "int"))
+        == dt_value(lit("1.0", "decimal"))
+        == one
+    )
+    assert (
+        dt_value(lit("1.50", "decimal"))
+        == dt_value(lit("1.5", "decimal"))
+        != dt_value(lit("1.5", "double"))
+    )
+    assert (
+        dt_value(lit("2", "int")) != one and dt_value(lit("1", "double")) != one
+    )  # float/double: own spaces
     assert dt_value("a") == dt_value(lit("a", "token")) != dt_value(literal("a", lang="en"))
     assert dt_value(lit("1", "boolean")) == dt_value(lit("true", "boolean"))
-    assert dt_value(lit("x", "integer")) is None and dt_value(lit("300", "byte")) is None  # ill-typed
+    assert (
+        dt_value(lit("x", "integer")) is None and dt_value(lit("300", "byte")) is None
+    )  # ill-typed
     assert dt_value(Iri(EX + "a")) is None
 
 
@@ -55,19 +68,25 @@ def test_value_space_membership():
     """dt-type2 / dt-not-type ask whether a value is in a datatype's value space (xsd:int inside xsd:integer)."""
     byte, nonneg, token = (Iri(XSD + t) for t in ("byte", "nonNegativeInteger", "token"))
     assert dt_member(1, byte) == 1 and dt_member(lit("1", "int"), Iri(XSD + "integer")) == 1
-    assert dt_member(lit("300", "integer"), byte) == 0 and dt_member(lit("-5", "integer"), nonneg) == 0
+    assert (
+        dt_member(lit("300", "integer"), byte) == 0 and dt_member(lit("-5", "integer"), nonneg) == 0
+    )
     assert dt_member(lit("x", "integer"), Iri(XSD + "integer")) == 0  # ill-typed: in no value space
     assert dt_member("a b", token) == 1 and dt_member(" a", token) == 0
     assert dt_member(Iri(EX + "a"), byte) is None and dt_member(1, Iri(EX + "MyType")) is None
 
 
 def test_functions_parse_print_and_refuse_unknown_names_and_arities():
-    program = parse_program('d(X, T) :- p(X), T = datatype(X).\nv(X, V) :- p(X), V = dt_value(X).\np("a").')
+    program = parse_program(
+        'd(X, T) :- p(X), T = datatype(X).\nv(X, V) :- p(X), V = dt_value(X).\np("a").'
+    )
     assert parse_program("\n".join(map(str, program.rules))).rules == program.rules
     r = Reasoner(program, "remat")
     r.load()
     assert ("d", "a", Iri(XSD + "string")) in r.facts()
-    with pytest.raises(ParseError, match=r"<input>:1:19: unknown function 'size' \(the built-in functions are"):
+    with pytest.raises(
+        ParseError, match=r"<input>:1:19: unknown function 'size' \(the built-in functions are"
+    ):
         parse_program("d(X) :- p(X), T = size(X).")
     with pytest.raises(ParseError, match="1:19: datatype takes 1 argument, not 2"):
         parse_program("d(X) :- p(X), T = datatype(X, X).")
@@ -90,7 +109,11 @@ def normalised(triples) -> set[str]:
     import rdflib
 
     def term(t):
-        return rdflib.Literal(str(t)) if isinstance(t, rdflib.Literal) and t.datatype == rdflib.XSD.string else t
+        return (
+            rdflib.Literal(str(t))
+            if isinstance(t, rdflib.Literal) and t.datatype == rdflib.XSD.string
+            else t
+        )
 
     return {" ".join(term(t).n3() for t in (s, p, o)) for s, p, o in triples
             if isinstance(s, rdflib.URIRef) and s.startswith(EX + "i/")
@@ -134,11 +157,17 @@ def test_dt_type2_types_literals_by_their_datatype_and_those_above_it_as_owlrl(t
 
 def test_dt_type2_uses_value_spaces_as_the_w3c_rule_defines(tmp_path):
     """dt-type2: "lt rdf:type dt for each datatype dt whose value space holds lt's value" (owlrl: own type only)."""
-    r = materialise(tmp_path, """ex:Small owl:equivalentClass [ a owl:Restriction ; owl:onProperty ex:age ;
+    r = materialise(
+        tmp_path,
+        """ex:Small owl:equivalentClass [ a owl:Restriction ; owl:onProperty ex:age ;
         owl:someValuesFrom xsd:byte ] .
-        <http://example.org/i/ann> ex:age 100 . <http://example.org/i/bo> ex:age "300"^^xsd:integer .""")
+        <http://example.org/i/ann> ex:age 100 . <http://example.org/i/bo> ex:age "300"^^xsd:integer .""",
+    )
     facts = set(r.facts())
-    assert (EX + "Small", Iri(EX + "i/ann")) in facts and (EX + "Small", Iri(EX + "i/bo")) not in facts
+    assert (EX + "Small", Iri(EX + "i/ann")) in facts and (
+        EX + "Small",
+        Iri(EX + "i/bo"),
+    ) not in facts
     assert (XSD + "byte", 100) in facts and (XSD + "unsignedByte", 100) in facts
     assert not inconsistencies(facts)
 
@@ -178,7 +207,10 @@ def test_dt_not_type_is_reported_like_the_other_inconsistencies(tmp_path, owl_ru
     onto, data = tmp_path / "o.ttl", tmp_path / "d.ttl"
     onto.write_text(PREFIXES + "ex:age a owl:DatatypeProperty ; rdfs:range xsd:nonNegativeInteger .\n"
                     "ex:size a owl:DatatypeProperty .", encoding="utf-8")  # fmt: skip
-    data.write_text(PREFIXES + 'ex:ann ex:size "x"^^xsd:integer . ex:bo ex:age -5 . ex:cy ex:age 5 .', encoding="utf-8")
+    data.write_text(
+        PREFIXES + 'ex:ann ex:size "x"^^xsd:integer . ex:bo ex:age -5 . ex:cy ex:age 5 .',
+        encoding="utf-8",
+    )
     r = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "materialise", "--ontology", str(onto),
                         "--owl-rules", owl_rules, "--facts", str(data)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -188,5 +220,9 @@ def test_dt_not_type_is_reported_like_the_other_inconsistencies(tmp_path, owl_ru
         'fluxmat: warning: inconsistent ontology and data: "x"^^xsd:integer violates dt-not-type',
         "fluxmat: warning: inconsistent ontology and data: -5 violates dt-not-type",
     ], r.stderr
-    errors = [o for o in owlrl_graph(onto.read_text() + data.read_text()).objects() if "does not match" in str(o)]
+    errors = [
+        o
+        for o in owlrl_graph(onto.read_text() + data.read_text()).objects()
+        if "does not match" in str(o)
+    ]
     assert errors and "'x'" in str(errors[0])

@@ -31,13 +31,16 @@ ex:owns rdfs:domain ex:Person .
 ex:CatOwner owl:equivalentClass [ owl:onProperty ex:owns ; owl:someValuesFrom ex:Cat ] .
 """
 SCHEMA = f"<{EX}Kitten> <{SUB}> <{EX}Cat> .\n"
-FIRST_BATCH = 600.0  # seconds: Spark's first batch on a loaded 2-core machine (a bound, not a measurement)
+# seconds: a bound on Spark's first batch on a loaded 2-core machine (not a measurement)
+FIRST_BATCH = 600.0
 STEPS = [("u1", {"add": SCHEMA}), ("u2", {"del": SCHEMA})]
 
 
 def _lines(text: str) -> bytes:
     """N-Triples text as canonical lines (what ex_triples reads)."""
-    return "".join(f"{q.triple} .\n" for q in ox.parse(text.encode(), ox.RdfFormat.N_TRIPLES)).encode()
+    return "".join(
+        f"{q.triple} .\n" for q in ox.parse(text.encode(), ox.RdfFormat.N_TRIPLES)
+    ).encode()
 
 
 def published(msgs: list[dict], through: str) -> tuple[set[str], set[str], str]:
@@ -55,7 +58,9 @@ def published(msgs: list[dict], through: str) -> tuple[set[str], set[str], str]:
     return added, removed, text
 
 
-def test_schema_triple_added_and_removed_through_the_stream_publishes_owlrls_differences(broker, tmp_path):
+def test_schema_triple_added_and_removed_through_the_stream_publishes_owlrls_differences(
+    broker, tmp_path
+):
     onto, data = tmp_path / "o.ttl", tmp_path / "d.nt"
     onto.write_text(ONTOLOGY, encoding="utf-8")
     data.write_text(DATA, encoding="utf-8")
@@ -72,10 +77,18 @@ def test_schema_triple_added_and_removed_through_the_stream_publishes_owlrls_dif
     try:
         for uid, change in STEPS:
             before = owlrl_closure("\n".join(explicit) + "\n")
-            explicit = (explicit | set(change.get("add", "").splitlines())) - set(change.get("del", "").splitlines())
+            explicit = (explicit | set(change.get("add", "").splitlines())) - set(
+                change.get("del", "").splitlines()
+            )
             after = owlrl_closure("\n".join(explicit) + "\n")
-            produce(broker.bootstrap, updates, [(0, json.dumps({"id": uid, "format": "ntriples", **change}).encode())])
-            msgs = wait_for_through(SimpleNamespace(bootstrap=broker.bootstrap, deltas=deltas), job, uid, FIRST_BATCH)
+            produce(
+                broker.bootstrap,
+                updates,
+                [(0, json.dumps({"id": uid, "format": "ntriples", **change}).encode())],
+            )
+            msgs = wait_for_through(
+                SimpleNamespace(bootstrap=broker.bootstrap, deltas=deltas), job, uid, FIRST_BATCH
+            )
             added, removed, text = published(msgs, uid)
             assert (added, removed) == (after - before, before - after), uid
             assert "triple" not in text and "__owl2rl" not in text, text
