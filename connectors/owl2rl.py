@@ -24,14 +24,16 @@ tables 4-9) it implements and placed at the axiom's line in the ontology:
   become facts; eq-diff1-3 become rules; replacement (eq-rep-*) is the engine's
   `--equality rewrite`;
 * table 9 (schema reasoning) needs no rules of its own: chaining the rules
-  above gives its instance-level consequences. Table 8 (datatypes) is not
-  implemented: literals are kept as terms, never typed.
+  above gives its instance-level consequences. Table 8 (datatypes): dt-not-type
+  for a data property's ill-typed literals and for values outside its
+  rdfs:range datatype (the functions of engine.datatypes); literals are not
+  typed with facts (that, dt-eq and dt-diff are `--owl-rules rdf`).
 
 Inconsistencies are facts `fluxmat:inconsistent[x, "rule"]` (the reserved
 predicate <urn:fluxmat:inconsistent>). The ontology's assertions about
 individuals (ABox) become facts. Everything else that is OWL or RDFS
 vocabulary and has no rule here (superclass someValuesFrom, minCardinality,
-reflexive properties, datatype ranges, owl:imports, ...) is a warning naming
+reflexive properties, data ranges in class expressions, owl:imports, ...) is a warning naming
 file:line:column of the axiom; nothing is dropped in silence.
 """
 
@@ -54,8 +56,21 @@ from fluxmat.connectors.owl import (
     read_graph,
 )
 from fluxmat.connectors.rdf import Terms, file_tag
+from fluxmat.engine.datatypes import VALUE_SPACES
 from fluxmat.engine.printer import FactPrinter
-from fluxmat.engine.syntax import Atom, Const, Iri, Pos, Program, Rule, Var, literal
+from fluxmat.engine.syntax import (
+    Atom,
+    Call,
+    Comparison,
+    Const,
+    Iri,
+    Pos,
+    Program,
+    Rule,
+    Term,
+    Var,
+    literal,
+)
 
 FLUXMAT = "urn:fluxmat:"
 INCONSISTENT = FLUXMAT + "inconsistent"
@@ -124,7 +139,7 @@ class Translation:
         out += [f"@prefix {p}: <{iri}> ." for p, iri in self.prefixes.items()]
         for rule, name in self.rules:
             out.append(f"% {name} ({rule.pos if rule.pos.line else 'for every ontology'})")
-            body = ", ".join(_atom(pr, a) for a in rule.body)
+            body = ", ".join(_atom(pr, a) if isinstance(a, Atom) else _comparison(pr, a) for a in rule.body)
             out.append(f"{_atom(pr, rule.head)} :- {body} .")
         if self.facts:
             out.append("% assertions")
@@ -134,8 +149,19 @@ class Translation:
 
 
 def _atom(pr: FactPrinter, atom: Atom) -> str:
-    args = ", ".join(f"?{t.name}" if isinstance(t, Var) else pr.value(t.value) for t in atom.args)
-    return f"{pr.pred(atom.pred)}[{args}]"
+    return f"{pr.pred(atom.pred)}[{', '.join(_term(pr, t) for t in atom.args)}]"
+
+
+def _term(pr: FactPrinter, term: Term) -> str:
+    if isinstance(term, Var):
+        return f"?{term.name}"
+    if isinstance(term, Call):  # the datatype rules' functions
+        return f"{term.fn}({', '.join(_term(pr, t) for t in term.args)})"
+    return pr.value(term.value)
+
+
+def _comparison(pr: FactPrinter, c: Comparison) -> str:
+    return f"{_term(pr, c.left)} {c.op} {_term(pr, c.right)}"
 
 
 class _Fresh:
@@ -190,6 +216,7 @@ class Translator:
             OWL + "AllDisjointProperties": lambda s: self.disjoint_props(self.members(s), "prp-adp"),
             OWL + "AllDifferent": self.all_different,
             OWL + "NegativePropertyAssertion": self.negative_assertion,
+            OWL + "DatatypeProperty": self.ill_typed,
         }  # fmt: skip
 
     # ------------------------------------------------------------ driver
@@ -234,17 +261,17 @@ class Translator:
         return is_bnode(s) and any(k in self.g.spo.get(s, {}) for k in PARTS)
 
     # ------------------------------------------------------------ output
-    def add(self, head: Atom, body: list[Atom], name: str) -> None:
+    def add(self, head: Atom, body: list[Atom | Comparison], name: str) -> None:
         pos = self._pos
         rule = Rule(Atom(head.pred, head.args, pos, True),
-                    tuple(Atom(a.pred, a.args, pos, True) for a in body), pos)  # fmt: skip
+                    tuple(Atom(a.pred, a.args, pos, True) if isinstance(a, Atom) else a for a in body), pos)  # fmt: skip
         if not body:
             if any(isinstance(t, Var) for t in head.args):
                 raise Unsupported(f"{name} would need every individual (owl:Thing in subclass "
                                   "position): not translated")  # fmt: skip
             self.out.facts.append(rule.head)
             return
-        bound = {t.name for a in body for t in a.args if isinstance(t, Var)}
+        bound = {t.name for a in body if isinstance(a, Atom) for t in a.args if isinstance(t, Var)}
         free = [t.name for t in head.args if isinstance(t, Var) and t.name not in bound]
         if free:
             raise Unsupported(f"{name}: the head variable ?{free[0]} is not bound: not translated")
@@ -483,11 +510,25 @@ class Translator:
         self.add(self.prop(p, X, xs[-1]), [self.prop(q, xs[i], xs[i + 1]) for i, q in enumerate(items)],
                  "prp-spo2")  # fmt: skip
 
+    def not_type(self, p, datatype: Term) -> None:
+        """dt-not-type for the objects of `p`: a value outside `datatype`'s value space is inconsistent."""
+        y, m = Var("Y"), Var("M")
+        self.add(Atom(INCONSISTENT, (y, Const("dt-not-type")), rdf=True),
+                 [self.prop(p, X, y), Comparison("=", m, Call("dt_member", (y, datatype)), self._pos),
+                  Comparison("=", m, Const(0), self._pos)], "dt-not-type")  # fmt: skip
+
+    def ill_typed(self, p) -> None:
+        """dt-type2 then dt-not-type: a data property's ill-typed literal (`"x"^^xsd:integer`)."""
+        self.not_type(p, Call("datatype", (Var("Y"),)))
+
     def domain_range(self, p, c, position: int, name: str) -> None:
         if self.is_datatype(c):
-            if position == 1:
-                raise Unsupported(f"rdfs:range {self.show(c)} of {self.show(p)} is a data range: fluxmat "
-                                  "does not type literals (OWL 2 RL table 8): not translated")  # fmt: skip
+            if position == 1:  # prp-rng types the value with the data range; dt-not-type checks it
+                if c not in VALUE_SPACES:
+                    raise Unsupported(f"rdfs:range {self.show(c)} of {self.show(p)}: fluxmat does not know "
+                                      "this datatype's value space: not translated")  # fmt: skip
+                self.not_type(p, Const(Iri(c)))
+                return
             raise Unsupported(f"rdfs:domain {self.show(c)} of {self.show(p)} is a data range")
         y = Var("Y")
         fresh = _Fresh()

@@ -7,6 +7,7 @@ key (the integer value of an `xsd:integer` literal and its subtypes, else its le
 
 from __future__ import annotations
 
+from fluxmat.engine.datatypes import FUNCTIONS
 from fluxmat.engine.syntax import INT_SAFE_BITS, RdfLiteral, int_in_range
 
 
@@ -97,6 +98,7 @@ def _ne(a, b):
 ARITH = {"+": "_add", "-": "_sub", "*": "_mul", "/": "_div", "%": "_mod"}
 COMPARE = {"<": "_lt", "<=": "_le", ">": "_gt", ">=": "_ge", "=": "_eq", "!=": "_ne"}
 RUNTIME = {
+    **{name: fn for _, name, fn in FUNCTIONS.values()},
     "_add": _add, "_sub": _sub, "_mul": _mul, "_div": _div, "_mod": _mod,
     "_lt": _lt, "_le": _le, "_gt": _gt, "_ge": _ge, "_eq": _eq, "_ne": _ne,
 }  # fmt: skip

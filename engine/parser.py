@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import re
 
+from fluxmat.engine.datatypes import FUNCTIONS
 from fluxmat.engine.errors import ParseError
 from fluxmat.engine.lexer import (
     ANON_LIKE,
@@ -46,6 +47,7 @@ from fluxmat.engine.lexer import (
 from fluxmat.engine.syntax import (
     Atom,
     BinOp,
+    Call,
     Comparison,
     Const,
     Iri,
@@ -287,13 +289,39 @@ class _Parser:
         kind = self.tok[0]
         if kind == "(" or (kind == "-" and self.peek_kind() != "int"):
             return self.nested(kind)
+        if kind == "id" and self.peek_kind() == "(":
+            return self.call()
         return self.simple_term("a term")
 
-    def nested(self, kind: str):
-        """`( expr )` or `- unary`: the parser recurses, so nesting is limited."""
+    def call(self) -> Call:
+        """`fn(term, ...)`, a built-in function (engine.datatypes.FUNCTIONS) with its arity."""
+        tok = self.advance()
+        if tok[1] not in FUNCTIONS:
+            known = ", ".join(sorted(FUNCTIONS))
+            raise self.error(f"unknown function '{tok[1]}' (the built-in functions are {known})", tok)
+        self.nested_enter()
+        self.advance()  # (
+        args = [self.expr()]
+        while self.tok[0] == ",":
+            self.advance()
+            args.append(self.expr())
+        if self.tok[0] != ")":
+            raise self.expected(f"',' or ')' in the arguments of {tok[1]}")
+        self.advance()
+        self._depth -= 1
+        arity = FUNCTIONS[tok[1]][0]
+        if len(args) != arity:
+            raise self.error(f"{tok[1]} takes {arity} argument{'s' if arity > 1 else ''}, not {len(args)}", tok)
+        return Call(tok[1], tuple(args))
+
+    def nested_enter(self) -> None:
         if self._depth >= MAX_NESTING:
             raise self.error(f"expression nested deeper than {MAX_NESTING} levels")
         self._depth += 1
+
+    def nested(self, kind: str):
+        """`( expr )` or `- unary`: the parser recurses, so nesting is limited."""
+        self.nested_enter()
         self.advance()
         if kind == "-":
             term = BinOp("-", Const(0), self.unary())
@@ -386,7 +414,7 @@ class _Parser:
         for term, tok in zip(head.args, arg_toks, strict=True):
             if isinstance(term, Var):
                 raise self.error(f"unsafe fact: variable {tok[1]} in a fact", tok)
-            if isinstance(term, BinOp):
+            if isinstance(term, BinOp | Call):
                 raise self.error("expected a constant in a fact, found an expression", tok)
         return head
 

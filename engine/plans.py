@@ -28,9 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fluxmat.engine.arith import ARITH, COMPARE, RUNTIME
+from fluxmat.engine.datatypes import FUNCTIONS
 from fluxmat.engine.rules import AnalysedRule, Assign, Filter, term_vars
 from fluxmat.engine.storage import Dictionary
-from fluxmat.engine.syntax import BinOp, Const, Iri, RdfLiteral, Term, Var, postorder
+from fluxmat.engine.syntax import BinOp, Call, Const, Iri, RdfLiteral, Term, Var, postorder
 
 __all__ = ["RUNTIME", "AnyOf", "Compiler", "Need", "Plan", "compile_plan", "place_body", "pyvar"]
 
@@ -222,11 +223,17 @@ class Compiler:
         """
         out: list[tuple[str, int]] = []  # (expression, call nesting)
         for node in postorder(term):
-            if not isinstance(node, BinOp):
+            if isinstance(node, Call):
+                args = out[len(out) - len(node.args) :]
+                del out[len(out) - len(node.args) :]
+                text = f"{FUNCTIONS[node.fn][1]}({', '.join(a for a, _ in args)})"
+                depth = max((d for _, d in args), default=0) + 1
+            elif not isinstance(node, BinOp):
                 out.append((self.leaf_value(node), 0))
                 continue
-            (right, dr), (left, dl) = out.pop(), out.pop()
-            text, depth = f"{ARITH[node.op]}({left}, {right})", max(dl, dr) + 1
+            else:
+                (right, dr), (left, dl) = out.pop(), out.pop()
+                text, depth = f"{ARITH[node.op]}({left}, {right})", max(dl, dr) + 1
             if depth >= _MAX_CALL_NESTING:
                 temp = self.e.fresh("e")
                 self.e.emit(f"{temp} = {text}")
@@ -506,7 +513,7 @@ def compile_plan(
         h = "h"
         e.open_loop("for h in D:")
         comp.carry_also.append(h)
-        comp.match(h, head.args, {p for p, a in enumerate(head.args) if isinstance(a, BinOp)})
+        comp.match(h, head.args, {p for p, a in enumerate(head.args) if isinstance(a, BinOp | Call)})
         comp.order.append("head bound")
     elif kind == "delta":
         assert delta is not None

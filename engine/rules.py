@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fluxmat.engine.syntax import Atom, BinOp, Rule, Term, Var, postorder
+from fluxmat.engine.syntax import Atom, BinOp, Call, Rule, Term, Var, postorder
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +56,6 @@ def term_vars(term: Term) -> list[str]:
     """The variables of `term`, left to right, with repetitions."""
     if isinstance(term, Var):
         return [term.name]
-    if isinstance(term, BinOp):
+    if isinstance(term, BinOp | Call):
         return [t.name for t in postorder(term) if isinstance(t, Var)]
     return []

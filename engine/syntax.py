@@ -145,23 +145,34 @@ class BinOp:
         return format_term(self)
 
 
-Term = Var | Const | BinOp
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A built-in function applied to terms, `fn(arg, ...)` (engine.datatypes.FUNCTIONS)."""
+
+    fn: str
+    args: tuple
+
+    def __str__(self) -> str:
+        return format_term(self)
+
+
+Term = Var | Const | BinOp | Call
 
 
 def postorder(term: Term) -> Iterator[Term]:
-    """Every node of `term`, children (left, then right) before their parent.
+    """Every node of `term`, children (left to right) before their parent.
 
     Iterative: a sum of thousands of terms is a BinOp chain thousands deep.
     """
     stack: list[tuple[Term, bool]] = [(term, False)]
     while stack:
         node, expanded = stack.pop()
-        if expanded or not isinstance(node, BinOp):
+        if expanded or not isinstance(node, BinOp | Call):
             yield node
             continue
         stack.append((node, True))
-        stack.append((node.right, False))
-        stack.append((node.left, False))
+        children = (node.left, node.right) if isinstance(node, BinOp) else node.args
+        stack.extend((child, False) for child in reversed(children))
 
 
 def format_term(term: Term) -> str:
@@ -171,6 +182,10 @@ def format_term(term: Term) -> str:
         if isinstance(node, BinOp):
             right, left = out.pop(), out.pop()
             out.append(f"({left} {node.op} {right})")
+        elif isinstance(node, Call):
+            args = out[len(out) - len(node.args) :]
+            del out[len(out) - len(node.args) :]
+            out.append(f"{node.fn}({', '.join(args)})")
         else:
             out.append(str(node))
     return out[0]

@@ -26,7 +26,8 @@ SERVER_FIXTURES = {"redis_server", "broker"}
 INTEGRATION_MODULES = {
     "test_browser_harness", "test_dashboard", "test_dashboard_layout", "test_delta_counts",
     "test_export_cli", "test_kafka_connectors", "test_keyed", "test_ops_live", "test_ops_redis_faults",
-    "test_pipeline", "test_pipeline_checkpoint", "test_pipeline_keyed", "test_pipeline_poison",
+    "test_owl_rdf_stream", "test_pipeline", "test_pipeline_checkpoint", "test_pipeline_keyed",
+    "test_pipeline_poison",
     "test_rdf_stream", "test_retries", "test_state_bytes", "test_state_store", "test_stream_batch",
     "test_time_lag", "test_verify", "test_wire", "test_packaging",
 }  # fmt: skip

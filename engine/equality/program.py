@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from fluxmat.engine.analysis import INTERNAL_PREFIX, Analysis
 from fluxmat.engine.equality.classes import Classes, PyFact
 from fluxmat.engine.errors import AnalysisError
-from fluxmat.engine.syntax import Atom, BinOp, Comparison, Const, Negation, Program, Rule, Var
+from fluxmat.engine.syntax import Atom, BinOp, Call, Comparison, Const, Negation, Program, Rule, Var
 
 SAME_AS = "http://www.w3.org/2002/07/owl#sameAs"
 MODES = ("off", "rewrite")
@@ -44,7 +44,7 @@ def check_program(program: Program) -> None:
                     f"built-ins; rule '{rule}' uses {kind}"
                 )
     for atom in _atoms(program):
-        if any(isinstance(t, BinOp) for t in atom.args):
+        if any(isinstance(t, BinOp | Call) for t in atom.args):
             raise AnalysisError(
                 f"{atom.pos}: equality rewriting does not support arithmetic in atoms ('{atom}')"
             )

@@ -1,6 +1,6 @@
 """`--owl-rules axioms` vs `--owl-rules rdf` vs owlrl on generated LUBM data with univ-bench.owl.
 
-    python -m tests.benchmarks.owl_modes [--universities 1 5] [--owlrl-cap 900] [--cap 1800]
+    python -m tests.benchmarks.owl_modes [--universities 1 5] [--owlrl-cap 900] [--cap 1800] [--systems ...] [--dump DIR]
 
 For each size: the data (tests.benchmarks.lubm_gen, N-Triples), then one child
 process per system (tests.benchmarks.isolate: peak RSS of that run alone):
@@ -36,10 +36,14 @@ def _instance(triples) -> set[tuple[str, str, str]]:
     return out
 
 
-def _digest(triples: set) -> str:
+def _digest(triples: set, dump: str | None = None) -> str:
+    """The triples' digest; with `dump`, also written there, one sorted line each (to diff two systems)."""
     import hashlib
 
-    return hashlib.sha256("\n".join(sorted(" ".join(t) for t in triples)).encode()).hexdigest()
+    text = "\n".join(sorted(" ".join(t) for t in triples))
+    if dump:
+        Path(dump).write_text(text + "\n", encoding="utf-8")
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def run_fluxmat(arg: dict) -> dict:
@@ -55,7 +59,7 @@ def run_fluxmat(arg: dict) -> dict:
     triples = [t for t in map(triple_of, reasoner.facts()) if t is not None]
     inst = _instance((t.subject.value, t.predicate.value, str(t.object.value)) for t in triples)
     return {"seconds": seconds, "cpu": cpu, "facts": reasoner.sizes()["facts"], "instance": len(inst),
-            "digest": _digest(inst)}  # fmt: skip
+            "digest": _digest(inst, arg.get("dump"))}  # fmt: skip
 
 
 def run_owlrl(arg: dict) -> dict:
@@ -69,7 +73,12 @@ def run_owlrl(arg: dict) -> dict:
     owlrl.DeductiveClosure(owlrl.OWLRL_Semantics).expand(g)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     inst = _instance((str(s), str(p), str(o)) for s, p, o in g if not isinstance(s, rdflib.Literal))
-    return {"seconds": seconds, "cpu": cpu, "facts": len(g), "instance": len(inst), "digest": _digest(inst)}
+    return {"seconds": seconds, "cpu": cpu, "facts": len(g), "instance": len(inst),
+            "digest": _digest(inst, arg.get("dump"))}  # fmt: skip
+
+
+SYSTEMS = {"fluxmat axioms": (run_fluxmat, {"mode": "axioms"}), "fluxmat rdf": (run_fluxmat, {"mode": "rdf"}),
+           "owlrl": (run_owlrl, {})}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="departments per university (default: 15-25, as LUBM)")
     ap.add_argument("--cap", type=float, default=1800, help="seconds per fluxmat run")
     ap.add_argument("--owlrl-cap", type=float, default=900, help="seconds per owlrl run")
+    ap.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
+    ap.add_argument("--dump", metavar="DIR", help="write each run's instance triples to DIR/<data>-<system>.txt")
     ns = ap.parse_args(argv)
     from tests.benchmarks.lubm_gen import generate, write_rdf
 
@@ -90,10 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         facts = generate(n, ns.departments)
         write_rdf(facts, str(path), "ntriples")
         digests = {}
-        for name, fn, arg, cap in (("fluxmat axioms", run_fluxmat, {"mode": "axioms"}, ns.cap),
-                                   ("fluxmat rdf", run_fluxmat, {"mode": "rdf"}, ns.cap),
-                                   ("owlrl", run_owlrl, {}, ns.owlrl_cap)):  # fmt: skip
-            r = isolated(fn, {**arg, "data": str(path)}, cap)
+        for name in ns.systems:
+            fn, arg = SYSTEMS[name]
+            dump = str(Path(ns.dump) / f"{label}-{name.replace(' ', '-')}.txt") if ns.dump else None
+            r = isolated(fn, {**arg, "data": str(path), "dump": dump}, ns.owlrl_cap if name == "owlrl" else ns.cap)
             load = " ".join(f"{x:.1f}" for x in os.getloadavg())
             if "error" in r:
                 print(f"| {label} | {len(facts):,} | {name} | {r['error']} | | | | {load} |", flush=True)
