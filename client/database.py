@@ -176,7 +176,7 @@ class SqlStore:
         """Every fact of `key`'s view, read back from the tables."""
         out = set()
         cur = self.conn.cursor()
-        for (pred, arity), name in sorted(self.tables.items()):
+        for (pred, arity), name in sorted(self._stored_tables(cur).items()):
             cols = ", ".join(f"a{i}, a{i}_type, a{i}_lang" for i in range(1, arity + 1)) or "fact"
             cur.execute(self._sql(f'SELECT {cols} FROM "{name}" WHERE fluxmat_key = ?'),
                         ("" if key is None else key,))
@@ -184,6 +184,16 @@ class SqlStore:
                 out.add((pred, *(_value(*row[i:i + 3]) for i in range(0, 3 * arity, 3))))
         self.conn.rollback()
         return out
+
+    def _stored_tables(self, cur) -> dict[tuple[str, int], str]:
+        """The predicate tables the database holds now (none before the first `load`), whoever made them."""
+        exists = ("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'fluxmat_predicates'"
+                  if self.dialect == "sqlite" else "SELECT count(*) FROM pg_tables WHERE tablename = 'fluxmat_predicates'")
+        cur.execute(exists)
+        if not cur.fetchone()[0]:
+            return {}
+        cur.execute("SELECT predicate, arity, table_name FROM fluxmat_predicates")
+        return {(p, a): t for p, a, t in cur.fetchall()}
 
     def close(self) -> None:
         self.conn.close()

@@ -206,6 +206,15 @@ def test_a_large_first_snapshot_goes_in_bulk_and_reads_back(db_url):
     store.apply(folder.offer(json.dumps(body).encode()), "t", folder.resume())
     assert store.facts() == set(facts)
     store.close()
+    reader = open_store(db_url)  # another connection that never loaded: it reads what the database holds
+    assert reader.facts() == set(facts) and reader.facts("other") == set()
+    reader.close()
+
+
+def test_a_new_database_holds_no_facts(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'empty.db'}")
+    assert store.facts() == set()
+    store.close()
 
 
 def test_update_producer_messages_are_what_the_job_reads(broker):

@@ -208,6 +208,30 @@ def test_fifty_keys_on_a_redis_cluster(broker, cluster, tmp_path):
     dead = read_deltas(broker.bootstrap, f"kdead{n}", timeout=30)
     assert [json.loads(d["raw"])["id"] for d in dead] == ["no-key"]
     assert "without a key" in dead[0]["reason"]
+    followed(broker.bootstrap, f"kdeltas{n}", tmp_path, plan)
+
+
+def followed(bootstrap: str, deltas: str, d: Path, plan: dict[str, list[dict]]) -> None:
+    """`fluxmat follow` of the keyed job's deltas: all keys in one database, one key alone in another."""
+    from fluxmat.client import open_store
+
+    one = "tenant07"
+    urls = {None: f"sqlite:///{d / 'all-keys.db'}", one: f"sqlite:///{d / 'one-key.db'}"}
+    for key, url in urls.items():
+        cmd = [sys.executable, "-m", "fluxmat.ops.cli", "follow", "--deltas-topic", deltas,
+               "--bootstrap-servers", bootstrap, "--to", url, "--until-caught-up", "--quiet"]  # fmt: skip
+        done = subprocess.run(cmd + ([] if key is None else ["--key", key]), capture_output=True, text=True,
+                              timeout=300, env=job_env())  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    every, alone = open_store(urls[None]), open_store(urls[one])
+    try:
+        for key, updates in plan.items():
+            assert every.facts(key) == remat(explicit_after(updates)), key
+        assert alone.facts(one) == remat(explicit_after(plan[one]))
+        assert not alone.facts("tenant08"), "the one-key follower stored another key's facts"
+    finally:
+        every.close()
+        alone.close()
 
 
 def test_kill_restart_node_and_task_failure(broker, cluster, tmp_path):
