@@ -314,7 +314,8 @@ class Job:
             exc = query.exception()
             if exc is None:
                 return
-            if self.failed is None and WORKER_LATE in str(exc) and restarts < WORKER_RESTARTS:
+            late = self.failed is None and WORKER_LATE in str(exc)
+            if late and restarts < WORKER_RESTARTS and not self._stop.is_set():
                 restarts += 1
                 self.log(f"a Spark Python worker did not connect back in time (a busy machine?); "
                          f"starting the query again ({restarts} of {WORKER_RESTARTS})")  # fmt: skip
