@@ -78,8 +78,10 @@ def _cores(rules):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), sizes=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)),
-                                                        min_size=1, max_size=8))  # fmt: skip
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    sizes=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=8),
+)
 def test_one_call_path_matches_set_at_a_time_and_scratch(seed, sizes):
     rng = random.Random(seed)
     rules = random_rules(rng)
@@ -105,8 +107,10 @@ def test_one_call_path_matches_set_at_a_time_and_scratch(seed, sizes):
 def test_relations_grow_inside_the_call():
     """Many rows inserted by one call: the relations grow (tables rebuilt) inside it and stay consistent."""
     v = lambda n: ("var", n)  # noqa: E731
-    rules = [Rule(("c", (v("X"), v("Y"))), (("e", (v("X"), v("Y"))),)),
-             Rule(("c", (v("X"), v("Z"))), (("c", (v("X"), v("Y"))), ("e", (v("Y"), v("Z")))))]  # fmt: skip
+    rules = [
+        Rule(("c", (v("X"), v("Y"))), (("e", (v("X"), v("Y"))),)),
+        Rule(("c", (v("X"), v("Z"))), (("c", (v("X"), v("Y"))), ("e", (v("Y"), v("Z"))))),
+    ]
     core = ArraysCore(rules, dict(ARITY))
     core.one_call.threshold = 10**9
     chain = {("e", i, i + 1) for i in range(40)}

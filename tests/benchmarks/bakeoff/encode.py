@@ -43,6 +43,9 @@ PF, P_START, P_NSTEPS, P_NSLOTS, P_HEAD, P_HOFF = 5, 0, 1, 2, 3, 4
 CF, C_KIND, C_PREDS, C_INPUTS, C_REC, C_LOWER, C_HEADP = 11, 0, 1, 3, 5, 7, 9
 RF, R_COMP, R_COUNTED = 3, 0, 1
 COUNTED, DRED, CLOSURE = 0, 1, 2
+STEPS, CSRC, CVAL, COUT, CMASK, PLANS, HSRC, HVAL, COMPS, RELS, LISTS = range(
+    11
+)  # the tuple `encode` returns
 
 
 class _Builder:
@@ -69,7 +72,13 @@ class _Builder:
         self.step(pl.start)
         for s in pl.steps:
             self.step(s)
-        self.plans += [start, len(pl.steps), pl.nslots, self.rel_ids[pl.head_pred], len(self.hcols[0])]
+        self.plans += [
+            start,
+            len(pl.steps),
+            pl.nslots,
+            self.rel_ids[pl.head_pred],
+            len(self.hcols[0]),
+        ]
         self.hcols[0].extend(int(v) for v in pl.head_src)
         self.hcols[1].extend(int(v) for v in pl.head_cval)
         self.plan_ids[id(pl)] = len(self.plan_ids)
