@@ -17,6 +17,7 @@ first), `xoff` (where each fact's values start in `xvals`, plus the end).
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from numba.typed import List
 
 from tests.benchmarks.bakeoff.encode import encode
@@ -28,15 +29,40 @@ THRESHOLD = (
 )
 
 
+# Typed lists are built and changed only through these cached functions: done from Python, every
+# typed-list operation compiles numba's list methods afresh in each process (~5 s CPU at start).
+@njit(cache=True)
+def _new_list(first):
+    out = List()
+    out.append(first)
+    return out
+
+
+@njit(cache=True)
+def _append(lst, a):
+    lst.append(a)
+
+
+@njit(cache=True)
+def _set(lst, i, a):
+    lst[i] = a
+
+
+@njit(cache=True)
+def _get(lst, i):
+    return lst[i]
+
+
 class Store:
     """The relations as the interpreter reads them: typed lists of the `Rel` objects' own buffers."""
 
     def __init__(self, rels: list) -> None:
         self.rels = rels
-        self.lists = {name: List() for name in (*KINDS, "imask", "full", "seen")}
-        for rel in rels:
+        names = (*KINDS, "imask", "full", "seen")
+        self.lists = {name: _new_list(getattr(rels[0], name)) for name in names}
+        for rel in rels[1:]:
             for name, lst in self.lists.items():
-                lst.append(getattr(rel, name))
+                _append(lst, getattr(rel, name))
         self.ns = np.array([r.n for r in rels], np.int64)
         self.caps = np.array([r.cap for r in rels], np.int64)
         self.maxids = np.array([r.maxid for r in rels], np.int64)
@@ -50,9 +76,9 @@ class Store:
         for i, rel in enumerate(self.rels):
             if rel.cap != self.caps[i]:
                 for name in KINDS:
-                    self.lists[name][i] = getattr(rel, name)
+                    _set(self.lists[name], i, getattr(rel, name))
             if len(rel.seen) != self.seencap[i]:
-                self.lists["seen"][i] = rel.seen
+                _set(self.lists["seen"], i, rel.seen)
                 self.seencap[i] = len(rel.seen)
         self.ns[:] = [r.n for r in self.rels]
         self.caps[:] = [r.cap for r in self.rels]
@@ -71,9 +97,9 @@ class Store:
             if flags & GROWN:
                 rel.cap = int(self.caps[i])
                 for name in KINDS:
-                    setattr(rel, name, self.lists[name][i])
+                    setattr(rel, name, _get(self.lists[name], i))
             if flags & SEEN_GROWN:
-                rel.seen = self.lists["seen"][i]
+                rel.seen = _get(self.lists["seen"], i)
                 self.seencap[i] = len(rel.seen)
         self.dirty[:] = 0
 
