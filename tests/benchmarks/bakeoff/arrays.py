@@ -9,8 +9,11 @@ Evaluation: each rule is compiled once into plans -- one per body position
 (the delta starts there) and one from the head (for rederivation) -- whose
 atoms are ordered greedily by bound columns; a plan runs set-at-a-time, one
 numba call per atom over all bindings, each binding probed fact-at-a-time in
-the compiled loop. Small and large deltas take the same path: the per-call
-cost is a few microseconds, so there is no separate "small update" mode.
+the compiled loop. That is the path of large updates; an update with few
+explicit changes (onecall.THRESHOLD) instead runs its whole cascade in one
+call of a compiled interpreter of the same plans (the lines marked `hybrid hook`
+below; interp.py), since each of the ~40 calls of a small update
+costs more to dispatch than to run.
 
 Maintenance (per update, strata in dependency order; the update is one
 consistency point, so the core does not keep a derivation log):
@@ -36,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.benchmarks.bakeoff import kernels as K
+from tests.benchmarks.bakeoff.onecall import OneCall
 from tests.benchmarks.bakeoff.rel import Rel
 from tests.benchmarks.bakeoff.strata import Plan, components
 
@@ -60,6 +64,7 @@ class ArraysCore:
             for step in plan.steps:
                 step.k = self.rels[step.pred].index_of(step.mask)
         self.epoch = 0
+        self.one_call = OneCall(self)  # hybrid hook: small updates in one compiled call (onecall.py)
 
     @classmethod
     def warm(cls) -> None:
@@ -75,11 +80,13 @@ class ArraysCore:
                  Rule(a("s", "X", "Z"), (a("s", "X", "Y"), a("s", "Y", "Z"))),
                  Rule(a("d", "X"), (a("c", "X", "X"),)), Rule(a("f", "X"), (a("e", "X", 1),)),
                  Rule(a("g", "X"), (a("e", "X", "Y"), a("b", "Z")))]  # fmt: skip
-        core = cls(rules, {"e": 2, "b": 1})
         e = np.array([[0, 1], [1, 2], [2, 0], [3, 1]], np.int64)
-        core.load({"e": e, "b": np.array([[5]], np.int64)})
-        core.update({"e": np.array([[4, 4]], np.int64)}, {"e": e[:2]})
-        core.facts()
+        for threshold in (-1, 64):  # hybrid hook: the set-at-a-time path, then the one-call path
+            core = cls(rules, {"e": 2, "b": 1})
+            core.one_call.threshold = threshold
+            core.load({"e": e, "b": np.array([[5]], np.int64)})
+            core.update({"e": np.array([[4, 4]], np.int64)}, {"e": e[:2]})
+            core.facts()
 
     # ------------------------------------------------------------ the interface
     def load(self, facts: dict[str, np.ndarray]) -> None:
@@ -87,6 +94,14 @@ class ArraysCore:
 
     def update(self, add: dict[str, np.ndarray], delete: dict[str, np.ndarray]) -> tuple[int, int]:
         self.epoch += 1
+        if self.one_call.fits(add, delete):  # hybrid hook: the whole cascade in one compiled call (onecall.py)
+            return self.one_call.update(add, delete)
+        try:
+            return self._update(add, delete)
+        finally:
+            self.one_call.stale()  # hybrid hook: the interpreter re-reads the relations
+
+    def _update(self, add: dict[str, np.ndarray], delete: dict[str, np.ndarray]) -> tuple[int, int]:
         explicit = self._explicit(add, delete)
         flipped: dict[str, np.ndarray] = {}
         for scc in self.sccs:

@@ -1,0 +1,615 @@
+"""The one-call path of the arrays candidate: a small update's whole cascade in one compiled call.
+
+`cascade` is a numba-compiled interpreter of the program encoded by
+encode.py. Given an update's explicit changes, it runs every component the
+update reaches, in dependency order, with the same maintenance as
+arrays.py (counting for non-recursive predicates, DRed with non-recursive
+counters for recursive components, the symmetric-transitive closure module),
+fact-at-a-time: each plan is a depth-first nested loop over its steps, one
+binding at a time, instead of a numba call per step over all bindings. A
+1 + 1 update is one dispatch instead of ~40 and no numpy glue.
+
+The relations reach it as a store (interp_rel.py: typed lists of the
+`Rel` objects' own buffers), the program as encode.py's integer arrays, the
+explicit changes packed (onecall.py). Inside a call, growable buffers hold
+the rows that flipped presence (per relation one contiguous range,
+`fstart` / `flen`), the explicit rows and signs, touched rows, plan heads
+and the DRed sets (over-deleted, inserted), each as (relation, row) pairs.
+
+`_run_one` runs one plan from one row: the start atom binds slots, then a
+loop keeps one cursor per join step (`_first` / `_next`: the full-key
+probe, the index chain, or a scan) and emits the head at the last step.
+`want`/`kind`/`mode` codes are named where they are used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from numba.typed import List
+
+from tests.benchmarks.bakeoff import kernels as K
+from tests.benchmarks.bakeoff.encode import (
+    C_HEADP,
+    C_INPUTS,
+    C_KIND,
+    C_LOWER,
+    C_PREDS,
+    C_REC,
+    CF,
+    CLOSURE,
+    CMASK,
+    COMPS,
+    COUNTED,
+    COUT,
+    CSRC,
+    CVAL,
+    HSRC,
+    HVAL,
+    LISTS,
+    P_HEAD,
+    P_HOFF,
+    P_NSLOTS,
+    P_NSTEPS,
+    P_START,
+    PF,
+    PLANS,
+    R_COUNTED,
+    RELS,
+    RF,
+    S_COFF,
+    S_HOW,
+    S_K,
+    S_POS,
+    S_REL,
+    SF,
+    STEPS,
+)
+from tests.benchmarks.bakeoff.interp_rel import (
+    ALIVE,
+    AUX,
+    BASE,
+    CNT,
+    COLS,
+    DIRTY,
+    DMARK,
+    DREL,
+    DROW,
+    EREL,
+    EROW,
+    ESIGN,
+    EXPL,
+    FLIP,
+    FROWS,
+    HB,
+    HW,
+    INEXT,
+    IREL,
+    IROW,
+    ISLOTS,
+    MAXIDS,
+    N_CHANGED,
+    NBUF,
+    NS,
+    NSTAMPS,
+    SEEN,
+    SEEN_GROWN,
+    SLOTS,
+    TREL,
+    TROW,
+    count,
+    flip,
+    insert,
+    lookup,
+    push,
+    widen,
+)
+
+
+# ---------------------------------------------------------------- one plan, depth first
+@njit(cache=True)
+def _mode(pg, kind, plpos, s, comp):
+    """0 reads the new state, 1 the old: counting by position, 1 = all new, 2 = over-deletion."""
+    steps, rels = pg[STEPS], pg[RELS]
+    if kind == 0:
+        return 0 if steps[s * SF + S_POS] < plpos else 1
+    if kind == 1:
+        return 0
+    return 0 if rels[steps[s * SF + S_REL] * RF] == comp else 1
+
+
+@njit(cache=True)
+def _first(st, pg, s, vals):
+    steps, cmask = pg[STEPS], pg[CMASK]
+    i, how, off = steps[s * SF + S_REL], steps[s * SF + S_HOW], steps[s * SF + S_COFF]
+    cols = st[COLS][i]
+    a = cols.shape[1]
+    mask, vals = cmask[off : off + a], vals[:a]
+    if how == 0:
+        slots = st[SLOTS][i]
+        return np.int64(slots[K.find(cols, slots, vals, mask)])
+    if how == 1:
+        islot = st[ISLOTS][i][steps[s * SF + S_K]]
+        return np.int64(islot[K.find(cols, islot, vals, mask)])
+    return np.int64(0) if st[NS][i] > 0 else np.int64(-1)
+
+
+@njit(cache=True)
+def _next(st, pg, s, r):
+    steps = pg[STEPS]
+    i, how = steps[s * SF + S_REL], steps[s * SF + S_HOW]
+    if how == 0:
+        return np.int64(-1)
+    if how == 1:
+        return np.int64(st[INEXT][i][steps[s * SF + S_K], r])
+    return r + 1 if r + 1 < st[NS][i] else np.int64(-1)
+
+
+@njit(cache=True)
+def _ok(st, pg, s, r, vals, mode, epoch):
+    """Row r of step s's relation is present (in the mode's state) and agrees with the bound values."""
+    steps, csrc = pg[STEPS], pg[CSRC]
+    i, off = steps[s * SF + S_REL], steps[s * SF + S_COFF]
+    if not K.present(st[ALIVE][i], st[FLIP][i], r, epoch, mode):
+        return False
+    if steps[s * SF + S_HOW] == 0:
+        return True
+    cols = st[COLS][i]
+    for j in range(cols.shape[1]):
+        src = csrc[off + j]
+        if src >= -1:
+            if cols[r, j] != vals[j]:
+                return False
+        elif src <= -3 and cols[r, j] != cols[r, -3 - src]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _values(st, pg, s, B, vals):
+    steps, csrc, cval = pg[STEPS], pg[CSRC], pg[CVAL]
+    i, off = steps[s * SF + S_REL], steps[s * SF + S_COFF]
+    for j in range(st[COLS][i].shape[1]):
+        src = csrc[off + j]
+        if src >= 0:
+            vals[j] = B[src]
+        elif src == -1:
+            vals[j] = cval[off + j]
+
+
+@njit(cache=True)
+def _bind(st, pg, s, r, B):
+    steps, cout = pg[STEPS], pg[COUT]
+    i, off = steps[s * SF + S_REL], steps[s * SF + S_COFF]
+    cols = st[COLS][i]
+    for j in range(cols.shape[1]):
+        if cout[off + j] >= 0:
+            B[cout[off + j]] = cols[r, j]
+
+
+@njit(cache=True)
+def _start_ok(st, pg, s, r):
+    steps, csrc, cval = pg[STEPS], pg[CSRC], pg[CVAL]
+    i, off = steps[s * SF + S_REL], steps[s * SF + S_COFF]
+    cols = st[COLS][i]
+    for j in range(cols.shape[1]):
+        src = csrc[off + j]
+        if src == -1 and cols[r, j] != cval[off + j]:
+            return False
+        if src <= -3 and cols[r, j] != cols[r, -3 - src]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _emit(pg, pl, B, w, bufs, sizes):
+    plans, hsrc, hval = pg[PLANS], pg[HSRC], pg[HVAL]
+    hoff = plans[pl * PF + P_HOFF]
+    ha = _head_arity(pg, pl)
+    for j in range(ha):
+        src = hsrc[hoff + j]
+        push(bufs, sizes, HB, B[src] if src >= 0 else hval[hoff + j])
+    push(bufs, sizes, HW, w)
+
+
+@njit(cache=True)
+def _head_arity(pg, pl):
+    plans = pg[PLANS]
+    nxt = plans[(pl + 1) * PF + P_HOFF] if (pl + 1) * PF < plans.shape[0] else pg[HSRC].shape[0]
+    return nxt - plans[pl * PF + P_HOFF]
+
+
+@njit(cache=True)
+def _run_one(st, pg, pl, row, w, kind, comp, epoch, bufs, sizes):
+    """The plan's instances starting at `row` of its start relation: head facts and weights pushed to HB / HW."""
+    plans, steps = pg[PLANS], pg[STEPS]
+    s0, nst = plans[pl * PF + P_START], plans[pl * PF + P_NSTEPS]
+    if not _start_ok(st, pg, s0, row):
+        return
+    B = np.zeros(max(plans[pl * PF + P_NSLOTS], 1), np.int64)
+    _bind(st, pg, s0, row, B)
+    if nst == 0:
+        _emit(pg, pl, B, w, bufs, sizes)
+        return
+    plpos = steps[s0 * SF + S_POS]
+    cur = np.empty(nst, np.int64)
+    width = 1
+    for s in range(s0 + 1, s0 + 1 + nst):
+        width = max(width, st[COLS][steps[s * SF + S_REL]].shape[1])
+    vals = np.zeros((nst, width), np.int64)
+    _values(st, pg, s0 + 1, B, vals[0])
+    cur[0] = _first(st, pg, s0 + 1, vals[0])
+    lvl = 0
+    while lvl >= 0:
+        s = s0 + 1 + lvl
+        r = cur[lvl]
+        if r < 0:
+            lvl -= 1
+            if lvl >= 0:
+                cur[lvl] = _next(st, pg, s - 1, cur[lvl])
+            continue
+        if not _ok(st, pg, s, r, vals[lvl], _mode(pg, kind, plpos, s, comp), epoch):
+            cur[lvl] = _next(st, pg, s, r)
+            continue
+        _bind(st, pg, s, r, B)
+        if lvl == nst - 1:
+            _emit(pg, pl, B, w, bufs, sizes)
+            cur[lvl] = _next(st, pg, s, r)
+        else:
+            lvl += 1
+            _values(st, pg, s + 1, B, vals[lvl])
+            cur[lvl] = _first(st, pg, s + 1, vals[lvl])
+
+
+@njit(cache=True)
+def _run_rows(st, pg, pl, rel_b, row_b, a, b, want, kind, comp, epoch, bufs, sizes):
+    """The plan from the rows of bag entries a..b of its start relation; heads in HB / HW (emptied first).
+
+    `want`: 1 only present rows, 0 only dead ones, 2 all, 3 all with weight +1 if present else -1.
+    """
+    sizes[HB] = 0
+    sizes[HW] = 0
+    i = pg[STEPS][pg[PLANS][pl * PF + P_START] * SF + S_REL]
+    alive = st[ALIVE][i]
+    for e in range(a, b):
+        if rel_b >= 0 and bufs[rel_b][e] != i:
+            continue
+        r = bufs[row_b][e]
+        here = alive[r] != 0
+        if (want == 1 and not here) or (want == 0 and here):
+            continue
+        w = (1 if here else -1) if want == 3 else 1
+        _run_one(st, pg, pl, r, w, kind, comp, epoch, bufs, sizes)
+
+
+@njit(cache=True)
+def _list(pg, off):
+    lists = pg[LISTS]
+    return lists[off[0] : off[0] + off[1]]
+
+
+# ---------------------------------------------------------------- maintenance
+@njit(cache=True)
+def _count_into(st, pg, p, epoch, fs, bufs, sizes):
+    """Explicit and counted derivation changes of relation p into its counters (touched rows pushed)."""
+    fstart, flen = fs[0], fs[1]
+    for e in range(sizes[EREL]):
+        if bufs[EREL][e] == p:
+            count(st, p, bufs[EROW][e], bufs[ESIGN][e], epoch, bufs, sizes)
+    rels, plans, steps = pg[RELS], pg[PLANS], pg[STEPS]
+    for pl in _list(pg, rels[p * RF + R_COUNTED : p * RF + R_COUNTED + 2]):
+        q = steps[plans[pl * PF + P_START] * SF + S_REL]
+        if flen[q] == 0:
+            continue
+        _run_rows(
+            st, pg, pl, -1, FROWS, fstart[q], fstart[q] + flen[q], 3, 0, -1, epoch, bufs, sizes
+        )
+        ha = _head_arity(pg, pl)
+        for h in range(sizes[HW]):
+            r = insert(st, p, bufs[HB][h * ha : (h + 1) * ha])
+            count(st, p, r, bufs[HW][h], epoch, bufs, sizes)
+
+
+@njit(cache=True)
+def _counted(st, pg, p, epoch, fs, bufs, sizes):
+    sizes[TREL] = 0
+    sizes[TROW] = 0
+    _count_into(st, pg, p, epoch, fs, bufs, sizes)
+    cnt, alive = st[CNT][p], st[ALIVE][p]
+    fs[0][p] = sizes[FROWS]
+    for t in range(sizes[TROW]):
+        r = bufs[TROW][t]
+        now = cnt[r] > 0
+        if now != (alive[r] != 0):
+            alive[r] = 1 if now else 0
+            flip(st, p, r, epoch, bufs, sizes)
+    fs[1][p] = sizes[FROWS] - fs[0][p]
+
+
+@njit(cache=True)
+def _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes):
+    """The heads in HB into the bag rel_b / row_b.
+
+    Mode 0: over-deletion candidates (present, uncounted, pushed once: dmark set);
+    mode 1 (looked up) and 2 (inserted): dead ones revived and pushed.
+    """
+    h_rel = pg[PLANS][pl * PF + P_HEAD]
+    ha = _head_arity(pg, pl)
+    for h in range(sizes[HW]):
+        key = bufs[HB][h * ha : (h + 1) * ha]
+        r = insert(st, h_rel, key) if mode == 2 else lookup(st, h_rel, key)
+        if r < 0:
+            continue
+        alive, cnt, dmark = (
+            st[ALIVE][h_rel],
+            st[CNT][h_rel],
+            st[DMARK][h_rel],
+        )  # after insert (it may grow them)
+        if mode == 0:
+            if alive[r] != 0 and cnt[r] == 0 and dmark[r] != epoch:
+                dmark[r] = epoch
+                push(bufs, sizes, rel_b, h_rel)
+                push(bufs, sizes, row_b, r)
+        elif alive[r] == 0:
+            alive[r] = 1
+            push(bufs, sizes, rel_b, h_rel)
+            push(bufs, sizes, row_b, r)
+
+
+@njit(cache=True)
+def _fixpoint(st, pg, comp_row, c, mode, epoch, rel_b, row_b, bufs, sizes):
+    """Semi-naive rounds of the component's recursive plans over the bag rel_b/row_b (grown in place)."""
+    kind = 2 if mode == 0 else 1
+    a, b = 0, sizes[row_b]
+    while a < b:
+        for pl in _list(pg, comp_row[C_REC : C_REC + 2]):
+            _run_rows(st, pg, pl, rel_b, row_b, a, b, 2, kind, c, epoch, bufs, sizes)
+            _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes)
+        a, b = b, sizes[row_b]
+
+
+@njit(cache=True)
+def _dred(st, pg, c, epoch, fs, bufs, sizes):
+    """DRed^c for recursive component c (arrays._DRed, the same steps)."""
+    comp_row = pg[COMPS][c * CF : (c + 1) * CF]
+    preds = _list(pg, comp_row[C_PREDS : C_PREDS + 2])
+    fstart, flen = fs[0], fs[1]
+    for b in (TREL, TROW, DREL, DROW, IREL, IROW):
+        sizes[b] = 0
+    for p in preds:
+        _count_into(st, pg, p, epoch, fs, bufs, sizes)
+    for t in range(sizes[TROW]):  # lost: present, uncounted now
+        i, r = bufs[TREL][t], bufs[TROW][t]
+        if st[ALIVE][i][r] != 0 and st[CNT][i][r] == 0 and st[DMARK][i][r] != epoch:
+            st[DMARK][i][r] = epoch
+            push(bufs, sizes, DREL, i)
+            push(bufs, sizes, DROW, r)
+    lower = _list(pg, comp_row[C_LOWER : C_LOWER + 2])
+    for pl in lower:  # a lower fact deleted: its instances lose a derivation
+        q = pg[STEPS][pg[PLANS][pl * PF + P_START] * SF + S_REL]
+        _run_rows(
+            st, pg, pl, -1, FROWS, fstart[q], fstart[q] + flen[q], 0, 2, c, epoch, bufs, sizes
+        )
+        _heads(st, pg, pl, 0, epoch, DREL, DROW, bufs, sizes)
+    _fixpoint(st, pg, comp_row, c, 0, epoch, DREL, DROW, bufs, sizes)
+    for e in range(sizes[DROW]):
+        st[ALIVE][bufs[DREL][e]][bufs[DROW][e]] = 0
+    for t in range(sizes[TROW]):  # counted now: present
+        i, r = bufs[TREL][t], bufs[TROW][t]
+        if st[CNT][i][r] > 0 and st[ALIVE][i][r] == 0:
+            st[ALIVE][i][r] = 1
+            push(bufs, sizes, IREL, i)
+            push(bufs, sizes, IROW, r)
+    for pl in _list(pg, comp_row[C_HEADP : C_HEADP + 2]):  # over-deleted, still derivable: back
+        _run_rows(st, pg, pl, DREL, DROW, 0, sizes[DROW], 2, 1, c, epoch, bufs, sizes)
+        _heads(st, pg, pl, 1, epoch, IREL, IROW, bufs, sizes)
+    for pl in lower:
+        q = pg[STEPS][pg[PLANS][pl * PF + P_START] * SF + S_REL]
+        _run_rows(
+            st, pg, pl, -1, FROWS, fstart[q], fstart[q] + flen[q], 1, 1, c, epoch, bufs, sizes
+        )
+        _heads(st, pg, pl, 2, epoch, IREL, IROW, bufs, sizes)
+    _fixpoint(st, pg, comp_row, c, 2, epoch, IREL, IROW, bufs, sizes)
+    for p in preds:  # flips: over-deleted and not back, or newly present
+        fstart[p] = sizes[FROWS]
+        for e in range(sizes[DROW]):
+            if bufs[DREL][e] == p and st[ALIVE][p][bufs[DROW][e]] == 0:
+                flip(st, p, bufs[DROW][e], epoch, bufs, sizes)
+        for e in range(sizes[IROW]):
+            if bufs[IREL][e] == p and st[DMARK][p][bufs[IROW][e]] != epoch:
+                flip(st, p, bufs[IROW][e], epoch, bufs, sizes)
+        flen[p] = sizes[FROWS] - fstart[p]
+
+
+# ---------------------------------------------------------------- the closure module
+@njit(cache=True)
+def _ends(st, p, bufs, sizes):
+    """Whether a touched row's base status (cnt > 0) change may change a component (kernels.base_changes).
+
+    `base` is updated; the changed rows' endpoints go to AUX.
+    """
+    cnt, base, alive, cols = st[CNT][p], st[BASE][p], st[ALIVE][p], st[COLS][p]
+    sizes[AUX] = 0
+    matters = False
+    for t in range(sizes[TROW]):
+        r = bufs[TROW][t]
+        now = 1 if cnt[r] > 0 else 0
+        if now != base[r]:
+            base[r] = now
+            push(bufs, sizes, AUX, cols[r, 0])
+            push(bufs, sizes, AUX, cols[r, 1])
+            if now == 0 or alive[r] == 0:
+                matters = True
+    return matters
+
+
+@njit(cache=True)
+def _second(cols, rows):
+    out = np.empty(rows.shape[0], np.int64)
+    for t in range(rows.shape[0]):
+        out[t] = cols[rows[t], 1]
+    return out
+
+
+@njit(cache=True)
+def _seen(st, p):
+    seen_l, maxids = st[SEEN], st[MAXIDS]
+    if seen_l[p].shape[0] < maxids[p]:
+        seen_l[p] = widen(seen_l[p], seen_l[p].shape[0], max(maxids[p], 2 * seen_l[p].shape[0]))
+        st[DIRTY][p] |= SEEN_GROWN
+    st[NSTAMPS][p] += 1
+    st[DIRTY][p] |= N_CHANGED
+    return seen_l[p], st[NSTAMPS][p]
+
+
+@njit(cache=True)
+def _least(U, nodes, labels):
+    """Per node of U the least node of its new component (-1: in none)."""
+    big = np.iinfo(np.int64).max
+    least = np.full(labels.max() + 1 if labels.shape[0] else 0, big, np.int64)
+    for t in range(nodes.shape[0]):
+        least[labels[t]] = min(least[labels[t]], nodes[t])
+    newmin = np.full(U.shape[0], -1, np.int64)
+    for t in range(nodes.shape[0]):
+        newmin[np.searchsorted(U, nodes[t])] = least[labels[t]]
+    return newmin
+
+
+@njit(cache=True)
+def _closure(st, pg, c, epoch, fs, bufs, sizes):
+    """The symmetric-transitive closure module for component c (arrays.ArraysCore._closure, the same steps)."""
+    p = _list(pg, pg[COMPS][c * CF + C_PREDS : c * CF + C_PREDS + 2])[0]
+    sizes[TREL] = 0
+    sizes[TROW] = 0
+    fs[0][p] = sizes[FROWS]
+    fs[1][p] = 0
+    _count_into(st, pg, p, epoch, fs, bufs, sizes)
+    if not _ends(st, p, bufs, sizes):
+        return
+    cols, alive, islots, inext = st[COLS][p], st[ALIVE][p], st[ISLOTS][p], st[INEXT][p]
+    ends = np.unique(bufs[AUX][: sizes[AUX]])
+    old = K.rows_from(ends, cols, islots[0], inext[0], alive)
+    region = np.unique(np.concatenate((ends, _second(cols, old))))
+    seen, stamp = _seen(st, p)
+    nodes, labels = K.components_from(
+        region, cols, islots[0], inext[0], islots[1], inext[1], st[CNT][p], seen, stamp
+    )
+    U = np.unique(np.concatenate((region, nodes)))
+    old = K.rows_from(U, cols, islots[0], inext[0], alive)
+    ix, iy = np.empty(old.shape[0], np.int64), np.empty(old.shape[0], np.int64)
+    oldmin = np.full(U.shape[0], np.iinfo(np.int64).max, np.int64)
+    for t in range(old.shape[0]):
+        ix[t], iy[t] = np.searchsorted(U, cols[old[t], 0]), np.searchsorted(U, cols[old[t], 1])
+        oldmin[ix[t]] = min(oldmin[ix[t]], cols[old[t], 1])
+    for u in range(U.shape[0]):
+        if oldmin[u] == np.iinfo(np.int64).max:
+            oldmin[u] = -1
+    newmin = _least(U, nodes, labels)
+    for t in range(
+        old.shape[0]
+    ):  # pairs whose ends now lie in different components (or none): gone
+        x, y = ix[t], iy[t]
+        if oldmin[x] != newmin[x] or oldmin[y] != newmin[y]:
+            if newmin[x] < 0 or newmin[x] != newmin[y]:
+                alive[old[t]] = 0
+                flip(st, p, old[t], epoch, bufs, sizes)
+    for u in range(U.shape[0]):  # each moved node with every member of its new component, both ways
+        if oldmin[u] != newmin[u] and newmin[u] >= 0:
+            _pairs(st, p, U[u], nodes, labels, epoch, bufs, sizes)
+    fs[1][p] = sizes[FROWS] - fs[0][p]
+
+
+@njit(cache=True)
+def _pairs(st, p, x, nodes, labels, epoch, bufs, sizes):
+    lab = -1
+    for t in range(nodes.shape[0]):
+        if nodes[t] == x:
+            lab = labels[t]
+    key = np.empty(2, np.int64)
+    for t in range(nodes.shape[0]):
+        if labels[t] != lab:
+            continue
+        for a, b in ((x, nodes[t]), (nodes[t], x)):
+            key[0], key[1] = a, b
+            r = insert(st, p, key)
+            if st[ALIVE][p][r] == 0:
+                st[ALIVE][p][r] = 1
+                flip(st, p, r, epoch, bufs, sizes)
+
+
+# ---------------------------------------------------------------- the call
+@njit(cache=True)
+def _explicit(st, xrel, xsign, xoff, xvals, hasx, bufs, sizes):
+    """Explicit changes that change E: rows and signs pushed to EREL / EROW / ESIGN, `expl` set."""
+    for e in range(xrel.shape[0]):
+        i = xrel[e]
+        key = xvals[xoff[e] : xoff[e + 1]]
+        expl = st[EXPL][i]
+        if xsign[e] < 0:
+            r = lookup(st, i, key)
+            if r < 0 or expl[r] == 0:
+                continue
+            expl[r] = 0
+        else:
+            r = insert(st, i, key)
+            expl = st[EXPL][i]
+            if expl[r] != 0:
+                continue
+            expl[r] = 1
+        push(bufs, sizes, EREL, i)
+        push(bufs, sizes, EROW, r)
+        push(bufs, sizes, ESIGN, xsign[e])
+        hasx[i] = 1
+
+
+@njit(cache=True)
+def _active(pg, c, hasx, flen):
+    row = pg[COMPS][c * CF : (c + 1) * CF]
+    for p in _list(pg, row[C_PREDS : C_PREDS + 2]):
+        if hasx[p]:
+            return True
+    for q in _list(pg, row[C_INPUTS : C_INPUTS + 2]):
+        if flen[q] > 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def cascade(st, pg, xrel, xsign, xoff, xvals, epoch):
+    """One update, every component it reaches, in one call: (facts added, facts removed)."""
+    nrel = st[NS].shape[0]
+    bufs = List()
+    for _ in range(NBUF):
+        bufs.append(np.empty(16, np.int64))
+    sizes = np.zeros(NBUF, np.int64)
+    fs = (np.zeros(nrel, np.int64), np.zeros(nrel, np.int64))
+    hasx = np.zeros(nrel, np.uint8)
+    _explicit(st, xrel, xsign, xoff, xvals, hasx, bufs, sizes)
+    comps = pg[COMPS]
+    for c in range(comps.shape[0] // CF):
+        if not _active(pg, c, hasx, fs[1]):
+            continue
+        kind = comps[c * CF + C_KIND]
+        if kind == COUNTED:
+            _counted(
+                st,
+                pg,
+                _list(pg, comps[c * CF + C_PREDS : c * CF + C_PREDS + 2])[0],
+                epoch,
+                fs,
+                bufs,
+                sizes,
+            )
+        elif kind == CLOSURE:
+            _closure(st, pg, c, epoch, fs, bufs, sizes)
+        else:
+            _dred(st, pg, c, epoch, fs, bufs, sizes)
+    added = removed = 0
+    for i in range(nrel):
+        alive = st[ALIVE][i]
+        for t in range(fs[0][i], fs[0][i] + fs[1][i]):
+            if alive[bufs[FROWS][t]] != 0:
+                added += 1
+            else:
+                removed += 1
+    return added, removed
