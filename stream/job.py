@@ -88,6 +88,13 @@ def _batch_failed(exc: BaseException) -> FluxmatError:
                         "acknowledged, so restarting the job retries it (see docs/operations/runbook.md)")
 
 
+def _query_failed(exc: BaseException) -> FluxmatError:
+    """The one error line of a job whose streaming query stopped without a failed batch (Spark's report: the log)."""
+    first = next((ln.strip() for ln in redact(str(exc)).splitlines() if ln.strip()), type(exc).__name__)
+    return FluxmatError(f"the streaming query stopped: {first[:500]}; no batch was lost, restarting the job "
+                        "continues from its checkpoint (see docs/operations/busy-machines.md)")
+
+
 KEEP_OUTCOMES = 100  # outcomes of the last batches a job keeps (Job.outcomes)
 # Spark's error when a Python worker took more than its fixed 10 s to start and connect back.
 WORKER_LATE = "Python worker failed to connect back"
@@ -322,7 +329,7 @@ class Job:
                 query.stop()
                 start_query()
                 continue
-            self.error = _batch_failed(self.failed) if self.failed else RuntimeError(str(exc))
+            self.error = _batch_failed(self.failed) if self.failed else _query_failed(exc)
             return
 
     def _snapshots(self) -> Snapshots | None:

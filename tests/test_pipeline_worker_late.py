@@ -16,13 +16,14 @@ from tests.test_pipeline import encode, make_setup, produce, start_job, wait_for
 RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
 
 
-def _late_python(directory) -> str:
-    """A Python for Spark's workers whose first source worker starts 15 s late."""
+def _late_python(directory, always: bool = False) -> str:
+    """A Python for Spark's workers whose first (or every) source worker starts 15 s late."""
     wrapper = directory / "late-python"
+    once = "" if always else f' && mkdir "{directory}/late-once" 2>/dev/null'
     wrapper.write_text(
         "#!/bin/sh\n"
         'for a in "$@"; do\n'
-        f'  if [ "$a" = {RUNNER} ] && mkdir "{directory}/late-once" 2>/dev/null; then sleep 15; fi\n'
+        f'  if [ "$a" = {RUNNER} ]{once}; then sleep 15; fi\n'
         "done\n"
         f'exec {sys.executable} "$@"\n',
         encoding="utf-8",
@@ -42,3 +43,16 @@ def test_a_late_python_worker_restarts_the_query(broker, redis_server, tmp_path)
         job.cleanup()
     assert (tmp_path / "late-once").is_dir(), "the source's worker was not made late"
     assert "did not connect back in time" in job.stderr(), job.tail()
+
+
+def test_a_worker_late_every_time_ends_the_job_with_one_error_line(broker, redis_server, tmp_path):
+    s = make_setup(broker, redis_server, tmp_path / "job")
+    job = start_job(s, "always-late", {"PYSPARK_PYTHON": _late_python(tmp_path, always=True)})
+    try:
+        assert job.wait(900) == 1, job.tail()
+    finally:
+        job.cleanup()
+    err = job.stderr()
+    assert err.count("starting the query again") == 3, job.tail()
+    assert "fluxmat: error: the streaming query stopped: Python worker failed to connect back" in err, job.tail()
+    assert "stream/job.py" not in err, "a traceback of the job instead of one error line" + job.tail()
