@@ -56,7 +56,7 @@ from fluxmat.connectors.owl import (
     read_graph,
 )
 from fluxmat.connectors.rdf import Terms, file_tag
-from fluxmat.engine.datatypes import VALUE_SPACES
+from fluxmat.engine import VALUE_SPACES
 from fluxmat.engine.printer import FactPrinter
 from fluxmat.engine.syntax import (
     Atom,

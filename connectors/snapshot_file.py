@@ -30,7 +30,7 @@ import crc32c
 import numpy as np
 import pyarrow as pa
 
-from fluxmat.engine.fd.columns import StateColumns
+from fluxmat.engine import StateColumns
 
 MAGIC = b"FLUXMAT-SNAPSHOT\n"
 END = b"\nEND"

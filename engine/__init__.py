@@ -17,6 +17,7 @@ streaming job (stream), the CLI and operations (ops).
 from __future__ import annotations
 
 from fluxmat.engine.analysis import Analysis, analyse
+from fluxmat.engine.datatypes import VALUE_SPACES
 from fluxmat.engine.equality import SAME_AS
 from fluxmat.engine.errors import (
     AlgorithmError,
@@ -25,6 +26,7 @@ from fluxmat.engine.errors import (
     ParseError,
     UpdateError,
 )
+from fluxmat.engine.fd.columns import StateColumns
 from fluxmat.engine.fd.snapshot import StateChanges, StateMismatch, StateSnapshot
 from fluxmat.engine.feed import Fed, FeedResult
 from fluxmat.engine.lexer import read_source
@@ -40,6 +42,6 @@ __all__ = [
     "ALGORITHMS", "FULLY_DYNAMIC", "SAME_AS", "AlgorithmError", "Analysis", "AnalysisError", "EngineOptions",
     "FactLimitExceeded", "Fed", "FeedResult", "FluxmatError", "Iri", "LimitExceeded", "Limits",
     "Maintainer", "ParseError", "Program", "Reasoner", "Report", "StateChanges", "StateMismatch",
-    "StateSnapshot", "UpdateError", "WorkLimitExceeded", "analyse", "atom_to_fact", "create",
+    "StateColumns", "StateSnapshot", "UpdateError", "VALUE_SPACES", "WorkLimitExceeded", "analyse", "atom_to_fact", "create",
     "fact_from_json", "parse_facts", "parse_program", "read_source",
 ]  # fmt: skip
