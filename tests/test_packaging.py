@@ -42,7 +42,12 @@ def test_a_regular_install_has_one_top_level_package(tmp_path):
             "r = Reasoner.from_text('p(X) :- q(X).'); r.load([('q', 'a')])\n"
             "assert fluxmat.engine.__file__.startswith(sys.argv[1]), fluxmat.engine.__file__\n"
             "print(r.lines())")  # fmt: skip
-    out = subprocess.run([sys.executable, "-S", "-c", f"import sys; sys.path[:0] = [{str(site)!r}]\n{code}",
+    # -S: no .pth files, so the checkout's editable install cannot answer `import fluxmat`; the
+    # dependencies (numpy, numba, ...) come from the directory they are installed in, after the copy
+    import numpy
+
+    deps = str(Path(numpy.__file__).resolve().parent.parent)
+    out = subprocess.run([sys.executable, "-S", "-c", f"import sys; sys.path[:0] = [{str(site)!r}, {deps!r}]\n{code}",
                           str(site)], cwd=tmp_path, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "p(a)." in out.stdout

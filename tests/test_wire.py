@@ -78,7 +78,7 @@ def test_constants_survive_a_restart_from_redis(redis_server, edges, n):
     first = BatchProcessor(Reasoner.from_text(PROGRAM, "fd-counting"), store, Publisher())
     first.start([])
     facts = [("link", a, b) for a, b in edges]
-    message = json.dumps({"add": [fact_json(f, first.printer) for f in facts]})
+    message = json.dumps({"add": [first.codec.encode(f) for f in facts]})
     parse_update(decode_json(message), first.reasoner.prefixes, "m")  # valid as sent
     first.process(0, [(0, 0, None, message, None, True, len(message.encode()))])
     before = first.facts()
