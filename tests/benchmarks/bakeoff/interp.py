@@ -155,14 +155,8 @@ def _ok(st, pg, s, r, vals, mode, epoch):
     if steps[s * SF + S_HOW] == 0:
         return True
     cols = st[COLS][i]
-    for j in range(cols.shape[1]):
-        src = csrc[off + j]
-        if src >= -1:
-            if cols[r, j] != vals[j]:
-                return False
-        elif src <= -3 and cols[r, j] != cols[r, -3 - src]:
-            return False
-    return True
+    a = cols.shape[1]
+    return K.matches(cols, r, vals[:a], csrc[off : off + a])
 
 
 @njit(cache=True)
