@@ -21,7 +21,6 @@ import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
 from tests.benchmarks.workloads import render_table
 
@@ -209,15 +208,14 @@ def fold(messages: list[tuple[float, dict]]) -> set[tuple]:
 
 def expected(program_path: Path, explicit: list[tuple]) -> set[tuple]:
     """`remat` over the explicit facts (JSON form), in the job's wire form."""
+    from fluxmat.connectors.delta_codec import DeltaCodec
     from fluxmat.engine import Reasoner, atom_to_fact, fact_from_json
-    from fluxmat.engine.printer import FactPrinter
-    from fluxmat.stream.batch import BatchProcessor
 
     ref = Reasoner.from_file(program_path, "remat")
     prefixes = dict(ref.prefixes)
     ref.load([atom_to_fact(fact_from_json(list(f), prefixes)) for f in explicit])
-    wire = SimpleNamespace(printer=FactPrinter(ref.program.prefixes), triples=None)
-    return {tuple(BatchProcessor._wire(wire, f)) for f in ref.facts()}
+    codec = DeltaCodec(ref.program.prefixes)  # the job's (json) delta format
+    return {tuple(codec.encode(f)) for f in ref.facts()}
 
 
 # ---------------------------------------------------------------- output
