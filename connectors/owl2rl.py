@@ -55,6 +55,19 @@ from fluxmat.connectors.owl import (
     is_bnode,
     read_graph,
 )
+from fluxmat.connectors.owl_vocab import (
+    ANNOTATIONS,
+    DATATYPES,
+    DECLARATIONS,
+    DIFFERENT,
+    FLUXMAT,
+    INCONSISTENT,
+    NOTHING,
+    PARTS,
+    SAME_AS,
+    THING,
+    TYPE,
+)
 from fluxmat.connectors.rdf import Terms, file_tag
 from fluxmat.engine import VALUE_SPACES
 from fluxmat.engine.printer import FactPrinter
@@ -71,31 +84,6 @@ from fluxmat.engine.syntax import (
     Var,
     literal,
 )
-
-FLUXMAT = "urn:fluxmat:"
-INCONSISTENT = FLUXMAT + "inconsistent"
-SAME_AS = OWL + "sameAs"
-DIFFERENT = OWL + "differentFrom"
-TYPE = RDF + "type"
-THING, NOTHING = OWL + "Thing", OWL + "Nothing"
-DATATYPES = {RDFS + "Literal", RDF + "PlainLiteral", RDF + "langString", RDF + "XMLLiteral"}
-DECLARATIONS = {OWL + k for k in (
-    "Class", "ObjectProperty", "DatatypeProperty", "AnnotationProperty", "Ontology",
-    "NamedIndividual", "Restriction", "Thing",
-)} | {RDFS + "Class", RDF + "Property", RDFS + "Datatype", RDF + "List", OWL + "DeprecatedClass",
-      OWL + "DeprecatedProperty", OWL + "OntologyProperty"}  # fmt: skip
-ANNOTATIONS = {RDFS + k for k in ("label", "comment", "seeAlso", "isDefinedBy")} | {OWL + k for k in (
-    "versionInfo", "versionIRI", "priorVersion", "backwardCompatibleWith", "incompatibleWith",
-    "deprecated", "annotatedSource", "annotatedProperty", "annotatedTarget",
-)}  # fmt: skip
-# parts of expressions and lists: read through the axioms that use them
-PARTS = {RDF + "first", RDF + "rest"} | {OWL + k for k in (
-    "onProperty", "someValuesFrom", "allValuesFrom", "hasValue", "maxCardinality",
-    "maxQualifiedCardinality", "minCardinality", "minQualifiedCardinality", "cardinality",
-    "qualifiedCardinality", "onClass", "onDataRange", "members", "distinctMembers",
-    "sourceIndividual", "assertionProperty", "targetIndividual", "targetValue", "onDatatype",
-    "withRestrictions", "onProperties", "hasSelf",
-)}  # fmt: skip
 
 
 class Unsupported(Exception):
