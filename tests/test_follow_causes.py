@@ -48,7 +48,7 @@ _n = iter(range(1_000_000))
 
 def _mat(explicit: set) -> set:
     r = Reasoner.from_text(PROGRAM, "remat")
-    r.load(sorted(explicit))
+    r.load(sorted(explicit, key=repr))
     return r.facts()
 
 
@@ -73,11 +73,11 @@ class Run:
         self.engine: dict = {}  # (batch, added, client fact) -> the engine's cause
         self.oracle: dict = {}  # (batch, client fact) -> ids of the updates that changed it, one at a time
         if key is None:
-            self.p.start(sorted(self.explicit))
+            self.p.start(sorted(self.explicit, key=repr))
             for item in self.p.initial.output["added"]:
                 self.engine[(-1, True, self.client(item))] = None
         else:
-            self.p.begin(sorted(self.explicit))
+            self.p.begin(sorted(self.explicit, key=repr))
         self.offset, self.batches, self.last = 0, batches, None
         for b in range(batches):
             self.batch(b)
