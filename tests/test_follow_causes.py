@@ -21,7 +21,7 @@ import sys
 import pytest
 
 from fluxmat.client import DeltaFollower, MemoryView, MessageError, check_delta, open_store
-from fluxmat.client.fold import Folder
+from fluxmat.client.fold import Folder, cause_runs
 from fluxmat.client.wire import decode_fact, fact_key, ntriples_facts
 from fluxmat.connectors.broker import ensure_topics
 from fluxmat.connectors.debezium import topic_for
@@ -107,6 +107,9 @@ class Run:
             before, self.last = after, name
         out = self.p.process(b, rows)
         first = not out.causes  # a key's first batch: its whole materialisation, no causes
+        for side in () if first else ("added", "removed"):  # each cause's facts together: one run each
+            causes = [json.dumps(r[0]) for r in cause_runs(out.causes[side])]
+            assert len(causes) == len(set(causes)), (side, out.causes[side])
         for side in ("added", "removed"):
             causes = [None] * len(out.output[side]) if first else out.causes[side]
             for item, cause in zip(out.output[side], causes, strict=True):
