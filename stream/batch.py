@@ -208,7 +208,8 @@ class BatchProcessor:
         store: a state store (connectors.state).
         publisher: has `publish_delta(batch, through, added, removed)` (with
             `key=` for a key's stream, `causes=` when facts have single causes:
-            connectors.kafka_sink), which returns the number of messages it sent (None counts as one), and
+            connectors.kafka_sink), which returns the number of messages it
+            sent (None counts as one), and
             `publish_dead_letter(reason, partition, offset, raw, truncated=False)`.
         budget, limits: when given, replace the reasoner's options of that name.
         progress: optional callable receiving the engine's pending operations
