@@ -20,7 +20,7 @@ import json
 from importlib import resources
 
 from fluxmat.client.database import SqlStore, open_store
-from fluxmat.client.fold import VERSION, Batch, Folder, MessageError, check_delta
+from fluxmat.client.fold import VERSION, VERSIONS, Batch, Folder, MessageError, check_delta
 from fluxmat.client.follower import DeltaFollower
 from fluxmat.client.producer import UpdateProducer, arities_of
 from fluxmat.client.view import Change, MemoryView, Progress
@@ -28,7 +28,7 @@ from fluxmat.client.wire import Iri, Literal, WireError, decode_fact, encode_fac
 
 SCHEMAS = ("update", "delta", "dead-letter")
 
-__all__ = ["SCHEMAS", "VERSION", "Batch", "Change", "DeltaFollower", "Folder", "Iri", "Literal", "MemoryView",
+__all__ = ["SCHEMAS", "VERSION", "VERSIONS", "Batch", "Change", "DeltaFollower", "Folder", "Iri", "Literal", "MemoryView",
            "MessageError", "Progress", "SqlStore", "UpdateProducer", "WireError", "arities_of", "check_delta",
            "decode_fact", "encode_fact", "open_store", "schema"]  # fmt: skip
 

@@ -15,10 +15,16 @@ Layout (created on first use):
 * `fluxmat_progress (topic, key, batch, through)`: the last applied batch of
   each key and its `through` (JSON text);
 * `fluxmat_offsets (topic, partition, next_offset)`: where the follower reads
-  again after a restart.
+  again after a restart;
+* with `audit=True` (`fluxmat follow --audit`), `fluxmat_changes (topic, key,
+  batch, seq, added, predicate, fact, cause)`: one row per fact each applied
+  batch removed (first) or added, `seq` its place in the batch, `added` 1 or 0,
+  `fact` as in the predicate tables, `cause` the id of the update that changed
+  it as JSON text (NULL: several updates, a key's first batch, or a version-1
+  delta).
 
 Each batch is applied in one transaction together with its progress and
-offsets rows, so the database never holds half a batch and a restarted
+offsets rows (and its audit rows), so the database never holds half a batch and a restarted
 follower continues exactly after the last committed one. Large additions to a
 table (a key's first snapshot) go in bulk: COPY on PostgreSQL.
 """
@@ -32,7 +38,7 @@ import sqlite3
 from pathlib import Path
 
 from fluxmat.client.fold import Batch
-from fluxmat.client.view import Progress
+from fluxmat.client.view import Progress, changes
 from fluxmat.client.wire import Iri, Literal, fact_key, literal
 
 __all__ = ["SqlStore", "open_store"]
@@ -48,6 +54,10 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS fluxmat_offsets (topic TEXT NOT NULL, partition INTEGER NOT NULL, "
     "next_offset BIGINT NOT NULL, PRIMARY KEY (topic, partition))",
 )
+_AUDIT = ("CREATE TABLE IF NOT EXISTS fluxmat_changes (topic TEXT NOT NULL, key TEXT NOT NULL, "
+          "batch BIGINT NOT NULL, seq INTEGER NOT NULL, added INTEGER NOT NULL, predicate TEXT NOT NULL, "
+          "fact TEXT NOT NULL, cause TEXT, PRIMARY KEY (topic, key, batch, seq))")  # fmt: skip
+_AUDIT_COLUMNS = ["topic", "key", "batch", "seq", "added", "predicate", "fact", "cause"]
 
 
 def _columns(value) -> tuple:
@@ -82,11 +92,13 @@ class SqlStore:
     Args:
         conn: an open DB-API connection (sqlite3, or psycopg 3 without autocommit).
         dialect: `sqlite` or `postgresql`.
+        audit: also keep every applied change with its cause in `fluxmat_changes`.
     """
 
-    def __init__(self, conn, dialect: str) -> None:
+    def __init__(self, conn, dialect: str, audit: bool = False) -> None:
         self.conn = conn
         self.dialect = dialect
+        self.audit = audit
         self.tables: dict[tuple[str, int], str] = {}
 
     # ---------------------------------------------------------------- SQL helpers
@@ -101,7 +113,7 @@ class SqlStore:
     def load(self, topic: str) -> Progress:
         """Create the layout if needed; the progress saved for `topic`."""
         cur = self._begin()
-        for statement in _SCHEMA:
+        for statement in _SCHEMA + ((_AUDIT,) if self.audit else ()):
             cur.execute(statement)
         cur.execute("SELECT predicate, arity, table_name FROM fluxmat_predicates")
         self.tables = {(p, a): t for p, a, t in cur.fetchall()}
@@ -146,6 +158,8 @@ class SqlStore:
                                 [(key, fact_key(f)) for f in facts])
             for (pred, arity), facts in _by_table(batch.added).items():
                 self._insert(cur, self._table(cur, pred, arity), arity, [_row(key, f) for f in facts])
+            if self.audit:
+                self._copy(cur, "fluxmat_changes", _AUDIT_COLUMNS, _audit_rows(topic, key, batch))
             cur.execute(self._sql("INSERT INTO fluxmat_progress (topic, key, batch, through) VALUES (?, ?, ?, ?) "
                                   "ON CONFLICT (topic, key) DO UPDATE SET batch = excluded.batch, "
                                   "through = excluded.through"),
@@ -163,6 +177,10 @@ class SqlStore:
     def _insert(self, cur, name: str, arity: int, rows: list[tuple]) -> None:
         cols = ["fluxmat_key", "fact"] + [f"a{i}{s}" for i in range(1, arity + 1)
                                           for s in ("", "_type", "_lang", "_int")]  # fmt: skip
+        self._copy(cur, name, cols, rows)
+
+    def _copy(self, cur, name: str, cols: list[str], rows: list[tuple]) -> None:
+        """Insert rows: by COPY on PostgreSQL from COPY_ROWS rows, else one prepared insert."""
         if self.dialect == "postgresql" and len(rows) >= COPY_ROWS:
             with cur.copy(f'COPY "{name}" ({", ".join(cols)}) FROM STDIN') as copy:
                 for row in rows:
@@ -199,6 +217,13 @@ class SqlStore:
         self.conn.close()
 
 
+def _audit_rows(topic: str, key: str, batch: Batch) -> list[tuple]:
+    """The `fluxmat_changes` rows of a batch (see the module docstring)."""
+    return [(topic, key, batch.batch, seq, int(c.added), c.fact[0], fact_key(c.fact),
+             None if c.cause is None else json.dumps(c.cause, ensure_ascii=False))
+            for seq, c in enumerate(changes(batch))]  # fmt: skip
+
+
 def _by_table(facts: list[tuple]) -> dict[tuple[str, int], list[tuple]]:
     out: dict[tuple[str, int], list[tuple]] = {}
     for fact in facts:
@@ -206,8 +231,10 @@ def _by_table(facts: list[tuple]) -> dict[tuple[str, int], list[tuple]]:
     return out
 
 
-def open_store(url: str) -> SqlStore:
+def open_store(url: str, audit: bool = False) -> SqlStore:
     """A store for `sqlite:///relative.db`, `sqlite:////absolute.db` or `postgresql://...`.
+
+    With `audit`, every applied change is also kept with its cause (`fluxmat_changes`).
 
     Raises:
         ValueError: an unknown scheme, or PostgreSQL without psycopg installed.
@@ -217,11 +244,11 @@ def open_store(url: str) -> SqlStore:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")  # a commit survives a crash of the process
-        return SqlStore(conn, "sqlite")
+        return SqlStore(conn, "sqlite", audit)
     if url.startswith(("postgresql://", "postgres://")):
         try:
             import psycopg
         except ImportError:
             raise ValueError("PostgreSQL needs psycopg: pip install 'fluxmat[postgres]'") from None
-        return SqlStore(psycopg.connect(url), "postgresql")
+        return SqlStore(psycopg.connect(url), "postgresql", audit)
     raise ValueError(f"unknown database URL {url!r} (expected sqlite:///FILE or postgresql://...)")

@@ -4,8 +4,12 @@ A delta topic is folded by these rules (the job's side is described in the
 delta schema, `client/schemas/delta.schema.json`):
 
 * every message is checked first (`check_delta`): a message that is not a
-  version-1 delta (an older fluxmat's, a truncated or corrupted part) raises
-  `MessageError` and nothing of its batch is applied;
+  version-1 or version-2 delta (an older fluxmat's, a truncated or corrupted
+  part) raises `MessageError` and nothing of its batch is applied;
+* a version-2 delta may name the update that caused each fact (`"causes"`:
+  runs `[update id, first index, count]` over the message's added then removed
+  facts, `cause_list`); a fact outside every run, and every fact of a
+  version-1 delta, has no single cause (None);
 * a batch is applied only when parts `0 .. parts-1` of it have all arrived;
   a part seen twice (the job resent it) is taken once;
 * per key, batch ids only grow: a batch at or below the key's last applied
@@ -36,15 +40,18 @@ try:  # a faster JSON decoder when installed (fluxmat installs it)
 except ImportError:  # pragma: no cover - the client works with the standard library alone
     orjson = None
 
-VERSION = 1  # the delta and dead-letter format this client reads ("v")
+VERSION = 2  # the newest delta format this client reads ("v"); it reads version 1 too
+VERSIONS = (1, 2)  # 2: "causes" (the update that changed each fact) may be present
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")  # a run of digits that may be an integer beyond 64 bits
 _FIELDS = {"v", "key", "batch", "through", "part", "parts", "added", "removed", "format", "not_triples"}
+_FIELDS_V2 = _FIELDS | {"causes"}
 
-__all__ = ["VERSION", "Batch", "Folder", "MessageError", "check_delta", "decode_message"]
+__all__ = ["VERSION", "VERSIONS", "Batch", "Folder", "MessageError", "cause_list", "cause_runs", "check_delta",
+           "decode_message"]  # fmt: skip
 
 
 class MessageError(ValueError):
-    """A delta message refused: not version-1, truncated, malformed, or out of order."""
+    """A delta message refused: not version 1 or 2, truncated, malformed, or out of order."""
 
 
 @dataclass
@@ -57,6 +64,9 @@ class Batch:
     added: list[tuple]
     removed: list[tuple]
     first: bool = False  # the key's first batch (its whole materialisation)
+    # the update that caused each fact, parallel to `added` / `removed` (None: several, or not said)
+    added_by: list = field(default_factory=list)
+    removed_by: list = field(default_factory=list)
 
 
 @dataclass
@@ -64,7 +74,7 @@ class _Pending:
     batch: int
     parts: int
     through: object
-    got: dict[int, tuple[list, list]] = field(default_factory=dict)
+    got: dict[int, tuple[list, list, list, list]] = field(default_factory=dict)
     start: tuple[int, int] | None = None  # (partition, offset) of its first message seen
 
 
@@ -102,11 +112,11 @@ def check_delta(msg: dict, where: str = "") -> None:
     if "v" not in msg:
         raise fail('a delta without "v": written by a fluxmat older than format version 1; '
                    "refold from a topic written by the current job")
-    if msg["v"] != VERSION:
-        raise fail(f"a delta of format version {msg['v']!r}; this client reads version {VERSION}")
-    unknown = sorted(set(msg) - _FIELDS)
+    if msg["v"] not in VERSIONS or type(msg["v"]) is not int:
+        raise fail(f"a delta of format version {msg['v']!r}; this client reads versions 1 and 2")
+    unknown = sorted(set(msg) - (_FIELDS_V2 if msg["v"] == 2 else _FIELDS))
     if unknown:
-        raise fail(f"unknown field {unknown[0]!r} in a version-{VERSION} delta")
+        raise fail(f"unknown field {unknown[0]!r} in a version-{msg['v']} delta")
     for name in ("batch", "part", "parts"):
         if type(msg.get(name)) is not int:
             raise fail(f'"{name}" must be an integer, found {msg.get(name)!r}')
@@ -127,18 +137,58 @@ def check_delta(msg: dict, where: str = "") -> None:
     if others is not None and (not text or type(others) is not dict or set(others) != {"added", "removed"}
                                or any(type(v) is not list for v in others.values())):  # fmt: skip
         raise fail('"not_triples" must be {"added": [...], "removed": [...]} in an N-Triples delta')
+    runs = msg.get("causes")
+    if "causes" in msg and (type(runs) is not list or not all(
+            type(r) is list and len(r) == 3 and type(r[1]) is int and type(r[2]) is int and r[1] >= 0 and r[2] >= 1
+            for r in runs)):  # fmt: skip
+        raise fail('"causes" must be an array of [update id, first index, count] runs')
 
 
-def _facts(msg: dict, where: str) -> tuple[list, list]:
-    """The added and removed facts of a checked message."""
+def cause_runs(causes: list) -> list[list]:
+    """Per-fact causes (None: no single cause) as runs `[cause, first index, count]` of equal causes."""
+    runs: list[list] = []
+    for i, cause in enumerate(causes):
+        if cause is None:
+            continue
+        last = runs[-1] if runs else None
+        if last is not None and last[1] + last[2] == i and last[0] == cause and type(last[0]) is type(cause):
+            last[2] += 1
+        else:
+            runs.append([cause, i, 1])
+    return runs
+
+
+def cause_list(runs: list | None, n: int, where: str = "") -> list:
+    """The per-fact causes of `n` facts from runs (`cause_runs`); None outside every run.
+
+    Raises:
+        MessageError: a run reaches past the facts, or two runs overlap.
+    """
+    out: list = [None] * n
+    taken = bytearray(n)
+    for cause, first, count in runs or ():
+        if first + count > n:
+            raise MessageError(f"{where}: causes run [{first}, {first + count}) is past the {n} facts of the message")
+        if any(taken[first:first + count]):
+            raise MessageError(f"{where}: causes runs overlap at fact {first}")
+        taken[first:first + count] = b"\x01" * count
+        out[first:first + count] = [cause] * count
+    return out
+
+
+def _facts(msg: dict, where: str) -> tuple[list, list, list, list]:
+    """The added and removed facts of a checked message, and their causes (parallel lists)."""
     try:
         if msg.get("format"):
             others = msg.get("not_triples") or {"added": [], "removed": []}
-            return tuple(ntriples_facts(msg[n], f"{where}: {n}") + [decode_fact(f) for f in others[n]]
-                         for n in ("added", "removed"))  # type: ignore[return-value]
-        return [decode_fact(f) for f in msg["added"]], [decode_fact(f) for f in msg["removed"]]
+            added, removed = (ntriples_facts(msg[n], f"{where}: {n}") + [decode_fact(f) for f in others[n]]
+                              for n in ("added", "removed"))  # fmt: skip
+        else:
+            added, removed = [decode_fact(f) for f in msg["added"]], [decode_fact(f) for f in msg["removed"]]
     except WireError as exc:
         raise MessageError(f"{where}: {exc}") from None
+    by = cause_list(msg.get("causes"), len(added) + len(removed), where)
+    return added, removed, by[: len(added)], by[len(added) :]
 
 
 class Folder:
@@ -193,9 +243,9 @@ class Folder:
         del self.pending[key]
         first = done is None
         self.applied[key] = batch
-        added = [f for i in range(pend.parts) for f in pend.got[i][0]]
-        removed = [f for i in range(pend.parts) for f in pend.got[i][1]]
-        return Batch(key, batch, pend.through, added, removed, first)
+        added, removed, added_by, removed_by = ([x for i in range(pend.parts) for x in pend.got[i][j]]
+                                                for j in range(4))  # fmt: skip
+        return Batch(key, batch, pend.through, added, removed, first, added_by, removed_by)
 
     def resume(self) -> dict[int, int]:
         """Per partition, the offset a restarted consumer reads from (module docstring)."""

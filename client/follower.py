@@ -18,7 +18,11 @@ for tools that watch consumer-group lag; they are never read back.
 Compression: the job's producer compresses record batches (lz4 by default);
 kafka-python decompresses them (with the `lz4` package installed).
 
-Errors: a message that is not a version-1 delta raises client.fold.MessageError
+Causes: `on_change` is told of every fact an applied batch added or removed,
+with the update that caused it (client.view.Change: `cause`), after the store
+committed the batch, whatever the store.
+
+Errors: a message that is not a version-1 or version-2 delta raises client.fold.MessageError
 from `poll`; nothing of its batch is applied and the saved position stays
 before it.
 """
@@ -29,7 +33,7 @@ import time
 from collections.abc import Callable
 
 from fluxmat.client.fold import Batch, Folder
-from fluxmat.client.view import MemoryView
+from fluxmat.client.view import Change, MemoryView, changes
 
 __all__ = ["DeltaFollower"]
 
@@ -54,6 +58,8 @@ class DeltaFollower:
         group_id: a consumer group to commit the follower's offsets to (for monitoring).
         kafka_config: a Kafka client settings file (TLS, SASL: client.kafka_config), as
             `fluxmat run --kafka-config` takes it.
+        on_change: called with a `Change` (key, fact, added, batch, through, cause) per
+            removed and then added fact of each batch, once the store has applied it.
 
     Raises:
         ConnectionError: the broker or the topic cannot be reached within `timeout`.
@@ -61,7 +67,8 @@ class DeltaFollower:
 
     def __init__(self, bootstrap: str, topic: str, store=None, key: str | None = None,
                  timeout: float = 10.0, consumer_config: dict | None = None,
-                 group_id: str | None = None, kafka_config: str | None = None) -> None:  # fmt: skip
+                 group_id: str | None = None, kafka_config: str | None = None,
+                 on_change: Callable[[Change], None] | None = None) -> None:  # fmt: skip
         from kafka import KafkaConsumer, TopicPartition
         from kafka.errors import KafkaError
 
@@ -70,6 +77,7 @@ class DeltaFollower:
         self.topic = topic
         self.store = store if store is not None else MemoryView()
         self.key = key
+        self.on_change = on_change
         progress = self.store.load(topic)
         self.folder = Folder(progress.batches, key=key)
         self.reflects = dict(progress.through)  # key -> through of its last applied batch
@@ -117,6 +125,9 @@ class DeltaFollower:
                     self.store.apply(batch, self.topic, offsets)
                     self.reflects[batch.key] = batch.through
                     done.append(batch)
+                    if self.on_change is not None:
+                        for change in changes(batch):
+                            self.on_change(change)
                     if self.group_id is not None:
                         self._commit(offsets)
         return done

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from fluxmat.client.fold import Batch
 
-__all__ = ["Change", "MemoryView", "Progress"]
+__all__ = ["Change", "MemoryView", "Progress", "changes"]
 
 
 @dataclass
@@ -30,13 +30,28 @@ class Progress:
 
 @dataclass(frozen=True)
 class Change:
-    """One fact that entered (`added`) or left the view of `key`, with the batch that changed it."""
+    """One fact that entered (`added`) or left the view of `key`, with the batch that changed it.
+
+    `cause` is the id of the update whose work changed the fact (the update's
+    `id`, else `partition:offset` of its message), when exactly one update of
+    the batch did; None when several did, in a key's first batch (its whole
+    materialisation), and in deltas of format version 1.
+    """
 
     key: str | None
     fact: tuple
     added: bool
     batch: int
     through: object
+    cause: object = None
+
+
+def changes(batch: Batch):
+    """A batch's `Change`s: its removed facts, then its added ones, each with its cause."""
+    for facts, by, added in ((batch.removed, batch.removed_by, False), (batch.added, batch.added_by, True)):
+        causes = by if len(by) == len(facts) else [None] * len(facts)
+        for fact, cause in zip(facts, causes, strict=True):
+            yield Change(batch.key, fact, added, batch.batch, batch.through, cause)
 
 
 class MemoryView:
@@ -63,10 +78,8 @@ class MemoryView:
         self.progress.through[batch.key] = batch.through
         self.progress.offsets = dict(offsets)
         if self.on_change is not None:
-            for fact in batch.removed:
-                self.on_change(Change(batch.key, fact, False, batch.batch, batch.through))
-            for fact in batch.added:
-                self.on_change(Change(batch.key, fact, True, batch.batch, batch.through))
+            for change in changes(batch):
+                self.on_change(change)
 
     def facts(self, key: str | None = None) -> set[tuple]:
         """The facts of `key`'s materialisation (None: the unkeyed stream)."""

@@ -15,7 +15,9 @@ turns into typed records:
   (the key with a null value) so a compacted topic forgets the row;
 * `source`: `connector: "fluxmat"`, `name` (the deltas topic), `table` (the
   predicate), `snapshot`, `batch`, `through` (the batch's `through` as JSON
-  text), `key` (or null) and `seq` (the event's index within the batch).
+  text), `key` (or null), `seq` (the event's index within the batch) and
+  `cause` (the id of the update that changed the fact, as JSON text, when
+  exactly one update of the batch did; else null).
 * `ts_ms` is null: a batch replayed after a crash re-sends byte-identical
   events (same batch, same order), and upserts and deletes by key are
   idempotent, so a sink's table ends up exact.
@@ -72,6 +74,7 @@ _SOURCE = [
     {"field": "through", "type": "string", "optional": True},
     {"field": "key", "type": "string", "optional": True},
     {"field": "seq", "type": "int64", "optional": False},
+    {"field": "cause", "type": "string", "optional": True},
 ]
 
 
@@ -79,22 +82,25 @@ def _dump(value) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def events(deltas_topic: str, batch: int, through, added: list, removed: list,
-           key: str | None = None) -> list[tuple[str, bytes, bytes | None]]:  # fmt: skip
+def events(deltas_topic: str, batch: int, through, added: list, removed: list, key: str | None = None,
+           added_by: list | None = None, removed_by: list | None = None) -> list[tuple[str, bytes, bytes | None]]:
     """A batch's delta as (topic, message key, value) in send order; value None: a tombstone.
 
-    Removed facts first, then added ones, in the order given.
+    Removed facts first, then added ones, in the order given; `added_by` and
+    `removed_by` (parallel to them) the update that caused each (None: several).
     """
     out: list[tuple[str, bytes, bytes | None]] = []
-    changes = [("d", f) for f in removed] + [("r" if batch < 0 else "c", f) for f in added]
-    for seq, (op, fact) in enumerate(changes):
+    changes = [("d", f, c) for f, c in zip(removed, removed_by or [None] * len(removed), strict=True)] + [
+        ("r" if batch < 0 else "c", f, c) for f, c in zip(added, added_by or [None] * len(added), strict=True)]
+    for seq, (op, fact, cause) in enumerate(changes):
         predicate = str(fact[0])
         name = f"fluxmat.{_BAD.sub('_', predicate)}"
         fields, row = _row(list(fact), key)
         row_schema = {"type": "struct", "name": f"{name}.Value", "optional": True, "fields": fields}
         source = {"version": "1", "connector": "fluxmat", "name": deltas_topic, "table": predicate,
                   "snapshot": "true" if op == "r" else "false", "batch": batch,
-                  "through": json.dumps(through, ensure_ascii=False), "key": key, "seq": seq}  # fmt: skip
+                  "through": json.dumps(through, ensure_ascii=False), "key": key, "seq": seq,
+                  "cause": None if cause is None else json.dumps(cause, ensure_ascii=False)}  # fmt: skip
         schema = {"type": "struct", "name": f"{name}.Envelope", "optional": False, "fields": [
             {**row_schema, "field": "before"}, {**row_schema, "field": "after"},
             {"field": "op", "type": "string", "optional": False},

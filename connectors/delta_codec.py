@@ -15,9 +15,15 @@
 
 The `debezium` format encodes facts as `json` does (connectors.debezium turns
 them into change events).
+
+`grouped(facts, causes)` orders a batch's facts so that those of one cause
+(the update that changed them) are together: the deltas then name each cause
+once per run of facts (connectors.kafka_sink, `"causes"`), not once per fact.
 """
 
 from __future__ import annotations
+
+import json
 
 from fluxmat.connectors.rdf import Triples
 from fluxmat.engine.printer import FactPrinter
@@ -51,3 +57,19 @@ class DeltaCodec:
             others = message.get("not_triples", {}).get(key, [])
             return message[key].splitlines() + [tuple(f) for f in others]
         return [tuple(f) for f in message[key]]
+
+
+def _cause_key(cause):
+    """A hashable stand-in for an update id (any JSON value); ids of different types stay apart."""
+    t = type(cause)
+    return (t, cause) if t is str or t is int or cause is None else (t, json.dumps(cause, sort_keys=True))
+
+
+def grouped(facts: list, causes: list) -> tuple[list, list]:
+    """`facts` and their parallel `causes` reordered (stably) so that equal causes are adjacent."""
+    rank: dict = {}
+    keys = [rank.setdefault(_cause_key(c), len(rank)) for c in causes]
+    if len(rank) <= 1:
+        return list(facts), list(causes)
+    order = sorted(range(len(facts)), key=keys.__getitem__)
+    return [facts[i] for i in order], [causes[i] for i in order]

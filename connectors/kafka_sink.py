@@ -2,11 +2,20 @@
 
 Delta messages (deltas topic, partition 0, key `str(batch)`)::
 
-    {"v": 1, "batch": 7, "through": <opaque, e.g. source offsets>, "part": 0, "parts": 2,
-     "added": [["edge", "a", "b"], ...], "removed": [...]}
+    {"v": 2, "batch": 7, "through": <opaque, e.g. source offsets>, "part": 0, "parts": 2,
+     "added": [["edge", "a", "b"], ...], "removed": [...], "causes": [["u7", 0, 12], ...]}
 
-`"v"` is the message format's version (`MESSAGE_VERSION`), first in every delta
-and dead letter; the JSON Schemas of both are shipped in `client/schemas/`.
+`"v"` is the message format's version, first in every delta (`DELTA_VERSION`)
+and dead letter (`MESSAGE_VERSION`); the JSON Schemas of both are shipped in
+`client/schemas/`.
+
+* `"causes"` (version 2) names the update that caused each fact, when exactly
+  one update of the batch did: runs `[update id, first index, count]` over the
+  message's added facts followed by its removed facts, in the order the message
+  lists them (with N-Triples: the lines, then `not_triples`). The caller gives
+  the runs over the whole batch (`publish_delta(causes=...)`); each part gets
+  those of its own facts, renumbered. Absent when no fact has a single cause
+  (a key's first batch, the initial materialisation).
 
 With `--partition-by` a delta belongs to one key of the stream: it carries
 `"key"` first and is sent with the key as its Kafka message key (partition by
@@ -72,6 +81,8 @@ from contextlib import contextmanager
 
 import orjson
 
+from fluxmat.client.fold import VERSION as DELTA_VERSION
+from fluxmat.client.fold import cause_list, cause_runs
 from fluxmat.client.kafka_config import NONE, KafkaSettings
 from fluxmat.connectors.broker import check_broker, ensure_topics
 from fluxmat.connectors.debezium import events
@@ -81,7 +92,7 @@ _MAX_REQUEST = 16 << 20  # client-side bound; one-fact parts may pass max_messag
 LOG_RAW_CHARS = 200  # of a dead letter's message, in its log line
 COMPRESSIONS = ("lz4", "gzip", "none")  # fluxmat run --delta-compression
 DELTA_FORMATS = ("json", "ntriples", "debezium")  # fluxmat run --delta-format
-MESSAGE_VERSION = 1  # "v" of delta messages and dead letters (client/schemas/*.schema.json)
+MESSAGE_VERSION = 1  # "v" of dead letters (client/schemas/dead-letter.schema.json); deltas: DELTA_VERSION
 log = logging.getLogger("fluxmat.dead-letters")
 
 
@@ -107,12 +118,34 @@ def _encode(message: dict) -> bytes:
     facts hold neither, but `through` is an update's id, any JSON value: a float
     there, or a huge integer anywhere, is written by json.
     """
-    if not _has_float(message.get("through")):
+    if not _has_float(message.get("through")) and not _has_float(message.get("causes")):
         try:
             return orjson.dumps(message)
         except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits
             pass
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _part_causes(parts: list[tuple[list, list]], by: list, n_added: int, lines_first: bool) -> list[list]:
+    """The causes runs of each part, from the batch's per-fact causes (added, then removed).
+
+    Parts are consecutive slices of the batch's added and removed facts
+    (`_split`, `_halves`); with N-Triples a message lists its lines first.
+    """
+    out, a0, r0 = [], 0, n_added
+    for added, removed in parts:
+        ca, cr = by[a0 : a0 + len(added)], by[r0 : r0 + len(removed)]
+        a0, r0 = a0 + len(added), r0 + len(removed)
+        if lines_first:
+            ca, cr = _lines_first(added, ca), _lines_first(removed, cr)
+        out.append(cause_runs(ca + cr))
+    return out
+
+
+def _lines_first(items: list, causes: list) -> list:
+    """`causes` reordered as a N-Triples message lists `items`: the lines (strings), then the rest."""
+    return ([c for x, c in zip(items, causes, strict=True) if isinstance(x, str)]
+            + [c for x, c in zip(items, causes, strict=True) if not isinstance(x, str)])  # fmt: skip
 
 
 def _ntriples(message: dict) -> dict:
@@ -229,8 +262,12 @@ class KafkaPublisher:
         return parts
 
     def publish_delta(self, batch: int, through, added: list[list], removed: list[list],
-                      key: str | None = None) -> int:  # fmt: skip
+                      key: str | None = None, causes: list | None = None) -> int:  # fmt: skip
         """Publish one micro-batch's delta; return the number of messages sent.
+
+        `causes`: the update that caused each fact, as runs `[update id, first,
+        count]` over `added` followed by `removed` (client.fold.cause_runs); each
+        message carries those of its own facts (module docstring).
 
         Blocks until the broker acknowledged every part. `through` must be
         JSON-serialisable (e.g. the source offsets the batch ends at). With a
@@ -242,17 +279,25 @@ class KafkaPublisher:
             kafka.errors.KafkaError: a part could not be delivered within ~30 s
                 (after the producer's own retries and resends with backoff).
         """
+        by = cause_list(causes, len(added) + len(removed), f"batch {batch}") if causes else None
         if self.delta_format == "debezium":
-            return self._publish_events(events(self.deltas_topic, batch, through, added, removed, key))
+            by = by or [None] * (len(added) + len(removed))
+            return self._publish_events(events(self.deltas_topic, batch, through, added, removed, key,
+                                               by[: len(added)], by[len(added) :]))  # fmt: skip
         parts = self._split(added, removed)
         while True:
             n = len(parts)
-            head = {"v": MESSAGE_VERSION, "batch": batch} if key is None else {
-                "v": MESSAGE_VERSION, "key": key, "batch": batch}
+            head = {"v": DELTA_VERSION, "batch": batch} if key is None else {
+                "v": DELTA_VERSION, "key": key, "batch": batch}
             messages = [{**head, "through": through, "part": i, "parts": n, "added": a, "removed": r}
                         for i, (a, r) in enumerate(parts)]  # fmt: skip
             if self.delta_format == "ntriples":
                 messages = [_ntriples(msg) for msg in messages]
+            if by is not None:
+                for msg, runs in zip(messages, _part_causes(parts, by, len(added), self.delta_format == "ntriples"),
+                                     strict=True):  # fmt: skip
+                    if runs:
+                        msg["causes"] = runs
             values = [_encode(msg) for msg in messages]
             big = {i for i, v in enumerate(values)
                    if len(v) > self.max_bytes and len(parts[i][0]) + len(parts[i][1]) > 1}  # fmt: skip

@@ -39,6 +39,9 @@ def add_parsers(sub) -> None:
     f.add_argument("--until-caught-up", action="store_true",
                    help="stop once every partition has been read to its end (default: run until stopped)")
     f.add_argument("--quiet", action="store_true", help="no line per applied batch")
+    f.add_argument("--audit", action="store_true",
+                   help="also keep every applied change with the update that caused it in table fluxmat_changes "
+                        "(in the same transaction as its batch)")
 
 
 def _stopper():
@@ -61,7 +64,7 @@ def cmd_follow(ns: argparse.Namespace) -> None:
     except KafkaConfigError as exc:
         raise FluxmatError(str(exc)) from None
     try:
-        store = open_store(ns.to)
+        store = open_store(ns.to, audit=ns.audit)
     except ValueError as exc:
         raise FluxmatError(str(exc)) from None
     except Exception as exc:  # the database's own error (psycopg.OperationalError, sqlite3.Error)

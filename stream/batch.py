@@ -56,7 +56,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fluxmat.connectors.delta_codec import DeltaCodec
+from fluxmat.client.fold import cause_runs
+from fluxmat.connectors.delta_codec import DeltaCodec, grouped
 from fluxmat.connectors.files import Update, decode_json, parse_update
 from fluxmat.connectors.state import INITIAL
 from fluxmat.engine import Fed, FluxmatError, Reasoner, StateMismatch
@@ -205,8 +206,10 @@ class BatchProcessor:
             quarantined (see the module docstring); the fact limit also applies
             to the initial load, and a restored state must be within it.
         store: a state store (connectors.state).
-        publisher: has `publish_delta(batch, through, added, removed)`, which
-            returns the number of messages it sent (None counts as one), and
+        publisher: has `publish_delta(batch, through, added, removed)` (with
+            `key=` for a key's stream, `causes=` when facts have single causes:
+            connectors.kafka_sink), which returns the number of messages it
+            sent (None counts as one), and
             `publish_dead_letter(reason, partition, offset, raw, truncated=False)`.
         budget, limits: when given, replace the reasoner's options of that name.
         progress: optional callable receiving the engine's pending operations
@@ -360,15 +363,19 @@ class BatchProcessor:
                 phase("engine")
         point = reasoner.poll()
         clock.lap("engine")
-        added, removed = (point.added, point.removed) if self.fresh is None else (reasoner.facts(), ())
         if self.fresh is None:
-            outcome.causes = self._causes(point, rows, decoded)
+            added, removed = self._by_cause(point, rows, decoded, outcome)
+        else:  # a key's first batch: its whole materialisation, no causes
+            added, removed = reasoner.facts(), ()
         output = {
             "through": reasoner.last_id,
             "added": [self.codec.encode(f) for f in added],
             "removed": [self.codec.encode(f) for f in removed],
             "dead": dead,
         }
+        runs = cause_runs(outcome.causes["added"] + outcome.causes["removed"]) if outcome.causes else []
+        if runs:
+            output["causes"] = runs  # stored with the output: a replay re-publishes them
         phase("export")
         changes = reasoner.export_changes()
         clock.lap("export")
@@ -471,6 +478,17 @@ class BatchProcessor:
         outcome.shared_deletes += len(delete) - len(own)
         return own
 
+    def _by_cause(self, point, rows: list, decoded: list, outcome: BatchOutcome) -> tuple[list, list]:
+        """The point's added and removed facts, each cause's together (the deltas name a cause once per run).
+
+        Sets `outcome.causes` (parallel to the facts returned).
+        """
+        causes = self._causes(point, rows, decoded)
+        added, causes["added"] = grouped(point.added, causes["added"])
+        removed, causes["removed"] = grouped(point.removed, causes["removed"])
+        outcome.causes = causes
+        return added, removed
+
     def _causes(self, point, rows: list, decoded: list) -> dict[str, list]:
         """The update that changed each fact of a consistency point: its id or partition:offset (None: several)."""
 
@@ -487,6 +505,8 @@ class BatchProcessor:
     def _publish(self, batch: int, output: dict) -> dict[str, int]:
         """Publish a batch's delta and dead letters; what was sent (`BatchOutcome.published`)."""
         keyed = {} if self.key is None else {"key": self.key}
+        if output.get("causes"):
+            keyed["causes"] = output["causes"]
         sent = self.publisher.publish_delta(batch, output["through"], output["added"], output["removed"], **keyed)
         for item in output.get("dead", ()):
             DeadLetter.read(item).publish(self.publisher)

@@ -74,7 +74,7 @@ def series(text: str) -> dict[str, float]:
 class NullPublisher:
     """A publisher that drops deltas and dead letters (for tests of the batch processor)."""
 
-    def publish_delta(self, *args):
+    def publish_delta(self, *args, **kw):
         pass
 
     def publish_dead_letter(self, *args, **kw):
@@ -87,7 +87,7 @@ class DeadLetters(NullPublisher):
     def __init__(self):
         self.dead: list[tuple[str, int]] = []
 
-    def publish_delta(self, *args):
+    def publish_delta(self, *args, **kw):
         return 1
 
     def publish_dead_letter(self, reason, partition, offset, raw, truncated=False):

@@ -55,7 +55,7 @@ from fluxmat.client import Folder, MemoryView, DeltaFollower, UpdateProducer, op
 f = Folder()
 b = f.offer(b'{"v":1,"batch":-1,"through":null,"part":0,"parts":1,"added":[["p","<http://x/a>",5]],"removed":[]}')
 assert b.added == [("p", client.Iri("http://x/a"), 5)], b
-assert schema("delta")["$id"].endswith("/delta/v1")
+assert schema("delta")["$id"].endswith("/delta/v2")
 print("ok")
 """
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -235,7 +235,7 @@ def test_a_batch_that_begins_before_the_previous_is_complete_is_refused():
 
 @pytest.mark.parametrize("bad,why", [
     (b'{"batch": 0, "through": null, "part": 0, "parts": 1, "added": [], "removed": []}', "older than format version 1"),
-    (b'{"v": 2, "batch": 0, "through": null, "part": 0, "parts": 1, "added": [], "removed": []}', "format version 2"),
+    (b'{"v": 3, "batch": 0, "through": null, "part": 0, "parts": 1, "added": [], "removed": []}', "format version 3"),
     (delta(0, 1, 2, [("e", "b")])[:-17], "not JSON"),  # a truncated part
     (delta(0, 1, 2, [("e", 1.5)]), "expected an integer, a string or a literal"),
 ])  # fmt: skip

@@ -15,7 +15,7 @@ class Publisher:
     def __init__(self):
         self.deltas = []
 
-    def publish_delta(self, batch, through, added, removed):
+    def publish_delta(self, batch, through, added, removed, causes=None):
         self.deltas.append({"batch": batch, "through": through, "added": added, "removed": removed})
 
     def publish_dead_letter(self, *args, **kw):

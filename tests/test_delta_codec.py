@@ -22,7 +22,7 @@ class Publisher:
     def __init__(self):
         self.deltas = []
 
-    def publish_delta(self, batch, through, added, removed):
+    def publish_delta(self, batch, through, added, removed, causes=None):
         self.deltas.append({"added": added, "removed": removed})
 
 

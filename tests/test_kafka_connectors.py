@@ -237,7 +237,7 @@ def test_deltas_are_compressed_on_the_wire(broker, compression):
         assert pub.publish_delta(0, "u9", facts, []) == 1
         rate = pub._producer.metrics()["producer-metrics"]["compression-rate-avg"]  # sent / encoded bytes
     assert rate < 0.25 if compression != "none" else rate == 1.0
-    assert read_deltas(bs, deltas) == [{"v": 1, "batch": 0, "through": "u9", "part": 0, "parts": 1,
+    assert read_deltas(bs, deltas) == [{"v": 2, "batch": 0, "through": "u9", "part": 0, "parts": 1,
                                         "added": facts, "removed": []}]  # fmt: skip
 
 

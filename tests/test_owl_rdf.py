@@ -241,7 +241,7 @@ class _Publisher:
     def __init__(self):
         self.deltas = []
 
-    def publish_delta(self, batch, through, added, removed):
+    def publish_delta(self, batch, through, added, removed, causes=None):
         self.deltas.append({"batch": batch, "added": added, "removed": removed})
 
     def publish_dead_letter(self, *args, **kw):

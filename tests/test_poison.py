@@ -37,7 +37,7 @@ class Recorder:
     def __init__(self):
         self.deltas, self.dead, self.lines = [], [], []
 
-    def publish_delta(self, batch, through, added, removed):
+    def publish_delta(self, batch, through, added, removed, causes=None):
         self.deltas.append({"batch": batch, "through": through, "added": added, "removed": removed})
         return 1
 

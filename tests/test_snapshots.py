@@ -21,7 +21,7 @@ class Publisher:
     def __init__(self):
         self.deltas = []
 
-    def publish_delta(self, batch, through, added, removed):
+    def publish_delta(self, batch, through, added, removed, causes=None):
         self.deltas.append(
             (batch, through, sorted(map(json.dumps, added)), sorted(map(json.dumps, removed)))
         )

@@ -22,7 +22,7 @@ class Publisher:
     def __init__(self, fail_at: int | None = None):
         self.deltas, self.dead, self.fail_at = [], [], fail_at
 
-    def publish_delta(self, batch, through, added, removed):
+    def publish_delta(self, batch, through, added, removed, causes=None):
         if batch == self.fail_at:
             raise ConnectionError("broker lost")
         self.deltas.append({"batch": batch, "through": through, "added": added, "removed": removed})

@@ -69,7 +69,7 @@ def test_constants_survive_a_restart_from_redis(redis_server, edges, n):
     deltas = []
 
     class Publisher:
-        def publish_delta(self, batch, through, added, removed):
+        def publish_delta(self, batch, through, added, removed, causes=None):
             deltas.append((added, removed))
 
         def publish_dead_letter(self, *args, **kw):

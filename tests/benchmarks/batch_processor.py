@@ -49,7 +49,7 @@ class _Collect:
     def __init__(self):
         self.deltas = []
 
-    def publish_delta(self, batch, through, added, removed):
+    def publish_delta(self, batch, through, added, removed, causes=None):
         self.deltas.append((added, removed))
 
     def publish_dead_letter(self, *args, **kw):
