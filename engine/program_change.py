@@ -37,26 +37,36 @@ class ProgramChangeError(FluxmatError):
     """A program change that cannot be applied (nothing was changed)."""
 
 
-def changed_program(old: Program, add: str = "", delete: str = "", whole: str | None = None) -> Program:
+def changed_program(
+    old: Program, add: str = "", delete: str = "", whole: str | None = None
+) -> Program:
     """The program after the change: `whole`, or `old` without `delete` and with `add`."""
     if whole is not None:
         if add or delete:
-            raise ProgramChangeError("a program change is a whole program or rules to add and delete, not both")
+            raise ProgramChangeError(
+                "a program change is a whole program or rules to add and delete, not both"
+            )
         return parse_program(whole, "<program>")
     plus, minus = parse_program(add, "<add>"), parse_program(delete, "<del>")
     rules, facts = list(old.rules), list(old.facts)
     texts = [str(r) for r in rules]
     for r in minus.rules:
         if str(r) not in texts:
-            raise ProgramChangeError(f"cannot delete rule '{r}': it is not in the program in force", r.pos)
+            raise ProgramChangeError(
+                f"cannot delete rule '{r}': it is not in the program in force", r.pos
+            )
         i = texts.index(str(r))
         del rules[i], texts[i]
     for f in minus.facts:
         if f not in facts:
-            raise ProgramChangeError(f"cannot delete fact '{f}.': it is not in the program in force", f.pos)
+            raise ProgramChangeError(
+                f"cannot delete fact '{f}.': it is not in the program in force", f.pos
+            )
         facts.remove(f)
     prefixes = dict(old.prefixes) | dict(plus.prefixes)
-    return Program(tuple(rules) + plus.rules, tuple(facts) + plus.facts, tuple(prefixes.items()), old.source)
+    return Program(
+        tuple(rules) + plus.rules, tuple(facts) + plus.facts, tuple(prefixes.items()), old.source
+    )
 
 
 # ---------------------------------------------------------------- analysis
@@ -138,7 +148,9 @@ def rule_changes(old: Analysis, new: Analysis) -> RuleChanges:
             added.append(r)
     removed = [r for r in old.rules if r.id not in kept]
     before, after = Counter(old.program.facts), Counter(new.program.facts)
-    return RuleChanges(kept, added, removed, list((after - before).elements()), list((before - after).elements()))
+    return RuleChanges(
+        kept, added, removed, list((after - before).elements()), list((before - after).elements())
+    )
 
 
 def touched_strata(new: Analysis, changes: RuleChanges) -> list[int]:
@@ -150,9 +162,19 @@ def touched_strata(new: Analysis, changes: RuleChanges) -> list[int]:
 def describe(old: Analysis, new: Analysis) -> list[str]:
     """The difference as lines: rules removed and added (with where they are written), strata touched."""
     changes = rule_changes(old, new)
-    lines = [f"- {r.rule}  ({r.rule.pos})" for r in changes.removed if not r.head.pred.startswith(INTERNAL_PREFIX)]
-    lines += [f"+ {r.rule}  ({r.rule.pos})" for r in changes.added if not r.head.pred.startswith(INTERNAL_PREFIX)]
+    lines = [
+        f"- {r.rule}  ({r.rule.pos})"
+        for r in changes.removed
+        if not r.head.pred.startswith(INTERNAL_PREFIX)
+    ]
+    lines += [
+        f"+ {r.rule}  ({r.rule.pos})"
+        for r in changes.added
+        if not r.head.pred.startswith(INTERNAL_PREFIX)
+    ]
     lines += [f"- {f}." for f in changes.facts_removed] + [f"+ {f}." for f in changes.facts_added]
     strata = touched_strata(new, changes)
-    lines.append(f"strata touched: {', '.join(map(str, strata)) if strata else 'none'} (of {len(new.strata)})")
+    lines.append(
+        f"strata touched: {', '.join(map(str, strata)) if strata else 'none'} (of {len(new.strata)})"
+    )
     return lines

@@ -191,7 +191,9 @@ def test_arity_against_the_state_names_the_place():
 
 def test_objects_core_refuses_with_one_clear_error():
     r = Reasoner.from_text("p(X) :- e(X).", algorithm="dredc")
-    with pytest.raises(AlgorithmError, match=r"program changes need the arrays core \(--core arrays\)"):
+    with pytest.raises(
+        AlgorithmError, match=r"program changes need the arrays core \(--core arrays\)"
+    ):
         r.change_program(add="q(X) :- e(X).")
 
 

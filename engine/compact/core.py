@@ -61,7 +61,7 @@ class ArraysCore:
             for step in pl.steps:
                 step.k = self.rels[step.pred].index_of(step.mask)
         self.epoch = 0
-        self.change = None  # a program change to apply with the next update (engine.compact.program)
+        self.change = None  # a program change for the next update (engine.compact.program)
 
     def rel(self, pred: str, arity: int) -> Rel:
         """The relation `pred`, created with its own component when new (a predicate no rule reads)."""
@@ -83,10 +83,11 @@ class ArraysCore:
         explicit = self._explicit(add, delete)
         flipped: dict[str, np.ndarray] = {}
         for comp in self.comps:
-            added = []  # rules added to a recursive component: all their instances are insertions
+            added = []  # rules a program change adds to a recursive component
             if change is not None:
                 comp, added = change.component(comp, explicit)
-            if comp.inputs.isdisjoint(flipped) and explicit.keys().isdisjoint(comp.preds) and not added:
+            quiet = comp.inputs.isdisjoint(flipped) and explicit.keys().isdisjoint(comp.preds)
+            if quiet and not added:
                 continue
             if comp.stc:
                 closure(self, comp, explicit, flipped)

@@ -63,8 +63,15 @@ class RuleChange:
             return comp, []
         self.changed.append(comp)
         for p in comp.preds:
-            parts = [(self.core.run_all(pl, old=True), 0 if rec else -1) for pl, rec in self.removed.get(p, ())]
-            parts += [(self.core.run_all(pl, old=False), 1) for pl, rec in self.added.get(p, ()) if not rec]
+            parts = [
+                (self.core.run_all(pl, old=True), 0 if rec else -1)
+                for pl, rec in self.removed.get(p, ())
+            ]
+            parts += [
+                (self.core.run_all(pl, old=False), 1)
+                for pl, rec in self.added.get(p, ())
+                if not rec
+            ]
             self._count(p, parts, explicit)
         counted = {h: {q: [pl for pl in plans if pl.rule not in self.added_ids] for q, plans in by.items()}
                    for h, by in comp.counted.items()}  # fmt: skip
@@ -131,7 +138,9 @@ def _full_plans(rules: list[AnalysedRule], term_id, rule_id=None) -> Plans:
     out: Plans = {}
     for r in rules:
         head, body = literals(r, term_id)
-        out.setdefault(head[0], []).append((plan(r.id if rule_id is None else rule_id, head, body, 0), r.recursive))
+        out.setdefault(head[0], []).append(
+            (plan(r.id if rule_id is None else rule_id, head, body, 0), r.recursive)
+        )
     return out
 
 
@@ -177,7 +186,9 @@ def change_program(m: CompactMaintainer, new: Analysis) -> Report:
     apps.clear()
     apps.update(kept)
     dropped = {p for p in m.core.rels if p.startswith(INTERNAL_PREFIX) and p not in new.arity}
-    m.analysis = replace(new, internal=new.internal | dropped)  # auxiliary relations stay unreported
+    m.analysis = replace(
+        new, internal=new.internal | dropped
+    )  # auxiliary relations stay unreported
     m.arity = {**{p: rel.arity for p, rel in m.core.rels.items()}, **new.arity}
     m.core.change = change
     report = m.update(_facts(changes.facts_added), _facts(changes.facts_removed))

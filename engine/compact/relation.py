@@ -16,7 +16,9 @@ def _pow2(n: int) -> int:
 
 def _imask(masks: list[tuple[int, ...]], arity: int) -> np.ndarray:
     """Per index, which columns it keys on."""
-    return np.array([[j in m for j in range(arity)] for m in masks], np.bool_).reshape(len(masks), arity)
+    return np.array([[j in m for j in range(arity)] for m in masks], np.bool_).reshape(
+        len(masks), arity
+    )
 
 
 class Rel:
