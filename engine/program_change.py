@@ -38,15 +38,19 @@ class ProgramChangeError(FluxmatError):
 
 
 def changed_program(
-    old: Program, add: str = "", delete: str = "", whole: str | None = None
+    old: Program,
+    add: str = "",
+    delete: str = "",
+    whole: str | None = None,
+    source: str = "<program>",
 ) -> Program:
-    """The program after the change: `whole`, or `old` without `delete` and with `add`."""
+    """The program after the change: `whole` (named `source` in errors), or `old` without `delete` and with `add`."""
     if whole is not None:
         if add or delete:
             raise ProgramChangeError(
                 "a program change is a whole program or rules to add and delete, not both"
             )
-        return parse_program(whole, "<program>")
+        return parse_program(whole, source)
     plus, minus = parse_program(add, "<add>"), parse_program(delete, "<del>")
     rules, facts = list(old.rules), list(old.facts)
     texts = [str(r) for r in rules]
@@ -153,10 +157,16 @@ def rule_changes(old: Analysis, new: Analysis) -> RuleChanges:
     )
 
 
-def touched_strata(new: Analysis, changes: RuleChanges) -> list[int]:
-    """The strata of the new program whose rules changed (their heads' strata), in order."""
+def touched_strata(new: Analysis, changes: RuleChanges) -> tuple[list[int], list[int]]:
+    """Strata of the new program whose rules changed, and the strata the change may reach (those and above)."""
     heads = {r.head.pred for r in changes.added} | {r.head.pred for r in changes.removed}
-    return sorted({new.stratum_of[p] for p in heads if new.stratum_of.get(p, 0) > 0})
+    changed = sorted({new.stratum_of[p] for p in heads if new.stratum_of.get(p, 0) > 0})
+    reached, preds = [], set(heads)
+    for s in new.strata:
+        if s.index in changed or not preds.isdisjoint(new.body_preds(s)):
+            reached.append(s.index)
+            preds |= s.preds
+    return changed, reached
 
 
 def describe(old: Analysis, new: Analysis) -> list[str]:
@@ -173,8 +183,11 @@ def describe(old: Analysis, new: Analysis) -> list[str]:
         if not r.head.pred.startswith(INTERNAL_PREFIX)
     ]
     lines += [f"- {f}." for f in changes.facts_removed] + [f"+ {f}." for f in changes.facts_added]
-    strata = touched_strata(new, changes)
-    lines.append(
-        f"strata touched: {', '.join(map(str, strata)) if strata else 'none'} (of {len(new.strata)})"
-    )
+    changed, reached = touched_strata(new, changes)
+    lines.append(f"strata whose rules change: {_listed(changed)} (of {len(new.strata)})")
+    lines.append(f"strata the change may reach: {_listed(reached)}")
     return lines
+
+
+def _listed(strata: list[int]) -> str:
+    return ", ".join(map(str, strata)) if strata else "none"

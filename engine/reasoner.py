@@ -160,11 +160,12 @@ class Reasoner:
         """Apply one update and maintain the materialisation (every algorithm)."""
         return self.maintainer.update(self._in(add), self._in(delete))
 
-    def change_program(self, add: str = "", delete: str = "", whole: str | None = None) -> Report:
+    def change_program(self, add: str = "", delete: str = "", whole: str | None = None,
+                       source: str = "<program>") -> Report:  # fmt: skip
         """Add and delete rules (and the program's facts) in the running materialisation; core=arrays only.
 
         `whole` is the entire new program instead (the engine computes the
-        difference; engine.program_change). The report is the delta, as an
+        difference; engine.program_change; `source` names it in errors). The report is the delta, as an
         update's. A change that fails validation (parse, safety,
         stratification, arities against the state) changes nothing.
         """
@@ -174,7 +175,7 @@ class Reasoner:
             raise AlgorithmError("program changes are not supported for programs over triples yet")
         from fluxmat.engine.compact.program import change_program  # numba only with the arrays core
 
-        program = changed_program(self.program, add, delete, whole)
+        program = changed_program(self.program, add, delete, whole, source)
         report = change_program(self.maintainer, analyse_change(self.analysis, program))
         self.program, self.analysis = program, self.maintainer.analysis
         self.prefixes = dict(program.prefixes)

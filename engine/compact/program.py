@@ -55,7 +55,6 @@ class RuleChange:
     def __init__(self, core, added: Plans, removed: Plans, added_ids: set[int]):
         self.core, self.added, self.removed, self.added_ids = core, added, removed, added_ids
         self.changed: list[Component] = []  # the components whose rules changed
-        self.rows = 0  # head instances of added and removed rules
 
     def component(self, comp: Component, explicit: dict) -> tuple[Component, list[Plan]]:
         """`comp` as this pass maintains it, with the counter changes put in `explicit`; added recursive plans."""
@@ -83,7 +82,6 @@ class RuleChange:
         rel = self.core.rels[p]
         rows = [rel.insert(h) for h, _ in parts]
         weights = [np.full(len(r), w, np.int64) for r, (_, w) in zip(rows, parts, strict=True)]
-        self.rows += sum(map(len, rows))
         if p in explicit:
             rows.insert(0, explicit[p][0])
             weights.insert(0, explicit[p][1])
@@ -195,6 +193,5 @@ def change_program(m: CompactMaintainer, new: Analysis) -> Report:
     if m.core.change is not None or m.core.epoch == 0:  # an update path that skipped core.update
         raise RuntimeError("the program change was not applied by the arrays core's update")
     change.settle()
-    report.details["program_rule_instances"] = change.rows
     report.details["program_components_changed"] = len(change.changed)
     return report
