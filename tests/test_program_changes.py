@@ -215,3 +215,13 @@ def test_closure_component_gains_and_loses_its_rules():
     assert r.facts() == _arrays(closure, [("e", 2, 5), ("e", 3, 4), ("e", 4, 5)]).facts()
     r.change_program(delete="s(X, Y) :- s(Y, X).")
     assert r.facts() == _arrays(r.program_text(), [("e", 2, 5), ("e", 3, 4), ("e", 4, 5)]).facts()
+
+
+def test_auxiliary_negation_relations_keep_their_meaning():
+    """`not e(X, _)` is kept through an auxiliary relation; another one added before it must not take its name."""
+    facts = [("f", 1), ("f", 2), ("e", 1, 3)]
+    r = _arrays("p(X) :- f(X), not e(X, _).", facts)
+    whole = "q(X) :- f(X), not e(_, _).\np(X) :- f(X), not e(X, _)."
+    report = r.change_program(whole=whole)
+    assert r.facts() == _arrays(whole, facts).facts() and ("p", 2) in r.facts()
+    assert (report.added, report.removed) == (0, 0)  # q: e(_, _) holds; p: unchanged
