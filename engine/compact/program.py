@@ -135,7 +135,7 @@ def _full_plans(rules: list[AnalysedRule], term_id, rule_id=None) -> Plans:
     """Each rule's plan from its first positive atom, by head (engine.compact.core.ArraysCore.run_all)."""
     out: Plans = {}
     for r in rules:
-        if not r.positives:  # such a rule derives nothing on the arrays core (`check` refuses adding one)
+        if not r.positives:  # derives nothing on the arrays core (`check` refuses adding one)
             continue
         head, body = literals(r, term_id)
         out.setdefault(head[0], []).append(
