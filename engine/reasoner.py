@@ -43,7 +43,7 @@ from fluxmat.engine.options import EngineOptions
 from fluxmat.engine.parser import parse_program
 from fluxmat.engine.plans import Plan
 from fluxmat.engine.printer import FactPrinter
-from fluxmat.engine.program_change import analyse_change, changed_program
+from fluxmat.engine.program_change import analyse_change, changed_program, describe
 from fluxmat.engine.storage import Dictionary
 from fluxmat.engine.syntax import Atom, Program, PyFact, Rule
 from fluxmat.engine.triples import fact_in, facts_in, facts_out, program_in, uses_triples
@@ -110,6 +110,7 @@ class Reasoner:
         self.printer = FactPrinter(program.prefixes)
         self.rule_labels = {r.id: rule_label(r.rule, r.id) for r in self.analysis.rules}  # rule id -> file:line
         self.program_version = 1  # grows by one with each program change (`change_program`)
+        self.program_history: list[dict] = []  # per change: version and its lines (engine.program_change.describe)
         self._apply_options()
 
     @classmethod
@@ -176,8 +177,10 @@ class Reasoner:
         from fluxmat.engine.compact.program import change_program  # numba only with the arrays core
 
         program = changed_program(self.program, add, delete, whole, source)
-        report = change_program(self.maintainer, analyse_change(self.analysis, program))
+        before = self.analysis
+        report = change_program(self.maintainer, analyse_change(before, program))
         self.program, self.analysis = program, self.maintainer.analysis
+        self.program_history.append({"version": self.program_version + 1, "changes": describe(before, self.analysis)})
         self.prefixes = dict(program.prefixes)
         self.printer = FactPrinter(program.prefixes)
         self.rule_labels = {r.id: rule_label(r.rule, r.id) for r in self.analysis.rules}

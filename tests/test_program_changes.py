@@ -148,6 +148,8 @@ def test_added_recursive_rule_derives_what_follows_and_removal_retracts_it():
     assert report.removed == 5 and report.added == 0
     assert r.facts() == _arrays(r.program_text(), EDGES).facts()
     assert r.program_version == 3
+    assert [h["version"] for h in r.program_history] == [2, 3]
+    assert r.program_history[1]["changes"][0] == "- path(X, Z) :- path(X, Y), edge(Y, Z).  (<add>:1:1)"
 
 
 def test_a_derivation_with_other_support_stays():
