@@ -9,7 +9,9 @@ loading and updating (`load`, `update`), the fully dynamic driver (`feed`,
 `poll`, `work_counts`; engine.feed), the work per rule by its file:line
 (`rule_work`, `rules_since`, `rule_texts`), reading (`facts`, `lines`, `match`,
 `explain`, `show`, `sizes`), validating updates without applying them
-(`update_checker`, `check_update`), and the fully dynamic state
+(`update_checker`, `check_update`), program changes on the arrays core
+(`change_program`, `program_text`, `program_version`, `program_history`;
+engine.program_change, engine.compact.program), and the fully dynamic state
 (`export_changes`, `restore`, `state_meta`; engine.fd.snapshot; as integer
 columns for a local snapshot: `state_columns`, `restore_columns`; engine.fd.columns). Facts cross
 the door as Python values `(pred, arg, ...)` (engine.syntax.PyFact).
