@@ -204,6 +204,15 @@ class UpdateProducer:
             message["id"] = id
         return self._send(message, key)
 
+    def send_program(self, add: str = "", delete: str = "", whole: str | None = None, id=None,
+                     key: str | None = None):  # fmt: skip
+        """Send one program change: rules to add and delete, or the whole new program; returns its future."""
+        body = {"whole": whole} if whole is not None else {"add": add, "del": delete}
+        message: dict = {"program": body}
+        if id is not None:
+            message["id"] = id
+        return self._send(message, key)
+
     def _send(self, message: dict, key: str | None):
         import json
 

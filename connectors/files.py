@@ -35,7 +35,7 @@ from pathlib import Path
 import orjson
 
 from fluxmat.connectors.rdf import FORMATS, format_of, rdf_update, read_rdf
-from fluxmat.engine import atom_to_fact, fact_from_json, parse_facts, read_source
+from fluxmat.engine import atom_to_fact, fact_from_json, parse_facts, parse_program, read_source
 from fluxmat.engine.errors import ParseError
 from fluxmat.engine.syntax import MAX_INT_DIGITS, Pos
 
@@ -43,13 +43,23 @@ FACTS_FORMATS = ("facts", "jsonl", *FORMATS)  # what --facts-format may name (re
 
 
 @dataclass(frozen=True)
+class ProgramChange:
+    """Rules (and the program's facts) to add and delete, or a whole new program (`whole`)."""
+
+    add: str = ""
+    delete: str = ""
+    whole: str | None = None
+
+
+@dataclass(frozen=True)
 class Update:
-    """One update of a stream: facts to add and to delete, with an optional id."""
+    """One update of a stream: facts to add and to delete, with an optional id; or a program change."""
 
     add: tuple[tuple, ...]
     delete: tuple[tuple, ...]
     id: object = None
     where: str = ""
+    program: ProgramChange | None = None
 
 
 def _read(path: str | Path) -> str:
@@ -195,10 +205,12 @@ def parse_update(item: object, prefixes: dict[str, str], where: str) -> Update:
     if "format" in item:
         add, delete = rdf_update(item, where)
         return Update(add, delete, item.get("id"), where)
+    if "program" in item:
+        return Update((), (), item.get("id"), where, program_change(item, where))
     unknown = sorted(set(item) - {"add", "del", "id"})
     if unknown:
         raise ParseError(
-            f"{where}: unknown key '{unknown[0]}' in update (expected 'add', 'del' or 'id')"
+            f"{where}: unknown key '{unknown[0]}' in update (expected 'add', 'del', 'id' or 'program')"
         )
     lists = {}
     for key in ("add", "del"):
@@ -210,6 +222,28 @@ def parse_update(item: object, prefixes: dict[str, str], where: str) -> Update:
             for i, f in enumerate(facts)
         )
     return Update(lists["add"], lists["del"], item.get("id"), where)
+
+
+def program_change(item: dict, where: str) -> ProgramChange:
+    """The program change of an update `{"program": {"add": TEXT, "del": TEXT} | {"whole": TEXT} | TEXT}`.
+
+    Its texts are parsed here, so a syntax error is found before anything is applied.
+    """
+    unknown = sorted(set(item) - {"program", "id"})
+    if unknown:
+        raise ParseError(f"{where}: unknown key '{unknown[0]}' in a program change (expected 'program' or 'id')")
+    body = item["program"]
+    if isinstance(body, str):
+        body = {"whole": body}
+    if not isinstance(body, dict) or not body or set(body) - {"add", "del", "whole"}:
+        raise ParseError(f'{where}: "program" must be {{"add": TEXT, "del": TEXT}}, {{"whole": TEXT}} or TEXT')
+    if not all(isinstance(v, str) for v in body.values()):
+        raise ParseError(f'{where}: the texts of "program" must be strings')
+    if "whole" in body and len(body) > 1:
+        raise ParseError(f'{where}: "program" has a whole program or "add"/"del", not both')
+    for key, text in body.items():
+        parse_program(text, f"{where}: program.{key}")
+    return ProgramChange(body.get("add", ""), body.get("del", ""), body.get("whole"))
 
 
 def read_updates(path: str | Path, prefixes: dict[str, str]) -> Iterator[Update]:

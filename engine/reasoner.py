@@ -9,7 +9,9 @@ loading and updating (`load`, `update`), the fully dynamic driver (`feed`,
 `poll`, `work_counts`; engine.feed), the work per rule by its file:line
 (`rule_work`, `rules_since`, `rule_texts`), reading (`facts`, `lines`, `match`,
 `explain`, `show`, `sizes`), validating updates without applying them
-(`update_checker`, `check_update`), and the fully dynamic state
+(`update_checker`, `check_update`), program changes on the arrays core
+(`change_program`, `program_text`, `program_version`, `program_history`;
+engine.program_change, engine.compact.program), and the fully dynamic state
 (`export_changes`, `restore`, `state_meta`; engine.fd.snapshot; as integer
 columns for a local snapshot: `state_columns`, `restore_columns`; engine.fd.columns). Facts cross
 the door as Python values `(pred, arg, ...)` (engine.syntax.PyFact).
@@ -43,6 +45,7 @@ from fluxmat.engine.options import EngineOptions
 from fluxmat.engine.parser import parse_program
 from fluxmat.engine.plans import Plan
 from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.program_change import analyse_change, changed_program, describe
 from fluxmat.engine.storage import Dictionary
 from fluxmat.engine.syntax import Atom, Program, PyFact, Rule
 from fluxmat.engine.triples import fact_in, facts_in, facts_out, program_in, uses_triples
@@ -108,6 +111,8 @@ class Reasoner:
         self.prefixes = dict(program.prefixes)
         self.printer = FactPrinter(program.prefixes)
         self.rule_labels = {r.id: rule_label(r.rule, r.id) for r in self.analysis.rules}  # rule id -> file:line
+        self.program_version = 1  # grows by one with each program change (`change_program`)
+        self.program_history: list[dict] = []  # per change: version and its lines (engine.program_change.describe)
         self._apply_options()
 
     @classmethod
@@ -157,6 +162,36 @@ class Reasoner:
     def update(self, add: Iterable[tuple] = (), delete: Iterable[tuple] = ()) -> Report:
         """Apply one update and maintain the materialisation (every algorithm)."""
         return self.maintainer.update(self._in(add), self._in(delete))
+
+    def change_program(self, add: str = "", delete: str = "", whole: str | None = None,
+                       source: str = "<program>") -> Report:  # fmt: skip
+        """Add and delete rules (and the program's facts) in the running materialisation; core=arrays only.
+
+        `whole` is the entire new program instead (the engine computes the
+        difference; engine.program_change; `source` names it in errors). The report is the delta, as an
+        update's. A change that fails validation (parse, safety,
+        stratification, arities against the state) changes nothing.
+        """
+        if self.options.core != "arrays":
+            raise AlgorithmError("program changes need the arrays core (--core arrays)")
+        if self.triples:
+            raise AlgorithmError("program changes are not supported for programs over triples yet")
+        from fluxmat.engine.compact.program import change_program  # numba only with the arrays core
+
+        program = changed_program(self.program, add, delete, whole, source)
+        before = self.analysis
+        report = change_program(self.maintainer, analyse_change(before, program))
+        self.program, self.analysis = program, self.maintainer.analysis
+        self.program_history.append({"version": self.program_version + 1, "changes": describe(before, self.analysis)})
+        self.prefixes = dict(program.prefixes)
+        self.printer = FactPrinter(program.prefixes)
+        self.rule_labels = {r.id: rule_label(r.rule, r.id) for r in self.analysis.rules}
+        self.program_version += 1
+        return report
+
+    def program_text(self) -> str:
+        """The program in force, as text (rules, then the program's facts)."""
+        return str(self.program)
 
     def update_checker(self) -> Callable[[Iterable[PyFact], Iterable[PyFact]], None]:
         """Validates updates in order without applying them (engine.maintainer)."""

@@ -24,7 +24,7 @@ from fluxmat.engine import ALGORITHMS, EngineOptions, Fed, FluxmatError, Reasone
 from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, LimitExceeded, Limits
 from fluxmat.engine.options import CORES
 from fluxmat.engine.printer import FactPrinter
-from fluxmat.ops import follow_cli, inspect_cli, limit_flags, rdf_cli, stream_cli
+from fluxmat.ops import follow_cli, inspect_cli, limit_flags, program_cli, rdf_cli, stream_cli
 
 
 def _env(name: str, default):
@@ -191,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect_cli.add_parsers(sub)
     rdf_cli.add_parsers(sub)
     follow_cli.add_parsers(sub)
+    program_cli.add_parsers(sub)
     return ap
 
 
@@ -254,6 +255,9 @@ def cmd_replay(cfg: Config) -> None:
     facts = _facts(cfg, reasoner)
     updates = list(read_updates(cfg.updates, reasoner.prefixes))
     _validate(reasoner, facts, updates)
+    changes = [u for u in updates if u.program is not None]
+    if changes and reasoner.core != "arrays":
+        raise FluxmatError(f"{changes[0].where}: program changes need the arrays core (--core arrays)")
     stats = open(cfg.stats, "w", encoding="utf-8") if cfg.stats else None  # noqa: SIM115
     try:
         report = reasoner.load(facts)
@@ -287,7 +291,7 @@ def _replay_sequential(reasoner: Reasoner, updates, stats) -> None:
     progress = _Progress(len(updates))
     for n, upd in enumerate(updates, start=1):
         try:
-            report = reasoner.update(upd.add, upd.delete)
+            report = apply_update(reasoner, upd)
         except LimitExceeded as exc:
             raise exc.located(upd.where) from None
         except FluxmatError as exc:
@@ -296,6 +300,16 @@ def _replay_sequential(reasoner: Reasoner, updates, stats) -> None:
             stats.write(_stats_line(n, report, upd.id) + "\n")
         progress.tick(n)
     progress.done()
+
+
+def apply_update(reasoner: Reasoner, upd) -> Report:
+    """One update of a stream file: facts, or a program change (connectors.files.ProgramChange)."""
+    change = upd.program
+    if change is None:
+        return reasoner.update(upd.add, upd.delete)
+    report = reasoner.change_program(change.add, change.delete, change.whole)
+    report.details["program_version"] = reasoner.program_version
+    return report
 
 
 def _replay_fully_dynamic(reasoner: Reasoner, updates, stats) -> None:
@@ -430,7 +444,7 @@ COMMANDS = {
 
 
 STREAM_COMMANDS = {"run": stream_cli.cmd_run, "demo": stream_cli.cmd_demo, **inspect_cli.COMMANDS,
-                   **rdf_cli.COMMANDS, **follow_cli.COMMANDS}  # fmt: skip
+                   **rdf_cli.COMMANDS, **follow_cli.COMMANDS, **program_cli.COMMANDS}  # fmt: skip
 
 
 def _limit_hit(exc: BaseException) -> str:

@@ -412,11 +412,16 @@ class BatchProcessor:
             return "value is not valid UTF-8"
         try:
             item = decode_json(value) if value is not None else None
-            return parse_update(item, self.reasoner.prefixes, f"partition {partition} offset {offset}")
+            update = parse_update(item, self.reasoner.prefixes, f"partition {partition} offset {offset}")
         except FluxmatError as exc:
             return str(exc)
         except Exception as exc:  # whatever one message does, it stops only itself
             return f"cannot decode the message: {type(exc).__name__}: {exc}"
+        if update.program is not None:  # applied by replay (ops.cli) and the door; not by the job yet
+            need = ("need the arrays core (--core arrays)" if self.reasoner.core != "arrays"
+                    else "are not applied by the streaming job yet")  # fmt: skip
+            return f"partition {partition} offset {offset}: program changes {need}; nothing was changed"
+        return update
 
     def _apply(self, outcome: BatchOutcome, rows: list, decoded: list,
                quarantined: dict[int, str], alone: bool) -> list[list]:  # fmt: skip

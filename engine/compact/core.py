@@ -61,6 +61,7 @@ class ArraysCore:
             for step in pl.steps:
                 step.k = self.rels[step.pred].index_of(step.mask)
         self.epoch = 0
+        self.change = None  # a program change for the next update (engine.compact.program)
 
     def rel(self, pred: str, arity: int) -> Rel:
         """The relation `pred`, created with its own component when new (a predicate no rule reads)."""
@@ -74,17 +75,24 @@ class ArraysCore:
         """Apply explicit adds and deletes (int64 rows per predicate); the rows that flipped, per predicate.
 
         Adds of explicit facts and deletes of non-explicit ones change nothing.
+        A pending program change (`self.change`, engine.compact.program.RuleChange)
+        adds and removes rule instances per component in the same pass; it is consumed.
         """
+        change, self.change = self.change, None
         self.epoch += 1
         explicit = self._explicit(add, delete)
         flipped: dict[str, np.ndarray] = {}
         for comp in self.comps:
-            if comp.inputs.isdisjoint(flipped) and explicit.keys().isdisjoint(comp.preds):
+            added = []  # rules a program change adds to a recursive component
+            if change is not None:
+                comp, added = change.component(comp, explicit)
+            quiet = comp.inputs.isdisjoint(flipped) and explicit.keys().isdisjoint(comp.preds)
+            if quiet and not added:
                 continue
             if comp.stc:
                 closure(self, comp, explicit, flipped)
             elif comp.recursive:
-                DRed(self, comp, explicit, flipped).run()
+                DRed(self, comp, explicit, flipped, added).run()
             else:
                 self._counted(comp.preds[0], comp, explicit, flipped)
             self.after_component()
@@ -126,6 +134,20 @@ class ArraysCore:
                                self.epoch, mode_of(step), rel.slots, rel.islots[k], rel.inext[k], step.how)  # fmt: skip
         self.on_work(plan.rule, len(B))
         return K.project(B, plan.head_src, plan.head_cval), W
+
+    def run_all(self, plan: Plan, old: bool) -> np.ndarray:
+        """The head facts of all the instances of a plan's rule, before this epoch (`old`) or now.
+
+        The plan starts at a positive atom (engine.compact.program compiles it from position 0).
+        """
+        rel = self.rels[plan.start.pred]
+        present = rel.alive[: rel.n] != 0
+        if old:
+            present ^= rel.flip[: rel.n] == self.epoch
+        rows = np.flatnonzero(present).astype(np.int64)
+        mode = OLD if old else NEW
+        heads, _ = self.run(plan, rows, np.ones(len(rows), np.int64), lambda _s: mode)
+        return heads
 
     def _counted(self, p: str, comp: Component, explicit, flipped) -> None:
         """Counting for a non-recursive predicate: counters from the deltas, presence = counter > 0."""

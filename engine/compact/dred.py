@@ -26,8 +26,9 @@ def _new(_step) -> int:
 class DRed:
     """One recursive component's maintenance in one update."""
 
-    def __init__(self, core, comp, explicit, flipped):
+    def __init__(self, core, comp, explicit, flipped, added=()):
         self.core, self.comp, self.explicit, self.flipped = core, comp, explicit, flipped
+        self.added = added  # plans of rules a program change adds: every instance inserts its head
         self.epoch = core.epoch
         self.mine = set(comp.preds)
 
@@ -50,6 +51,10 @@ class DRed:
             rels[p].alive[rows] = 0
         seeds = {p: self._revive(p, touched[p][rels[p].cnt[touched[p]] > 0]) for p in preds}
         self._rederive(deleted, seeds)
+        for plan in self.added:
+            rel = rels[plan.head_pred]
+            got = K.revive(rel.insert(self.core.run_all(plan, old=False)), rel.alive)
+            seeds[plan.head_pred] = np.concatenate([seeds[plan.head_pred], got])
         for plan in self.comp.lower_starts:
             rows = self._lower_delta(plan, appeared=True)
             if len(rows):

@@ -14,6 +14,13 @@ def _pow2(n: int) -> int:
     return 1 << max(4, (n - 1).bit_length())
 
 
+def _imask(masks: list[tuple[int, ...]], arity: int) -> np.ndarray:
+    """Per index, which columns it keys on."""
+    return np.array([[j in m for j in range(arity)] for m in masks], np.bool_).reshape(
+        len(masks), arity
+    )
+
+
 class Rel:
     """Rows of int64 term ids with per-row state; see engine.compact.kernels for the tables."""
 
@@ -21,8 +28,7 @@ class Rel:
         self.pred, self.arity = pred, arity
         self.masks = list(masks)
         self.full = np.ones(arity, np.bool_)
-        self.imask = np.array([[j in m for j in range(arity)] for m in self.masks], np.bool_).reshape(
-            len(self.masks), arity)  # fmt: skip
+        self.imask = _imask(self.masks, arity)
         self.n = 0
         self._alloc(16)
         self.maxid = 0  # 1 + the largest term id in cols
@@ -61,6 +67,14 @@ class Rel:
             K.rebuild(
                 self.cols, n, self.slots, self.islots[:k], self.inext[:k], self.imask, self.full
             )
+
+    def add_masks(self, masks: list[tuple[int, ...]]) -> None:
+        """Index these column sets too (a program change's new plans probe them); the tables are rebuilt."""
+        new = [m for m in dict.fromkeys(masks) if m not in self.masks]
+        if new:
+            self.masks += new
+            self.imask = _imask(self.masks, self.arity)
+            self._alloc(self.cap)
 
     def ensure(self, m: int) -> None:
         if self.n + m > self.cap:
