@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("numba")
 
-from hypothesis import HealthCheck, given, note, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, note, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from tests.benchmarks.bakeoff.arrays import ArraysCore  # noqa: E402
@@ -77,17 +77,12 @@ def _cores(rules):
     return cores
 
 
-# A known defect of the prototype (not of the product: the engine's arrays core has no one-call
-# path yet): on some random programs the one-call path's load keeps a fact that evaluation from
-# scratch does not derive (e.g. seed=113230, sizes=[(0, 0)]: c(4, 4) too many). Found after the merge;
-# to be fixed before the one-call path is ported into the engine. Not strict: hypothesis draws
-# programs at random, so a run may not meet such a case.
-@pytest.mark.xfail(reason="one-call path: a wrong load on some random programs (seed=113230)", strict=False)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),
     sizes=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=8),
 )
+@example(seed=113230, sizes=[(0, 0)])  # a linear rule taken for a transitive one (see below)
 def test_one_call_path_matches_set_at_a_time_and_scratch(seed, sizes):
     rng = random.Random(seed)
     rules = random_rules(rng)
@@ -108,6 +103,25 @@ def test_one_call_path_matches_set_at_a_time_and_scratch(seed, sizes):
         for name, core in cores.items():
             assert _norm(core.facts()) == expected, f"{name} after an update"
         assert len(set(reports.values())) == 1, reports
+
+
+def test_linear_rule_with_the_transitive_shape_is_not_a_closure():
+    """seed=113230, shrunk: c(X, Z) :- c(X, Y), e(Y, Z) has the variable shape of a transitive rule.
+
+    With the symmetric c(Y, X) :- c(X, Y), the component {c} was taken for a
+    symmetric-transitive closure (by shape only), so e(4, 3) gave every pair
+    of {3, 4}, c(4, 4) too; it derives c(4, 3), c(3, 4) and c(3, 3) only.
+    """
+    v = lambda n: ("var", n)  # noqa: E731
+    rules = [
+        Rule(("c", (v("X"), v("Y"))), (("e", (v("X"), v("Y"))),)),
+        Rule(("c", (v("X"), v("Z"))), (("c", (v("X"), v("Y"))), ("e", (v("Y"), v("Z"))))),
+        Rule(("c", (v("Y"), v("X"))), (("c", (v("X"), v("Y"))),)),
+    ]
+    for name, core in _cores(rules).items():
+        core.load(encode({("e", 4, 3)}))
+        assert _norm(core.facts()) == naive(rules, {("e", 4, 3)}), name
+        assert core.facts()["c"] == {(4, 3), (3, 4), (3, 3)}, name
 
 
 def test_relations_grow_inside_the_call():

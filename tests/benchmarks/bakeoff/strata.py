@@ -75,6 +75,8 @@ def is_stc(preds: list[str], rec_rules: list, arities: dict[str, int]) -> bool:
     """Whether a component is one binary relation closed by exactly a symmetric and a transitive rule."""
     if len(preds) != 1 or arities[preds[0]] != 2:
         return False
+    if any(p != preds[0] for r in rec_rules for p, _ in r.body):  # the shape alone is not enough:
+        return False  # c(X, Z) :- c(X, Y), e(Y, Z) is linear, not transitive (engine.analysis._pattern)
     shapes = {_shape(r) for r in rec_rules}
     return len(rec_rules) == 2 and shapes == {SYMMETRIC, TRANSITIVE}
 
