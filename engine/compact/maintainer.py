@@ -95,7 +95,7 @@ class CompactMaintainer(Maintainer):
             self._loading.setdefault(pred, set()).add(f)
 
     def materialise(self, report: Report) -> None:
-        self.small.update(self._arrays(self._loading), {})
+        self.small.update(self._arrays(self._loading), {}, start=False)
         self._loading = {}
         report.added = sum(
             r.size() for p, r in self.core.rels.items() if p not in self.analysis.internal

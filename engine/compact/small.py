@@ -9,10 +9,11 @@ run when an update is small. Both leave the same state and report the same
 rows. The threshold was measured on LUBM-1 (docs/performance/compact-core-hybrid.md).
 
 Compiling the interpreter costs minutes of CPU when numba's cache is empty,
-so it is compiled only when a small update first needs it, in a separate
-process that writes numba's on-disk cache (`Compiler`); until that is done
-every update takes the set-at-a-time path, and afterwards the interpreter
-loads from the cache in under a second. `prepare(wait=True)` compiles (or
+so it is compiled only when a small update (not a load) first needs it, in a
+separate process that writes numba's on-disk cache (`Compiler`); until that
+is done every update takes the set-at-a-time path, and afterwards the
+interpreter loads from the cache in about a second. The compile goes on after
+the process that started it ends, so the next process finds it cached. `prepare(wait=True)` compiles (or
 loads) it in this process instead (warm-up, tests).
 
 `Store` is the interpreter's view of the relations (engine.compact.small_rel):
@@ -118,9 +119,9 @@ class Compiler:
         self.proc: subprocess.Popen | None = None
         self.state = "cold"  # cold -> compiling -> ready | failed
 
-    def ready(self) -> bool:
-        """True once the interpreter is compiled; the first call starts compiling it in the background."""
-        if self.state == "cold":
+    def ready(self, start: bool = True) -> bool:
+        """True once the interpreter is compiled; the first call (with `start`) starts compiling it."""
+        if self.state == "cold" and start:
             cmd = [sys.executable, "-m", "fluxmat.engine.compact.small_warm"]
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.state = "compiling"
@@ -203,9 +204,12 @@ class SmallPath:
         n = sum(map(len, add.values())) + sum(map(len, delete.values()))
         return n <= self.threshold
 
-    def update(self, add: dict, delete: dict) -> dict[str, np.ndarray]:
-        """Apply explicit adds and deletes (ArraysCore.update): the rows that flipped, per predicate."""
-        if self.small(add, delete) and COMPILER.ready():
+    def update(self, add: dict, delete: dict, start: bool = True) -> dict[str, np.ndarray]:
+        """Apply explicit adds and deletes (ArraysCore.update): the rows that flipped, per predicate.
+
+        `start`: a small update may start compiling the interpreter (a load does not).
+        """
+        if self.small(add, delete) and COMPILER.ready(start):
             self.taken["one call"] += 1
             return self.one_call(add, delete)
         self.taken["set"] += 1

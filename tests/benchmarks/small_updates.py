@@ -1,6 +1,6 @@
 """Small updates on LUBM: the objects core against the arrays core's one-call and set-at-a-time paths.
 
-    python -m tests.benchmarks.small_updates [--universities 1] [--sizes 1,5,50,500] [--repeat 31]
+    python -m tests.benchmarks.small_updates [--universities 1] [--sizes 1,5,50,128,500] [--repeat 31]
 
 The bake-off workload (tests/benchmarks/bakeoff/workload.py: `lubm.dlog` over
 LUBM-N, updates from its `UpdateMaker`). Three reasoners load the same facts:
@@ -57,7 +57,7 @@ def run(universities: int, sizes: list[int], repeat: int) -> None:
     print("|---|" + "---|" * (len(cores) + 1))
     for k in sizes:
         times: dict[str, list[float]] = {name: [] for name in cores}
-        for _ in range(max(3, repeat // max(1, k // 5))):
+        for _ in range(max(5, repeat // max(1, k // 25))):
             add, dele = w.maker.make(k, k)
             a, d = w.encode(add), w.encode(dele)
             for name, core in cores.items():
@@ -74,7 +74,7 @@ def run(universities: int, sizes: list[int], repeat: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--universities", type=int, default=1)
-    ap.add_argument("--sizes", default="1,5,50,500", help="k per update (k adds + k deletes)")
+    ap.add_argument("--sizes", default="1,5,50,128,500", help="k per update (k adds + k deletes)")
     ap.add_argument(
         "--repeat", type=int, default=31, help="updates per size (fewer for large sizes)"
     )
