@@ -133,7 +133,7 @@ def _emit(B, W, o, src_row, weight, cols, r, outslot, OB, OW):
 
 
 @njit(cache=True)
-def _matches(cols, r, vals, src):
+def matches(cols, r, vals, src):
     """Row r agrees with the bound values (src >= -1) and repeated free variables (src <= -3 - col)."""
     for j in range(vals.shape[0]):
         s = src[j]
@@ -186,13 +186,13 @@ def join_step(
         elif how == 1:
             r = islot[find(cols, islot, vals, mask)]
             while r >= 0:
-                if present(alive, flip, r, epoch, mode) and _matches(cols, r, vals, src):
+                if present(alive, flip, r, epoch, mode) and matches(cols, r, vals, src):
                     OB, OW = _emit(B, W, o, b, W[b], cols, r, outslot, OB, OW)
                     o += 1
                 r = inext[r]
         else:
             for r in range(n):
-                if present(alive, flip, r, epoch, mode) and _matches(cols, r, vals, src):
+                if present(alive, flip, r, epoch, mode) and matches(cols, r, vals, src):
                     OB, OW = _emit(B, W, o, b, W[b], cols, r, outslot, OB, OW)
                     o += 1
     return OB[:o], OW[:o]

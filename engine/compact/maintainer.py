@@ -27,6 +27,7 @@ import numpy as np
 from fluxmat.engine.analysis import Analysis
 from fluxmat.engine.compact.core import ArraysCore
 from fluxmat.engine.compact.plans import compile_program
+from fluxmat.engine.compact.small import SmallPath
 from fluxmat.engine.errors import AlgorithmError
 from fluxmat.engine.maintainer import Changes, Maintainer, Report, Update
 from fluxmat.engine.storage import Dictionary
@@ -68,11 +69,15 @@ class CompactMaintainer(Maintainer):
         super().__init__(analysis, dictionary)
         self.name = algorithm
         self.closures = modules
+        # the core's updates: small ones in one compiled call (engine.compact.small)
+        self.small = SmallPath()
         self.core = self._new_core()
 
     def _new_core(self) -> ArraysCore:
         comps, plans, masks = compile_program(self.analysis, self.dictionary.intern, self.closures)
-        return ArraysCore(comps, plans, masks, self.arity, self._work, self.check_limits)
+        core = ArraysCore(comps, plans, masks, self.arity, self._work, self.check_limits)
+        self.small.attach(core)
+        return core
 
     def _work(self, rule: int, instances: int) -> None:
         self.counts.applications[rule] += instances
@@ -90,7 +95,7 @@ class CompactMaintainer(Maintainer):
             self._loading.setdefault(pred, set()).add(f)
 
     def materialise(self, report: Report) -> None:
-        self.core.update(self._arrays(self._loading), {})
+        self.small.update(self._arrays(self._loading), {}, start=False)
         self._loading = {}
         report.added = sum(
             r.size() for p, r in self.core.rels.items() if p not in self.analysis.internal
@@ -105,7 +110,7 @@ class CompactMaintainer(Maintainer):
         add, delete = self._arrays(update.plus), self._arrays(update.minus)
         report.noop_adds = self._explicit_count(add)
         report.noop_deletes = sum(len(a) for a in delete.values()) - self._explicit_count(delete)
-        flipped = self.core.update(add, delete)
+        flipped = self.small.update(add, delete)  # small: one compiled call; else set-at-a-time
         for p, rows in flipped.items():
             if p in self.analysis.internal or not len(rows):
                 continue

@@ -1,7 +1,7 @@
 """The compact-core bake-off: every candidate on one workload, checked against today's engine.
 
     python -m tests.benchmarks.bakeoff.run [--universities 1] [--batches 3] [--updates 10000]
-                                           [--singles 20] [--candidates current,arrays,columnar]
+                                           [--singles 20] [--candidates current,door,columnar]
 
 Workload (tests/benchmarks/bakeoff/workload.py): `lubm.dlog` over LUBM-N
 (`--universities 1`: `generate(1, 2)`, the per-batch processor benchmark's
@@ -38,7 +38,6 @@ from pathlib import Path
 
 CANDIDATES = {  # name -> (module, class)
     "current": ("tests.benchmarks.bakeoff.current", "CurrentCore"),
-    "arrays": ("tests.benchmarks.bakeoff.arrays", "ArraysCore"),
     "columnar": ("tests.benchmarks.bakeoff.columnar", "ColumnarCore"),
     "door": ("tests.benchmarks.bakeoff.door", "DoorCore"),  # the arrays core through Reasoner
 }
@@ -220,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--held-out", type=int, default=None,
                     help="generated facts held out of the initial data (default 300, as the per-batch benchmark): "
                          "a batch nets to at most about this many adds and deletes")
-    ap.add_argument("--candidates", default="current,arrays,columnar",
+    ap.add_argument("--candidates", default="current,door,columnar",
                     help="without `current`, nothing is checked (the rows say unchecked)")
     ap.add_argument("--json", help="also write every measurement (digests included) to this file")
     ap.add_argument("--child", help=argparse.SUPPRESS)

@@ -1,25 +1,21 @@
-"""The one-call path of the arrays candidate: a small update's whole cascade in one compiled call.
+"""Small updates in one compiled call: the arrays core's maintenance, fact-at-a-time (engine.compact.small).
 
-`cascade` is a numba-compiled interpreter of the program encoded by
-encode.py. Given an update's explicit changes, it runs every component the
-update reaches, in dependency order, with the same maintenance as
-arrays.py (counting for non-recursive predicates, DRed with non-recursive
-counters for recursive components, the symmetric-transitive closure module),
-fact-at-a-time: each plan is a depth-first nested loop over its steps, one
-binding at a time, instead of a numba call per step over all bindings. A
-1 + 1 update is one dispatch instead of ~40 and no numpy glue.
+`cascade` interprets the program encoded by engine.compact.small_program.
+Given an update's explicit changes, it runs every component the update
+reaches, in dependency order, with the same maintenance as the set-at-a-time
+path (engine.compact.core: counting for non-recursive predicates; DRed^c,
+engine.compact.dred, for recursive components; the symmetric-transitive
+closure module, engine.compact.closure), step for step, so both paths leave
+the same state. Each plan runs fact-at-a-time and depth first
+(engine.compact.small_plan) instead of one numba call per atom over all
+bindings: a 1 + 1 update is one dispatch instead of ~40, with no numpy glue.
 
-The relations reach it as a store (interp_rel.py: typed lists of the
-`Rel` objects' own buffers), the program as encode.py's integer arrays, the
-explicit changes packed (onecall.py). Inside a call, growable buffers hold
-the rows that flipped presence (per relation one contiguous range,
-`fstart` / `flen`), the explicit rows and signs, touched rows, plan heads
-and the DRed sets (over-deleted, inserted), each as (relation, row) pairs.
+Inside a call, growable buffers (engine.compact.small_rel) hold the rows that
+flipped presence (per relation one contiguous range, `fs` = (start, length)
+per relation), the explicit rows and signs, touched rows, plan heads and the
+DRed sets (over-deleted, inserted), each as (relation, row) pairs.
 
-`_run_one` runs one plan from one row: the start atom binds slots, then a
-loop keeps one cursor per join step (`_first` / `_next`: the full-key
-probe, the index chain, or a scan) and emits the head at the last step.
-`want`/`kind`/`mode` codes are named where they are used.
+Not here: the store, the threshold, the Python side (engine.compact.small).
 """
 
 from __future__ import annotations
@@ -28,8 +24,9 @@ import numpy as np
 from numba import njit
 from numba.typed import List
 
-from tests.benchmarks.bakeoff import kernels as K
-from tests.benchmarks.bakeoff.encode import (
+from fluxmat.engine.compact import kernels as K
+from fluxmat.engine.compact.small_plan import ALL_NEW, COUNTING, OVER, entries, run_rows
+from fluxmat.engine.compact.small_program import (
     C_HEADP,
     C_INPUTS,
     C_KIND,
@@ -38,34 +35,21 @@ from tests.benchmarks.bakeoff.encode import (
     C_REC,
     CF,
     CLOSURE,
-    CMASK,
     COMPS,
     COUNTED,
-    COUT,
-    CSRC,
-    CVAL,
-    HSRC,
-    HVAL,
-    LISTS,
     P_HEAD,
-    P_HOFF,
-    P_NSLOTS,
-    P_NSTEPS,
+    P_HLEN,
     P_START,
     PF,
     PLANS,
     R_COUNTED,
     RELS,
     RF,
-    S_COFF,
-    S_HOW,
-    S_K,
-    S_POS,
     S_REL,
     SF,
     STEPS,
-)
-from tests.benchmarks.bakeoff.interp_rel import (
+)  # fmt: skip
+from fluxmat.engine.compact.small_rel import (
     ALIVE,
     AUX,
     BASE,
@@ -79,7 +63,6 @@ from tests.benchmarks.bakeoff.interp_rel import (
     EROW,
     ESIGN,
     EXPL,
-    FLIP,
     FROWS,
     HB,
     HW,
@@ -94,195 +77,18 @@ from tests.benchmarks.bakeoff.interp_rel import (
     NSTAMPS,
     SEEN,
     SEEN_GROWN,
-    SLOTS,
     TREL,
     TROW,
+    WORK,
     count,
     flip,
     insert,
     lookup,
     push,
     widen,
-)
+)  # fmt: skip
 
 
-# ---------------------------------------------------------------- one plan, depth first
-@njit(cache=True)
-def _mode(pg, kind, plpos, s, comp):
-    """0 reads the new state, 1 the old: counting by position, 1 = all new, 2 = over-deletion."""
-    steps, rels = pg[STEPS], pg[RELS]
-    if kind == 0:
-        return 0 if steps[s * SF + S_POS] < plpos else 1
-    if kind == 1:
-        return 0
-    return 0 if rels[steps[s * SF + S_REL] * RF] == comp else 1
-
-
-@njit(cache=True)
-def _first(st, pg, s, vals):
-    steps, cmask = pg[STEPS], pg[CMASK]
-    i, how, off = steps[s * SF + S_REL], steps[s * SF + S_HOW], steps[s * SF + S_COFF]
-    cols = st[COLS][i]
-    a = cols.shape[1]
-    mask, vals = cmask[off : off + a], vals[:a]
-    if how == 0:
-        slots = st[SLOTS][i]
-        return np.int64(slots[K.find(cols, slots, vals, mask)])
-    if how == 1:
-        islot = st[ISLOTS][i][steps[s * SF + S_K]]
-        return np.int64(islot[K.find(cols, islot, vals, mask)])
-    return np.int64(0) if st[NS][i] > 0 else np.int64(-1)
-
-
-@njit(cache=True)
-def _next(st, pg, s, r):
-    steps = pg[STEPS]
-    i, how = steps[s * SF + S_REL], steps[s * SF + S_HOW]
-    if how == 0:
-        return np.int64(-1)
-    if how == 1:
-        return np.int64(st[INEXT][i][steps[s * SF + S_K], r])
-    return r + 1 if r + 1 < st[NS][i] else np.int64(-1)
-
-
-@njit(cache=True)
-def _ok(st, pg, s, r, vals, mode, epoch):
-    """Row r of step s's relation is present (in the mode's state) and agrees with the bound values."""
-    steps, csrc = pg[STEPS], pg[CSRC]
-    i, off = steps[s * SF + S_REL], steps[s * SF + S_COFF]
-    if not K.present(st[ALIVE][i], st[FLIP][i], r, epoch, mode):
-        return False
-    if steps[s * SF + S_HOW] == 0:
-        return True
-    cols = st[COLS][i]
-    a = cols.shape[1]
-    return K.matches(cols, r, vals[:a], csrc[off : off + a])
-
-
-@njit(cache=True)
-def _values(st, pg, s, B, vals):
-    steps, csrc, cval = pg[STEPS], pg[CSRC], pg[CVAL]
-    i, off = steps[s * SF + S_REL], steps[s * SF + S_COFF]
-    for j in range(st[COLS][i].shape[1]):
-        src = csrc[off + j]
-        if src >= 0:
-            vals[j] = B[src]
-        elif src == -1:
-            vals[j] = cval[off + j]
-
-
-@njit(cache=True)
-def _bind(st, pg, s, r, B):
-    steps, cout = pg[STEPS], pg[COUT]
-    i, off = steps[s * SF + S_REL], steps[s * SF + S_COFF]
-    cols = st[COLS][i]
-    for j in range(cols.shape[1]):
-        if cout[off + j] >= 0:
-            B[cout[off + j]] = cols[r, j]
-
-
-@njit(cache=True)
-def _start_ok(st, pg, s, r):
-    steps, csrc, cval = pg[STEPS], pg[CSRC], pg[CVAL]
-    i, off = steps[s * SF + S_REL], steps[s * SF + S_COFF]
-    cols = st[COLS][i]
-    for j in range(cols.shape[1]):
-        src = csrc[off + j]
-        if src == -1 and cols[r, j] != cval[off + j]:
-            return False
-        if src <= -3 and cols[r, j] != cols[r, -3 - src]:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _emit(pg, pl, B, w, bufs, sizes):
-    plans, hsrc, hval = pg[PLANS], pg[HSRC], pg[HVAL]
-    hoff = plans[pl * PF + P_HOFF]
-    ha = _head_arity(pg, pl)
-    for j in range(ha):
-        src = hsrc[hoff + j]
-        push(bufs, sizes, HB, B[src] if src >= 0 else hval[hoff + j])
-    push(bufs, sizes, HW, w)
-
-
-@njit(cache=True)
-def _head_arity(pg, pl):
-    plans = pg[PLANS]
-    nxt = plans[(pl + 1) * PF + P_HOFF] if (pl + 1) * PF < plans.shape[0] else pg[HSRC].shape[0]
-    return nxt - plans[pl * PF + P_HOFF]
-
-
-@njit(cache=True)
-def _run_one(st, pg, pl, row, w, kind, comp, epoch, bufs, sizes):
-    """The plan's instances starting at `row` of its start relation: head facts and weights pushed to HB / HW."""
-    plans, steps = pg[PLANS], pg[STEPS]
-    s0, nst = plans[pl * PF + P_START], plans[pl * PF + P_NSTEPS]
-    if not _start_ok(st, pg, s0, row):
-        return
-    B = np.zeros(max(plans[pl * PF + P_NSLOTS], 1), np.int64)
-    _bind(st, pg, s0, row, B)
-    if nst == 0:
-        _emit(pg, pl, B, w, bufs, sizes)
-        return
-    plpos = steps[s0 * SF + S_POS]
-    cur = np.empty(nst, np.int64)
-    width = 1
-    for s in range(s0 + 1, s0 + 1 + nst):
-        width = max(width, st[COLS][steps[s * SF + S_REL]].shape[1])
-    vals = np.zeros((nst, width), np.int64)
-    _values(st, pg, s0 + 1, B, vals[0])
-    cur[0] = _first(st, pg, s0 + 1, vals[0])
-    lvl = 0
-    while lvl >= 0:
-        s = s0 + 1 + lvl
-        r = cur[lvl]
-        if r < 0:
-            lvl -= 1
-            if lvl >= 0:
-                cur[lvl] = _next(st, pg, s - 1, cur[lvl])
-            continue
-        if not _ok(st, pg, s, r, vals[lvl], _mode(pg, kind, plpos, s, comp), epoch):
-            cur[lvl] = _next(st, pg, s, r)
-            continue
-        _bind(st, pg, s, r, B)
-        if lvl == nst - 1:
-            _emit(pg, pl, B, w, bufs, sizes)
-            cur[lvl] = _next(st, pg, s, r)
-        else:
-            lvl += 1
-            _values(st, pg, s + 1, B, vals[lvl])
-            cur[lvl] = _first(st, pg, s + 1, vals[lvl])
-
-
-@njit(cache=True)
-def _run_rows(st, pg, pl, rel_b, row_b, a, b, want, kind, comp, epoch, bufs, sizes):
-    """The plan from the rows of bag entries a..b of its start relation; heads in HB / HW (emptied first).
-
-    `want`: 1 only present rows, 0 only dead ones, 2 all, 3 all with weight +1 if present else -1.
-    """
-    sizes[HB] = 0
-    sizes[HW] = 0
-    i = pg[STEPS][pg[PLANS][pl * PF + P_START] * SF + S_REL]
-    alive = st[ALIVE][i]
-    for e in range(a, b):
-        if rel_b >= 0 and bufs[rel_b][e] != i:
-            continue
-        r = bufs[row_b][e]
-        here = alive[r] != 0
-        if (want == 1 and not here) or (want == 0 and here):
-            continue
-        w = (1 if here else -1) if want == 3 else 1
-        _run_one(st, pg, pl, r, w, kind, comp, epoch, bufs, sizes)
-
-
-@njit(cache=True)
-def _list(pg, off):
-    lists = pg[LISTS]
-    return lists[off[0] : off[0] + off[1]]
-
-
-# ---------------------------------------------------------------- maintenance
 @njit(cache=True)
 def _count_into(st, pg, p, epoch, fs, bufs, sizes):
     """Explicit and counted derivation changes of relation p into its counters (touched rows pushed)."""
@@ -291,14 +97,26 @@ def _count_into(st, pg, p, epoch, fs, bufs, sizes):
         if bufs[EREL][e] == p:
             count(st, p, bufs[EROW][e], bufs[ESIGN][e], epoch, bufs, sizes)
     rels, plans, steps = pg[RELS], pg[PLANS], pg[STEPS]
-    for pl in _list(pg, rels[p * RF + R_COUNTED : p * RF + R_COUNTED + 2]):
+    for pl in entries(pg, rels[p * RF + R_COUNTED : p * RF + R_COUNTED + 2]):
         q = steps[plans[pl * PF + P_START] * SF + S_REL]
         if flen[q] == 0:
             continue
-        _run_rows(
-            st, pg, pl, -1, FROWS, fstart[q], fstart[q] + flen[q], 3, 0, -1, epoch, bufs, sizes
+        run_rows(
+            st,
+            pg,
+            pl,
+            -1,
+            FROWS,
+            fstart[q],
+            fstart[q] + flen[q],
+            3,
+            COUNTING,
+            -1,
+            epoch,
+            bufs,
+            sizes,
         )
-        ha = _head_arity(pg, pl)
+        ha = plans[pl * PF + P_HLEN]
         for h in range(sizes[HW]):
             r = insert(st, p, bufs[HB][h * ha : (h + 1) * ha])
             count(st, p, r, bufs[HW][h], epoch, bufs, sizes)
@@ -328,7 +146,7 @@ def _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes):
     mode 1 (looked up) and 2 (inserted): dead ones revived and pushed.
     """
     h_rel = pg[PLANS][pl * PF + P_HEAD]
-    ha = _head_arity(pg, pl)
+    ha = pg[PLANS][pl * PF + P_HLEN]
     for h in range(sizes[HW]):
         key = bufs[HB][h * ha : (h + 1) * ha]
         r = insert(st, h_rel, key) if mode == 2 else lookup(st, h_rel, key)
@@ -353,11 +171,11 @@ def _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes):
 @njit(cache=True)
 def _fixpoint(st, pg, comp_row, c, mode, epoch, rel_b, row_b, bufs, sizes):
     """Semi-naive rounds of the component's recursive plans over the bag rel_b/row_b (grown in place)."""
-    kind = 2 if mode == 0 else 1
+    kind = OVER if mode == 0 else ALL_NEW
     a, b = 0, sizes[row_b]
     while a < b:
-        for pl in _list(pg, comp_row[C_REC : C_REC + 2]):
-            _run_rows(st, pg, pl, rel_b, row_b, a, b, 2, kind, c, epoch, bufs, sizes)
+        for pl in entries(pg, comp_row[C_REC : C_REC + 2]):
+            run_rows(st, pg, pl, rel_b, row_b, a, b, 2, kind, c, epoch, bufs, sizes)
             _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes)
         a, b = b, sizes[row_b]
 
@@ -366,7 +184,7 @@ def _fixpoint(st, pg, comp_row, c, mode, epoch, rel_b, row_b, bufs, sizes):
 def _dred(st, pg, c, epoch, fs, bufs, sizes):
     """DRed^c for recursive component c (arrays._DRed, the same steps)."""
     comp_row = pg[COMPS][c * CF : (c + 1) * CF]
-    preds = _list(pg, comp_row[C_PREDS : C_PREDS + 2])
+    preds = entries(pg, comp_row[C_PREDS : C_PREDS + 2])
     fstart, flen = fs[0], fs[1]
     for b in (TREL, TROW, DREL, DROW, IREL, IROW):
         sizes[b] = 0
@@ -378,11 +196,11 @@ def _dred(st, pg, c, epoch, fs, bufs, sizes):
             st[DMARK][i][r] = epoch
             push(bufs, sizes, DREL, i)
             push(bufs, sizes, DROW, r)
-    lower = _list(pg, comp_row[C_LOWER : C_LOWER + 2])
+    lower = entries(pg, comp_row[C_LOWER : C_LOWER + 2])
     for pl in lower:  # a lower fact deleted: its instances lose a derivation
         q = pg[STEPS][pg[PLANS][pl * PF + P_START] * SF + S_REL]
-        _run_rows(
-            st, pg, pl, -1, FROWS, fstart[q], fstart[q] + flen[q], 0, 2, c, epoch, bufs, sizes
+        run_rows(
+            st, pg, pl, -1, FROWS, fstart[q], fstart[q] + flen[q], 0, OVER, c, epoch, bufs, sizes
         )
         _heads(st, pg, pl, 0, epoch, DREL, DROW, bufs, sizes)
     _fixpoint(st, pg, comp_row, c, 0, epoch, DREL, DROW, bufs, sizes)
@@ -394,13 +212,13 @@ def _dred(st, pg, c, epoch, fs, bufs, sizes):
             st[ALIVE][i][r] = 1
             push(bufs, sizes, IREL, i)
             push(bufs, sizes, IROW, r)
-    for pl in _list(pg, comp_row[C_HEADP : C_HEADP + 2]):  # over-deleted, still derivable: back
-        _run_rows(st, pg, pl, DREL, DROW, 0, sizes[DROW], 2, 1, c, epoch, bufs, sizes)
+    for pl in entries(pg, comp_row[C_HEADP : C_HEADP + 2]):  # over-deleted, still derivable: back
+        run_rows(st, pg, pl, DREL, DROW, 0, sizes[DROW], 2, ALL_NEW, c, epoch, bufs, sizes)
         _heads(st, pg, pl, 1, epoch, IREL, IROW, bufs, sizes)
     for pl in lower:
         q = pg[STEPS][pg[PLANS][pl * PF + P_START] * SF + S_REL]
-        _run_rows(
-            st, pg, pl, -1, FROWS, fstart[q], fstart[q] + flen[q], 1, 1, c, epoch, bufs, sizes
+        run_rows(
+            st, pg, pl, -1, FROWS, fstart[q], fstart[q] + flen[q], 1, ALL_NEW, c, epoch, bufs, sizes
         )
         _heads(st, pg, pl, 2, epoch, IREL, IROW, bufs, sizes)
     _fixpoint(st, pg, comp_row, c, 2, epoch, IREL, IROW, bufs, sizes)
@@ -472,7 +290,7 @@ def _least(U, nodes, labels):
 @njit(cache=True)
 def _closure(st, pg, c, epoch, fs, bufs, sizes):
     """The symmetric-transitive closure module for component c (arrays.ArraysCore._closure, the same steps)."""
-    p = _list(pg, pg[COMPS][c * CF + C_PREDS : c * CF + C_PREDS + 2])[0]
+    p = entries(pg, pg[COMPS][c * CF + C_PREDS : c * CF + C_PREDS + 2])[0]
     sizes[TREL] = 0
     sizes[TROW] = 0
     fs[0][p] = sizes[FROWS]
@@ -559,51 +377,45 @@ def _explicit(st, xrel, xsign, xoff, xvals, hasx, bufs, sizes):
 @njit(cache=True)
 def _active(pg, c, hasx, flen):
     row = pg[COMPS][c * CF : (c + 1) * CF]
-    for p in _list(pg, row[C_PREDS : C_PREDS + 2]):
+    for p in entries(pg, row[C_PREDS : C_PREDS + 2]):
         if hasx[p]:
             return True
-    for q in _list(pg, row[C_INPUTS : C_INPUTS + 2]):
+    for q in entries(pg, row[C_INPUTS : C_INPUTS + 2]):
         if flen[q] > 0:
             return True
     return False
 
 
 @njit(cache=True)
+def _component(st, pg, c, epoch, fs, bufs, sizes):
+    comps = pg[COMPS]
+    kind = comps[c * CF + C_KIND]
+    if kind == COUNTED:
+        p = entries(pg, comps[c * CF + C_PREDS : c * CF + C_PREDS + 2])[0]
+        _counted(st, pg, p, epoch, fs, bufs, sizes)
+    elif kind == CLOSURE:
+        _closure(st, pg, c, epoch, fs, bufs, sizes)
+    else:
+        _dred(st, pg, c, epoch, fs, bufs, sizes)
+
+
+@njit(cache=True)
 def cascade(st, pg, xrel, xsign, xoff, xvals, epoch):
-    """One update, every component it reaches, in one call: (facts added, facts removed)."""
+    """One update, every component it reaches, in one call.
+
+    Returns the rows that flipped presence, where each relation's range of
+    them starts and how long it is, and the head instances per plan.
+    """
     nrel = st[NS].shape[0]
     bufs = List()
     for _ in range(NBUF):
         bufs.append(np.empty(16, np.int64))
+    bufs[WORK] = np.zeros(max(pg[PLANS].shape[0] // PF, 1), np.int64)
     sizes = np.zeros(NBUF, np.int64)
     fs = (np.zeros(nrel, np.int64), np.zeros(nrel, np.int64))
     hasx = np.zeros(nrel, np.uint8)
     _explicit(st, xrel, xsign, xoff, xvals, hasx, bufs, sizes)
-    comps = pg[COMPS]
-    for c in range(comps.shape[0] // CF):
-        if not _active(pg, c, hasx, fs[1]):
-            continue
-        kind = comps[c * CF + C_KIND]
-        if kind == COUNTED:
-            _counted(
-                st,
-                pg,
-                _list(pg, comps[c * CF + C_PREDS : c * CF + C_PREDS + 2])[0],
-                epoch,
-                fs,
-                bufs,
-                sizes,
-            )
-        elif kind == CLOSURE:
-            _closure(st, pg, c, epoch, fs, bufs, sizes)
-        else:
-            _dred(st, pg, c, epoch, fs, bufs, sizes)
-    added = removed = 0
-    for i in range(nrel):
-        alive = st[ALIVE][i]
-        for t in range(fs[0][i], fs[0][i] + fs[1][i]):
-            if alive[bufs[FROWS][t]] != 0:
-                added += 1
-            else:
-                removed += 1
-    return added, removed
+    for c in range(pg[COMPS].shape[0] // CF):
+        if _active(pg, c, hasx, fs[1]):
+            _component(st, pg, c, epoch, fs, bufs, sizes)
+    return bufs[FROWS][: sizes[FROWS]].copy(), fs[0], fs[1], bufs[WORK]

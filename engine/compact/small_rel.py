@@ -1,16 +1,20 @@
-"""Relations and buffers inside the one-call interpreter (interp.py): numba functions over a `Store`.
+"""Relations and buffers inside the small-update interpreter (engine.compact.small_run): numba functions.
 
-A store (`st`, built by onecall.Store) is a tuple: typed lists, one entry per
-relation, of the arrays rel.py keeps (indexes `COLS` .. `SEEN` below: `cols`,
-`cnt`, `alive`, `flip`, `stamp`, `dmark`, `expl`, `base`, `slots`, `islots`,
-`inext`, `imask`, `full`, `seen`), then int64 arrays `ns` (rows), `caps`
-(capacity), `maxids` (1 + the largest term id), `nstamps` (closure search
-stamps) and `dirty` (flags: `N_CHANGED`, `GROWN`, `SEEN_GROWN`), so the
-Python side knows which `Rel` objects to update after a call. A relation
-that runs out of room is grown here, its tables rebuilt as `Rel._alloc` does.
+A store (`st`, built by engine.compact.small.Store) is a tuple: typed lists,
+one entry per relation, of the arrays engine.compact.relation keeps (indexes
+`COLS` .. `SEEN` below: `cols`, `cnt`, `alive`, `flip`, `stamp`, `dmark`,
+`expl`, `base`, `slots`, `islots`, `inext`, `imask`, `full`, `seen`), then
+int64 arrays `ns` (rows), `caps` (capacity), `maxids` (1 + the largest term
+id), `nstamps` (closure search stamps) and `dirty` (flags: `N_CHANGED`,
+`GROWN`, `SEEN_GROWN`), so the Python side knows which `Rel` objects to
+update after a call. A relation that runs out of room is grown here, its
+tables rebuilt as `Rel._alloc` does.
 
 A call's growable int64 buffers are one typed list `bufs` with fill counts
-`sizes`, named by the constants `FROWS` .. `AUX` (`push` appends).
+`sizes`, named by the constants `FROWS` .. `AUX` (`push` appends); `WORK`
+(one counter per plan: head instances, the work report) is indexed directly.
+
+Not here: plans and maintenance (engine.compact.small_plan, small_run).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from tests.benchmarks.bakeoff import kernels as K
+from fluxmat.engine.compact import kernels as K
 
 COLS, CNT, ALIVE, FLIP, STAMP, DMARK, EXPL, BASE, SLOTS, ISLOTS, INEXT, IMASK, FULL, SEEN = range(
     14
@@ -39,8 +43,8 @@ KINDS = (
     "inext",
 )
 # buffers of one call (`push`)
-FROWS, EREL, EROW, ESIGN, TREL, TROW, HB, HW, DREL, DROW, IREL, IROW, AUX = range(13)
-NBUF = 13
+FROWS, EREL, EROW, ESIGN, TREL, TROW, HB, HW, DREL, DROW, IREL, IROW, AUX, WORK = range(14)
+NBUF = 14
 
 
 # ---------------------------------------------------------------- buffers and relations

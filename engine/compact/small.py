@@ -1,0 +1,280 @@
+"""Small updates of the arrays core in one compiled call; larger ones set-at-a-time.
+
+`SmallPath.update` is the arrays core's update (engine.compact.maintainer
+calls it): an update with at most `THRESHOLD` explicit changes runs as one
+call of the compiled interpreter (engine.compact.small_run.cascade), which
+does the whole cascade fact-at-a-time; a larger one takes the set-at-a-time
+path (engine.compact.core), whose numba calls cost more to dispatch than to
+run when an update is small. Both leave the same state and report the same
+rows. The threshold was measured on LUBM-1 (docs/performance/compact-core-hybrid.md).
+
+Compiling the interpreter costs minutes of CPU when numba's cache is empty,
+so it is compiled only when a small update (not a load) first needs it, in a
+separate process that writes numba's on-disk cache (`Compiler`); until that
+is done every update takes the set-at-a-time path, and afterwards the
+interpreter loads from the cache in about a second. The compile goes on after
+the process that started it ends, so the next process finds it cached. `prepare(wait=True)` compiles (or
+loads) it in this process instead (warm-up, tests).
+
+`Store` is the interpreter's view of the relations (engine.compact.small_rel):
+typed lists of the `Rel` objects' own buffers, no copy; what a call changed
+(row counts, grown buffers) is handed back after it (`sync_back`), and the
+store re-reads the relations after a set-at-a-time update (`refresh`).
+Limits on work are checked after the call (a small update runs to its end).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+from numba import njit
+from numba.typed import List
+
+from fluxmat.engine.compact.small_program import encode
+from fluxmat.engine.compact.small_rel import GROWN, KINDS, SEEN_GROWN
+from fluxmat.engine.compact.small_run import cascade
+
+# explicit changes up to which an update runs in one call (measured: see the module docstring)
+THRESHOLD = 256
+
+
+# Typed lists are built and changed only through these cached functions: done from Python, every
+# typed-list operation compiles numba's list methods afresh in each process (~5 s CPU at start).
+@njit(cache=True)
+def _new_list(first):
+    out = List()
+    out.append(first)
+    return out
+
+
+@njit(cache=True)
+def _append(lst, a):
+    lst.append(a)
+
+
+@njit(cache=True)
+def _set(lst, i, a):
+    lst[i] = a
+
+
+@njit(cache=True)
+def _get(lst, i):
+    return lst[i]
+
+
+class Store:
+    """The relations as the interpreter reads them: typed lists of the `Rel` objects' own buffers."""
+
+    def __init__(self, rels: list) -> None:
+        self.rels = rels
+        names = (*KINDS, "imask", "full", "seen")
+        self.lists = {name: _new_list(getattr(rels[0], name)) for name in names}
+        for rel in rels[1:]:
+            for name, lst in self.lists.items():
+                _append(lst, getattr(rel, name))
+        self.ns = np.array([r.n for r in rels], np.int64)
+        self.caps = np.array([r.cap for r in rels], np.int64)
+        self.maxids = np.array([r.maxid for r in rels], np.int64)
+        self.nstamps = np.array([r.node_stamp for r in rels], np.int64)
+        self.dirty = np.zeros(len(rels), np.int64)
+        self.seencap = [len(r.seen) for r in rels]
+        self.st = (*self.lists.values(), self.ns, self.caps, self.maxids, self.nstamps, self.dirty)
+
+    def refresh(self) -> None:
+        """Re-read the relations after the set-at-a-time path changed them."""
+        for i, rel in enumerate(self.rels):
+            if rel.cap != self.caps[i]:
+                for name in KINDS:
+                    _set(self.lists[name], i, getattr(rel, name))
+            if len(rel.seen) != self.seencap[i]:
+                _set(self.lists["seen"], i, rel.seen)
+                self.seencap[i] = len(rel.seen)
+        self.ns[:] = [r.n for r in self.rels]
+        self.caps[:] = [r.cap for r in self.rels]
+        self.maxids[:] = [r.maxid for r in self.rels]
+        self.nstamps[:] = [r.node_stamp for r in self.rels]
+
+    def sync_back(self) -> None:
+        """Hand what the call changed (row counts, grown buffers) back to the `Rel` objects."""
+        for i in np.flatnonzero(self.dirty).tolist():
+            rel, flags = self.rels[i], int(self.dirty[i])
+            rel.n, rel.maxid = int(self.ns[i]), int(self.maxids[i])
+            rel.node_stamp = int(self.nstamps[i])
+            if flags & GROWN:
+                rel.cap = int(self.caps[i])
+                for name in KINDS:
+                    setattr(rel, name, _get(self.lists[name], i))
+            if flags & SEEN_GROWN:
+                rel.seen = _get(self.lists["seen"], i)
+                self.seencap[i] = len(rel.seen)
+        self.dirty[:] = 0
+
+
+class Compiler:
+    """Whether the interpreter can run in this process: compiled in a separate process on first need."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.state = "cold"  # cold -> compiling -> ready | failed
+
+    def ready(self, start: bool = True) -> bool:
+        """True once the interpreter is compiled; the first call (with `start`) starts compiling it."""
+        if self.state == "cold" and start:
+            cmd = [sys.executable, "-m", "fluxmat.engine.compact.small_warm"]
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.state = "compiling"
+        elif self.state == "compiling" and self.proc is not None and self.proc.poll() is not None:
+            self.state = "ready" if self.proc.returncode == 0 else "failed"
+        return self.state == "ready"
+
+    def prepare(self) -> None:
+        """Compile (or load from numba's cache) the interpreter in this process, now.
+
+        A compile already under way in the background is waited for first (it fills the cache).
+        """
+        if self.state == "compiling" and self.proc is not None:
+            self.proc.wait()
+        warm()
+        self.state = "ready"
+
+
+WARM_PROGRAM = """
+c(X, Y) :- e(X, Y).
+c(X, Z) :- c(X, Y), e(Y, Z).
+s(X, Y) :- e(X, Y).
+s(X, Y) :- s(Y, X).
+s(X, Z) :- s(X, Y), s(Y, Z).
+d(X) :- c(X, X), e(X, 1).
+g(X) :- e(X, Y), not c(Y, X).
+"""
+
+
+def warm() -> None:
+    """Every part of the interpreter once, on a tiny program, every update in one call.
+
+    Counting, a negated atom, a recursive component (DRed^c), a
+    symmetric-transitive closure, relations grown inside the call. The
+    interpreter's argument types do not depend on the program, so this
+    compiles exactly what every later program calls.
+    """
+    from fluxmat.engine.analysis import analyse
+    from fluxmat.engine.compact.core import ArraysCore
+    from fluxmat.engine.compact.plans import compile_program
+    from fluxmat.engine.parser import parse_program
+    from fluxmat.engine.storage import Dictionary
+
+    analysis = analyse(parse_program(WARM_PROGRAM, "<warm>"))
+    comps, plans, masks = compile_program(analysis, Dictionary().intern, True)
+    core = ArraysCore(comps, plans, masks, dict(analysis.arity), lambda r, n: None, lambda: None)
+    path = SmallPath(core, threshold=10**9)
+    e = np.array([[i, (i + 1) % 24] for i in range(24)], np.int64)
+    path.one_call({"e": e}, {})
+    path.one_call({"e": np.array([[30, 30]], np.int64)}, {"e": e[:2]})
+
+
+COMPILER = Compiler()  # one per process, as numba's compiled code is
+
+
+def prepare(wait: bool = True) -> None:
+    """Make the small-update path available: now, in this process (`wait`), or in the background."""
+    if wait:
+        COMPILER.prepare()
+    else:
+        COMPILER.ready()
+
+
+class SmallPath:
+    """An ArraysCore's updates: small ones in one compiled call, larger ones set-at-a-time."""
+
+    def __init__(self, core=None, threshold: int = THRESHOLD) -> None:
+        self.threshold = threshold
+        self.taken = {"one call": 0, "set": 0}  # updates per path
+        self.attach(core)
+
+    def attach(self, core) -> None:
+        """Serve `core` (an ArraysCore; a new one after each load) from now on."""
+        self.core = core
+        self.shape = (-1, -1)  # (relations, components) the program was encoded for
+        self.store: Store | None = None
+        self.entry = None  # the compiled cascade for these argument types (see `_call`)
+
+    def small(self, add: dict, delete: dict) -> bool:
+        n = sum(map(len, add.values())) + sum(map(len, delete.values()))
+        return n <= self.threshold
+
+    def update(self, add: dict, delete: dict, start: bool = True) -> dict[str, np.ndarray]:
+        """Apply explicit adds and deletes (ArraysCore.update): the rows that flipped, per predicate.
+
+        `start`: a small update may start compiling the interpreter (a load does not).
+        """
+        if self.small(add, delete) and COMPILER.ready(start):
+            self.taken["one call"] += 1
+            return self.one_call(add, delete)
+        self.taken["set"] += 1
+        flipped = self.core.update(add, delete)
+        if self.store is not None:
+            self.store.refresh()
+        return flipped
+
+    def _encoded(self) -> None:
+        """Encode the program (again, when the core gained relations) and build the store."""
+        core = self.core
+        shape = (len(core.rels), len(core.comps))
+        if shape != self.shape:
+            self.program, self.rules = encode(core)
+            self.names = list(core.rels)
+            self.ids = {p: i for i, p in enumerate(self.names)}
+            self.store = Store(list(core.rels.values()))
+            self.shape = shape
+
+    def one_call(self, add: dict, delete: dict) -> dict[str, np.ndarray]:
+        """This update in one call of the interpreter (compiled now if it is not yet)."""
+        self._encoded()
+        core = self.core
+        core.epoch += 1
+        args = (self.store.st, self.program, *self._pack(add, delete), core.epoch)
+        frows, fstart, flen, work = self._call(args)
+        self.store.sync_back()
+        for pl in np.flatnonzero(work).tolist():
+            core.on_work(self.rules[pl], int(work[pl]))
+        core.after_component()
+        return {self.names[i]: frows[fstart[i] : fstart[i] + flen[i]]
+                for i in np.flatnonzero(flen).tolist()}  # fmt: skip
+
+    def _call(self, args: tuple):
+        """`cascade(*args)`, after the first call through its compiled entry point directly.
+
+        The dispatcher types every argument on every call, and typing the
+        store's typed lists takes it ~200 us (the Python fallback of `typeof`);
+        the argument types never change, so the overload is looked up once.
+        """
+        if self.entry is None:
+            out = cascade(*args)
+            if not hasattr(cascade, "overloads"):  # NUMBA_DISABLE_JIT=1: plain Python (debugging)
+                return out
+            sig = tuple(cascade.typeof_pyval(a) for a in args)
+            self.entry = cascade.overloads[sig].entry_point
+            return out
+        return self.entry(*args)
+
+    def _pack(self, add: dict, delete: dict) -> tuple:
+        """The explicit changes as (xrel, xsign, xoff, xvals), deletions first.
+
+        `xrel` is each changed fact's relation, `xsign` -1 (delete) or +1 (add),
+        `xoff` where each fact's values start in `xvals` (plus the end).
+        """
+        rel, sign, lens, vals = [], [], [], []
+        for s, facts in ((-1, delete), (1, add)):
+            for p, keys in facts.items():
+                n = len(keys)
+                if n:
+                    rel += [self.ids[p]] * n
+                    sign += [s] * n
+                    lens += [self.core.rels[p].arity] * n
+                    vals.append(np.ascontiguousarray(keys, np.int64).ravel())
+        xoff = np.zeros(len(rel) + 1, np.int64)
+        np.cumsum(lens, out=xoff[1:])
+        xvals = np.concatenate(vals) if vals else np.empty(0, np.int64)
+        return np.asarray(rel, np.int64), np.asarray(sign, np.int64), xoff, xvals
