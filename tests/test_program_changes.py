@@ -227,3 +227,19 @@ def test_auxiliary_negation_relations_keep_their_meaning():
     report = r.change_program(whole=whole)
     assert r.facts() == _arrays(whole, facts).facts() and ("p", 2) in r.facts()
     assert (report.added, report.removed) == (0, 0)  # q: e(_, _) holds; p: unchanged
+
+
+def test_changes_with_the_small_update_path_ready():
+    """A change runs set-at-a-time even when small updates go through the compiled call, and the
+    call serves the new program afterwards (the same relations and components, other rules)."""
+    from fluxmat.engine.compact import small
+
+    small.prepare(wait=True)
+    r = Reasoner.from_text("p(X, Y) :- e(X, Y).\nq(X) :- f(X).", options=ARRAYS)
+    r.load([("e", "a", "b"), ("f", "a")])
+    r.change_program(delete="p(X, Y) :- e(X, Y).", add="p(Y, X) :- e(X, Y).")
+    r.update(add=[("e", "b", 1), ("f", "b")], delete=[("f", "a")])
+    rules = ["p(Y, X) :- e(X, Y).", "q(X) :- f(X)."]
+    explicit = {("e", "a", "b"), ("e", "b", 1), ("f", "b")}
+    assert r.facts() == oracle(rules, explicit)
+    assert r.maintainer.small.taken["one call"] >= 1  # the compiled call served the update

@@ -195,5 +195,6 @@ def change_program(m: CompactMaintainer, new: Analysis) -> Report:
     if m.core.change is not None or m.core.epoch == 0:  # an update path that skipped core.update
         raise RuntimeError("the program change was not applied by the arrays core's update")
     change.settle()
+    m.small.attach(m.core)  # the compiled call encodes the new program on its next update
     report.details["program_components_changed"] = len(change.changed)
     return report

@@ -209,7 +209,8 @@ class SmallPath:
 
         `start`: a small update may start compiling the interpreter (a load does not).
         """
-        if self.small(add, delete) and COMPILER.ready(start):
+        # a program change in progress (engine.compact.program) runs set-at-a-time
+        if self.core.change is None and self.small(add, delete) and COMPILER.ready(start):
             self.taken["one call"] += 1
             return self.one_call(add, delete)
         self.taken["set"] += 1
