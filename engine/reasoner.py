@@ -1,7 +1,7 @@
 """`Reasoner`: the engine's one door, for the CLI, the stream and the dashboard.
 
 A reasoner is a program, its analysis and one maintainer built from one
-`EngineOptions` (engine.options): an object algorithm (engine.maintain,
+`EngineOptions` (engine.options): an object algorithm (engine.algorithms,
 engine.fd) or, with `core="arrays"`, the arrays core (engine.compact), which
 refuses what it cannot do yet (fully dynamic algorithms and their state,
 equality, comparisons and arithmetic, `explain`) with an `AlgorithmError`. Everything outside engine/ goes through it:
@@ -38,7 +38,7 @@ from fluxmat.engine.fd.snapshot import (
 )
 from fluxmat.engine.feed import Fed, FeedResult, feed
 from fluxmat.engine.lexer import read_source
-from fluxmat.engine.maintain import Maintainer, Report, create
+from fluxmat.engine.algorithms import Maintainer, Report, create
 from fluxmat.engine.options import EngineOptions
 from fluxmat.engine.parser import parse_program
 from fluxmat.engine.plans import Plan

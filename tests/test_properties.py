@@ -23,7 +23,7 @@ from hypothesis import given as hgiven
 
 from fluxmat.engine import ALGORITHMS, AlgorithmError, analyse, create, parse_program
 from fluxmat.engine.fd import FullyDynamic
-from fluxmat.engine.maintain import Maintainer, Report
+from fluxmat.engine.algorithms import Maintainer, Report
 from tests.gen import GenProgram, apply_update, examples, scenarios
 
 SETTINGS = settings(
