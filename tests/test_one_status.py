@@ -33,7 +33,7 @@ def test_the_page_the_health_check_and_the_gauge_read_one_status_value():
     m = JobMetrics("p.dl", "fd-counting", "ns", "updates")
     assert isinstance(m.state, JobStatus)
     server = serve(LiveSource(m, None), "127.0.0.1", 0)
-    base = "http://127.0.0.1:%d" % server.server_address[1]
+    base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         assert _three(m, base) == ("healthy",) * 3
         m.state.redis_problem = "node 10.0.0.3:7001 is failing"  # set on the value itself
