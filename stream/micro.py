@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable
 
 from fluxmat.connectors.message import Message
+from fluxmat.connectors.publisher import Publisher
+from fluxmat.connectors.state import JobStore
 from fluxmat.stream.batch import BatchOutcome, BatchProcessor
 from fluxmat.stream.keyed import KeyedDriver
 from fluxmat.stream.observe import JobObserver
@@ -111,7 +113,8 @@ class Keyed(MicroBatches):
         observer.on_batch(outcome, None, store)
 
 
-def open_keyed(cfg, store, publisher, rebase: bool, inflight, log: Callable[[str], None]) -> Keyed:
+def open_keyed(cfg, store: JobStore, publisher: Publisher, rebase: bool, inflight,
+               log: Callable[[str], None]) -> Keyed:  # fmt: skip
     """The keyed micro-batches of a job, numbered after the stored batches (rebased when asked)."""
     driver = KeyedDriver(cfg, store, publisher, cfg.key_partitions, on_phase=inflight.enter)
     driver.base = store.rebase() if rebase else store.batch_base()
@@ -120,7 +123,8 @@ def open_keyed(cfg, store, publisher, rebase: bool, inflight, log: Callable[[str
     return Keyed(driver)
 
 
-def open_whole_stream(cfg, reasoner, facts, store, publisher, rebase: bool, observer: JobObserver, *,
+def open_whole_stream(cfg, reasoner, facts, store: JobStore, publisher: Publisher, rebase: bool,
+                      observer: JobObserver, *,
                       lock: threading.Lock, inflight, verifier, snapshots, consumed: dict[str, int],
                       log: Callable[[str], None]) -> WholeStream:  # fmt: skip
     """The job's one `BatchProcessor`, its state restored (or the initial materialisation committed)."""
