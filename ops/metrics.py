@@ -27,11 +27,11 @@ from prometheus_client import (
     start_http_server,
 )
 
-from fluxmat.connectors.owl2rl_rdf import inconsistent_facts
 from fluxmat.connectors.redact import redact
 from fluxmat.engine import atom_to_fact
 from fluxmat.engine.wire import fact_from_json
 from fluxmat.ops.metric_names import METRICS
+from fluxmat.ops.sizes import read_sizes
 from fluxmat.ops.status import HEALTH_STATES, JobStatus, history_point
 from fluxmat.stream.batch import DeadLetter, dead_letter_kind
 from fluxmat.stream.inflight import PHASES, InFlight, Work
@@ -40,7 +40,6 @@ from fluxmat.stream.observe import JobObserver
 disable_created_metrics()  # no `_created` series: they only clutter dashboards
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 SHOWN_FACTS = 8  # facts of each delta kept for the dashboard
-KEYS_SHOWN = 10  # the largest and the busiest keys the dashboard lists
 
 
 ENGINE_WORK = ("units", "rule_applications", "noop_adds", "noop_deletes")  # BatchOutcome.stats keys
@@ -122,9 +121,6 @@ class JobMetrics(JobObserver):
                 self.c[name].labels(**{label: v})
         self.topic = topic
         self._lock = threading.Lock()  # around every read and write of the state
-        self.key_facts: dict[str, int] = {}  # --partition-by: facts of each key, as last reported
-        self.key_updates: dict[str, int] = {}  # and its updates applied
-        self.key_workers: dict[int, int] = {}  # engines cached, by executor worker pid
         self.rule_series: dict[str, int] = {}  # rules with their own fluxmat_rule_* series -> log entries
         self.rule_texts: dict[str, str] = {}  # file:line -> the rules written there (from the reasoner)
         for phase in PHASES:
@@ -144,27 +140,8 @@ class JobMetrics(JobObserver):
                 1 if work is not None and work.phase == phase else 0)
         return work
 
-    @staticmethod
-    def _read_sizes(processor, store) -> dict:
-        """What the size gauges show, read from the reasoner and the store.
-
-        Called *outside* `_lock`: a Redis call that is retried reports through
-        `on_retry`, which takes the lock (a stall right after a commit must not
-        block /healthz).
-        """
-        nodes, limit = store.memory()  # one round of INFO memory (each primary of a cluster)
-        read = {"fluxmat_redis_used_memory_bytes": sum(nodes.values()) if nodes else None,
-                "fluxmat_redis_maxmemory_bytes": limit if nodes else None,
-                # --partition-by: the keys' states are elsewhere (fluxmat_state_node_memory_bytes)
-                "fluxmat_state_namespace_bytes": None, "nodes": nodes}  # fmt: skip
-        if processor is not None:  # --partition-by: the keys' sizes come with on_keys
-            read.update(processor.reasoner.sizes(), entries=store.size(),
-                        fluxmat_state_namespace_bytes=store.namespace_bytes())  # fmt: skip
-            read["inconsistencies"] = inconsistent_facts(processor.reasoner)
-        return read
-
     def _gauges(self, read: dict) -> None:
-        """Set the size gauges from `_read_sizes` (under `_lock`)."""
+        """Set the size gauges from `read_sizes` (under `_lock`)."""
         if "facts" not in read:
             read.update(entries=self.state.now["state_entries"], **{k: self.state.now[k] for k in ("facts", "explicit", "log")})
         facts, explicit, log, entries = (read[k] for k in ("facts", "explicit", "log", "entries"))
@@ -198,7 +175,7 @@ class JobMetrics(JobObserver):
 
     def on_start(self, processor, store) -> None:
         """After the state is restored or the initial materialisation committed (and published)."""
-        read, batch = self._read_sizes(processor, store), store.last_batch()
+        read, batch = read_sizes(processor, store), store.last_batch()
         with self._lock:
             if processor.initial is not None:
                 self._published(processor.initial)
@@ -216,7 +193,7 @@ class JobMetrics(JobObserver):
         c, t = self.c, self.state.totals
         output = outcome.output
         now = time.time()
-        read = None if outcome.replayed else self._read_sizes(processor, store)
+        read = None if outcome.replayed else read_sizes(processor, store)
         with self._lock:
             self._published(outcome)
             if outcome.replayed:
@@ -301,30 +278,24 @@ class JobMetrics(JobObserver):
     def on_keys(self, keys: list[dict], store, tasks: list[float] = ()) -> None:
         """With `--partition-by`: the keys of a batch (stream.keyed summaries) and its tasks.
 
-        (The Redis nodes' memory is read with the other sizes, after the batch: `_read_sizes`.)
+        (The Redis nodes' memory is read with the other sizes, after the batch: ops.sizes.read_sizes.)
         """
-        c = self.c
+        c, table = self.c, self.state.keys
         with self._lock:
-            workers = self.key_workers
+            table.add(keys)
             for k in keys:
-                self.key_facts[k["key"]] = k["facts"]
-                self.key_updates[k["key"]] = self.key_updates.get(k["key"], 0) + (k["updates"] or 0)
-                workers[k["pid"]] = k["engines"]
                 c["fluxmat_engine_cache_total"].labels(result=k["cache"]).inc()
                 c["fluxmat_key_batch_seconds"].observe(k["seconds"])
                 if k["rebuild"] is not None and k["cache"] == "miss":
                     c["fluxmat_engine_rebuild_seconds"].observe(k["rebuild"])
             for seconds in tasks:
                 c["fluxmat_task_seconds"].observe(seconds)
-            c["fluxmat_keys_active"].set(len(keys))
-            c["fluxmat_keys_seen"].set(len(self.key_facts))
-            c["fluxmat_engines_cached"].set(sum(workers.values()))
-            self.state.now["facts"] = sum(self.key_facts.values())
-            self.state.now["keys"] = {
-                "seen": len(self.key_facts), "active": len(keys), "engines": sum(workers.values()),
-                "largest": sorted(self.key_facts.items(), key=lambda kv: -kv[1])[:KEYS_SHOWN],
-                "busiest": sorted(self.key_updates.items(), key=lambda kv: -kv[1])[:KEYS_SHOWN],
-            }  # fmt: skip
+            summary = table.summary(active=len(keys))
+            c["fluxmat_keys_active"].set(summary["active"])
+            c["fluxmat_keys_seen"].set(summary["seen"])
+            c["fluxmat_engines_cached"].set(summary["engines"])
+            self.state.now["facts"] = table.facts_total()
+            self.state.now["keys"] = summary
 
     def on_spark_batch(self, phases: dict[str, float]) -> None:
         """Spark's phases of a micro-batch beside ours (batch duration): a bounded set of labels."""

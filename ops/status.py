@@ -2,7 +2,8 @@
 
 `JobStatus` holds what a job reports about itself between batches: its
 totals, its current values (`now`), the page's short histories (ring buffers
-of points, batches, deltas, errors, dead letters, retries) and the conditions
+of points, batches, deltas, errors, dead letters, retries), its keys (`Keys`,
+with `--partition-by`) and the conditions
 its health is judged by. `health()` is the health state machine (healthy,
 degraded, failing, with the reason); `as_dict()` is the JSON of
 `/api/status`. `ops.metrics.JobMetrics` owns one, feeds it from the job's
@@ -27,6 +28,7 @@ from fluxmat.stream.inflight import InFlight, Work
 HEALTH_STATES = ("healthy", "degraded", "failing")  # fluxmat_health_state is the index
 TIME_LAG_UNKNOWN = "time lag unknown: the timestamp of the oldest waiting update could not be read"
 DEGRADED_WINDOW = 60  # seconds: dead letters or a growing lag within it make the job degraded
+KEYS_SHOWN = 10  # the largest and the busiest keys the dashboard lists
 TOTALS = ("updates", "adds", "deletes", "batches", "replayed", "deltas", "added", "removed",
           "dead_letters", "failures", "cancelled", "recursion_stops", "rederivations")  # fmt: skip
 
@@ -39,6 +41,33 @@ def history_point(totals: dict, now: dict) -> dict:
         "facts": now["facts"], "pending": now["pending"], "lag": sum(now["lag"].values()),
         "time_lag": now.get("time_lag"),
     }  # fmt: skip
+
+
+class Keys:
+    """With `--partition-by`: what the job knows of its keys, from the summaries of their batches."""
+
+    def __init__(self):
+        self.facts: dict[str, int] = {}  # facts of each key, as last reported
+        self.updates: dict[str, int] = {}  # and its updates applied
+        self.workers: dict[int, int] = {}  # engines cached, by executor worker pid
+
+    def add(self, keys: list[dict]) -> None:
+        """One batch's key summaries (stream.keyed.SUMMARY rows)."""
+        for k in keys:
+            self.facts[k["key"]] = k["facts"]
+            self.updates[k["key"]] = self.updates.get(k["key"], 0) + (k["updates"] or 0)
+            self.workers[k["pid"]] = k["engines"]
+
+    def facts_total(self) -> int:
+        return sum(self.facts.values())
+
+    def summary(self, active: int) -> dict:
+        """The page's keys panel: counts, and the largest and the busiest keys."""
+        return {
+            "seen": len(self.facts), "active": active, "engines": sum(self.workers.values()),
+            "largest": sorted(self.facts.items(), key=lambda kv: -kv[1])[:KEYS_SHOWN],
+            "busiest": sorted(self.updates.items(), key=lambda kv: -kv[1])[:KEYS_SHOWN],
+        }  # fmt: skip
 
 
 class JobStatus:
@@ -64,6 +93,7 @@ class JobStatus:
         self.failing: str | None = None  # why the job is failing (a batch failed)
         self.verify_failing: str | None = None  # a self-check found a different materialisation
         self.redis_problem: str | None = None  # a Redis Cluster node failing or a primary without replica
+        self.keys = Keys()  # --partition-by
         self.inflight = InFlight()  # the job's (JobMetrics.watch); this one stays idle
         self.stall_seconds = float("inf")
 
