@@ -46,3 +46,21 @@ def test_the_page_the_health_check_and_the_gauge_read_one_status_value():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _key(key, facts, updates, pid, engines, cache="hit"):
+    return {"key": key, "facts": facts, "updates": updates, "pid": pid, "engines": engines, "cache": cache,
+            "seconds": 0.01, "rebuild": None}  # fmt: skip
+
+
+def test_the_keys_panel_and_the_key_gauges_read_one_value():
+    """With --partition-by: the page's keys panel and fluxmat_keys_* / engines_cached agree."""
+    m = JobMetrics("p.dl", "fd-counting", "ns", "updates")
+    m.on_keys([_key("a", 10, 2, 1, 3), _key("b", 30, 1, 2, 4)], store=None, tasks=[0.1])
+    m.on_keys([_key("a", 12, 5, 1, 2)], store=None, tasks=[0.1])  # only a is active: b is still seen
+    keys = m.status()["now"]["keys"]
+    gauge = m.registry.get_sample_value
+    assert (keys["seen"], keys["active"], keys["engines"]) == (2, 1, 6)
+    assert (gauge("fluxmat_keys_seen"), gauge("fluxmat_keys_active"), gauge("fluxmat_engines_cached")) == (2, 1, 6)
+    assert keys["largest"] == [("b", 30), ("a", 12)] and keys["busiest"] == [("a", 7), ("b", 1)]
+    assert m.status()["now"]["facts"] == 42
