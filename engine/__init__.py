@@ -16,6 +16,7 @@ streaming job (stream), the CLI and operations (ops).
 
 from __future__ import annotations
 
+from fluxmat.engine.algorithms import ALGORITHMS, FULLY_DYNAMIC, Maintainer, Report, create
 from fluxmat.engine.analysis import Analysis, analyse
 from fluxmat.engine.datatypes import VALUE_SPACES
 from fluxmat.engine.equality import SAME_AS
@@ -31,7 +32,6 @@ from fluxmat.engine.fd.snapshot import StateChanges, StateMismatch, StateSnapsho
 from fluxmat.engine.feed import Fed, FeedResult
 from fluxmat.engine.lexer import read_source
 from fluxmat.engine.limits import FactLimitExceeded, LimitExceeded, Limits, WorkLimitExceeded
-from fluxmat.engine.algorithms import ALGORITHMS, FULLY_DYNAMIC, Maintainer, Report, create
 from fluxmat.engine.options import EngineOptions
 from fluxmat.engine.parser import parse_facts, parse_program
 from fluxmat.engine.reasoner import Reasoner, atom_to_fact

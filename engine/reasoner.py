@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from fluxmat.engine.algorithms import Maintainer, Report, create
 from fluxmat.engine.analysis import analyse
 from fluxmat.engine.errors import AlgorithmError, FluxmatError
 from fluxmat.engine.evaluate import Evaluator
@@ -38,7 +39,6 @@ from fluxmat.engine.fd.snapshot import (
 )
 from fluxmat.engine.feed import Fed, FeedResult, feed
 from fluxmat.engine.lexer import read_source
-from fluxmat.engine.algorithms import Maintainer, Report, create
 from fluxmat.engine.options import EngineOptions
 from fluxmat.engine.parser import parse_program
 from fluxmat.engine.plans import Plan

@@ -17,17 +17,17 @@ Not here: parsing, analysis, plans, storage, specialised modules (engine.modules
 
 from __future__ import annotations
 
+from fluxmat.engine.algorithms.bf import BF
+from fluxmat.engine.algorithms.counting import Counting
+from fluxmat.engine.algorithms.dred import DRed
+from fluxmat.engine.algorithms.dredc import DRedC
+from fluxmat.engine.algorithms.remat import Remat
 from fluxmat.engine.analysis import Analysis
 from fluxmat.engine.equality import MODES
 from fluxmat.engine.equality.bfeq import BFEq
 from fluxmat.engine.equality.rewrite import Rewrite
 from fluxmat.engine.errors import AlgorithmError
 from fluxmat.engine.fd.policies import FDCounting, FDDRed
-from fluxmat.engine.algorithms.bf import BF
-from fluxmat.engine.algorithms.counting import Counting
-from fluxmat.engine.algorithms.dred import DRed
-from fluxmat.engine.algorithms.dredc import DRedC
-from fluxmat.engine.algorithms.remat import Remat
 from fluxmat.engine.maintainer import Maintainer, Report
 from fluxmat.engine.storage import Dictionary
 

@@ -9,8 +9,8 @@ rederived facts.
 
 from __future__ import annotations
 
-from fluxmat.engine.analysis import Stratum
 from fluxmat.engine.algorithms.stratified import Run, Stratified
+from fluxmat.engine.analysis import Stratum
 from fluxmat.engine.maintainer import Report
 
 
