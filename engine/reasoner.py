@@ -256,6 +256,15 @@ class Reasoner:
                 out[label] = (applied - a, logged - n, logged)
         return out
 
+    def work_mark(self) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
+        """Both readings at once (`work_counts`, `rule_work`), to be diffed later by `work_since`."""
+        return self.work_counts(), self.rule_work()
+
+    def work_since(self, mark: tuple[dict, dict]) -> tuple[dict[str, int], dict[str, tuple]]:
+        """The work done since `work_mark` gave `mark`: (`counts_since`, `rules_since`), in one call."""
+        counts, rules = mark
+        return self.counts_since(self.work_counts(), counts), self.rules_since(self.rule_work(), rules)
+
     def rule_texts(self) -> dict[str, str]:
         """Each `rule_label` with its rules as text (rules sharing a line joined by a space)."""
         out: dict[str, str] = {}

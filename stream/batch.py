@@ -338,7 +338,7 @@ class BatchProcessor:
             outcome.seconds = time.perf_counter() - start
             return outcome
         reasoner = self.reasoner
-        before, rules_before = reasoner.work_counts(), reasoner.rule_work()
+        mark = reasoner.work_mark()
         clock = _Clock()
         phase("decode")
         rows = sorted(map(Message.of, rows), key=lambda m: (m.partition, m.offset))
@@ -385,10 +385,9 @@ class BatchProcessor:
         clock.lap("publish")
         _crash_point("after-publish", batch)
         outcome.phases = clock.phases
-        outcome.stats = Reasoner.counts_since(reasoner.work_counts(), before)
+        outcome.stats, outcome.rules = reasoner.work_since(mark)
         if outcome.shared_deletes:
             outcome.stats["shared_deletes"] = outcome.shared_deletes
-        outcome.rules = Reasoner.rules_since(reasoner.rule_work(), rules_before)
         outcome.dead, outcome.quarantined = len(dead), len(quarantined)
         outcome.added, outcome.removed = len(output["added"]), len(output["removed"])
         outcome.through = output["through"]
