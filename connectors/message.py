@@ -32,11 +32,6 @@ class Message(NamedTuple):
         """A source row (a tuple in `SCHEMA`'s order, possibly shorter) as a `Message`."""
         return row if isinstance(row, cls) else cls(*row)
 
-    @property
-    def where(self) -> str:
-        """`partition:offset`, the message's name where an update has no id of its own."""
-        return f"{self.partition}:{self.offset}"
-
 
 # Spark's type of each column of `Message`, in order: the source's schema is built from both.
 SPARK_TYPES = ("int", "long", "string", "string", "long", "boolean", "long")

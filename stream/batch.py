@@ -435,7 +435,7 @@ class BatchProcessor:
                 if reason is not None:
                     letter(i, reason)
                     continue
-                yield Fed(i, upd.add, self._own(upd.delete, outcome), upd.id if upd.id is not None else row.where)
+                yield Fed(i, upd.add, self._own(upd.delete, outcome), upd.id if upd.id is not None else f"{row.partition}:{row.offset}")
 
         def rejected(i: int, exc: Exception) -> None:  # a bad update stops only itself
             letter(i, str(exc) if isinstance(exc, FluxmatError) else f"{type(exc).__name__}: {exc}")
@@ -480,7 +480,7 @@ class BatchProcessor:
             if i is None:
                 return None
             upd = decoded[i]
-            return upd.id if upd.id is not None else rows[i].where
+            return upd.id if upd.id is not None else f"{rows[i].partition}:{rows[i].offset}"
 
         return {"added": [name(s) for s in point.added_by], "removed": [name(s) for s in point.removed_by]}
 

@@ -79,7 +79,7 @@ class WholeStream(MicroBatches):
                 if self.snapshots is not None:
                     inflight.enter("snapshot")
                     self.snapshots.after_batch(processor.committed, processor.reasoner)
-        for m in map(Message.of, rows):
+        for m in rows:
             p = str(m.partition)
             self.consumed[p] = max(self.consumed.get(p, 0), m.offset + 1)
         return outcome
@@ -147,11 +147,11 @@ def open_whole_stream(cfg, reasoner, facts, store: JobStore, publisher: Publishe
     return WholeStream(processor, lock, inflight, verifier, snapshots, consumed, log)
 
 
-def collect_rows(df) -> list[tuple]:
-    """A micro-batch's rows as tuples, collected as Arrow (one columnar transfer, no Row objects).
+def collect_rows(df) -> list[Message]:
+    """A micro-batch's rows as `Message`s, collected as Arrow (one columnar transfer, no Row objects).
 
     The values are `collect()`'s (ints, strings, booleans, None); 10,000 rows
     take ~70 ms instead of ~110 ms.
     """
     table = df.toArrow()
-    return list(zip(*(column.to_pylist() for column in table.columns), strict=True))
+    return list(map(Message._make, zip(*(column.to_pylist() for column in table.columns), strict=True)))

@@ -13,7 +13,7 @@ def test_the_schema_is_the_record_in_order():
     full = Message.of((3, 7, "tenant", '{"add": []}', 1_000, False, 11))  # as the source yields it
     assert (full.partition, full.offset, full.key, full.timestamp, full.utf8, full.size) == (3, 7, "tenant", 1_000, False, 11)
     short = Message.of((0, 5, None, "{}"))  # shorter rows take the defaults
-    assert (short.utf8, short.size, short.where) == (None, None, "0:5")
+    assert (short.key, short.utf8, short.size) == (None, None, None)
 
 
 def test_the_processor_reads_validity_and_size_by_name():
