@@ -77,6 +77,8 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from fluxmat.connectors.message import SCHEMA, Message
+
 try:
     from pyspark.sql.streaming.datasource import (
         ReadAllAvailable,
@@ -88,9 +90,6 @@ except ImportError:  # pragma: no cover - depends on the installed pyspark
     raise ImportError("the fluxmat-kafka source needs pyspark >= 4.2 "
                       "(streaming ReadLimit / admission-control API)") from None
 
-SCHEMA = ("partition int, offset long, key string, value string, timestamp long, utf8 boolean, "
-          "size long")
-_COLUMNS = ("partition", "offset", "key", "value", "timestamp", "utf8", "size")
 _DISCOVER_TIMEOUT = 10.0
 _POLL_MS = 200
 # The driver's lookup consumer: a fetch answers with a few KiB at most (and at
@@ -153,7 +152,7 @@ def _arrow_schema():
     )
 
     types = (IntegerType(), LongType(), StringType(), StringType(), LongType(), BooleanType(), LongType())
-    struct = StructType([StructField(n, t) for n, t in zip(_COLUMNS, types, strict=True)])
+    struct = StructType([StructField(n, t) for n, t in zip(Message._fields, types, strict=True)])
     return to_arrow_schema(struct, timezone="UTC")  # as pyspark.sql.worker.plan_data_source_read does
 
 
@@ -484,7 +483,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     text, utf8 = _decode(value[: self.max_value]), _valid_utf8(value)
                 else:
                     text, utf8 = _text(value)
-                rows.append((partition.partition, rec.offset, _decode(rec.key), text, rec.timestamp, utf8, size))
+                rows.append(Message(partition.partition, rec.offset, _decode(rec.key), text, rec.timestamp, utf8, size))
                 pos = rec.offset + 1
             if rows:
                 yield rows

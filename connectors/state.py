@@ -15,6 +15,13 @@ Contract (both stores):
     0) numbers its batches `base + id`, so batch ids stay increasing.
   * One writer per namespace: two jobs must not share a `--redis` namespace.
 
+Three protocols say who may ask what: `StateStore` is the state (the batch
+path: load, last batch, commit, stored outputs, batch numbering),
+`StoreMonitor` what operations read about it (sizes, memory, the cluster's
+health), `StoreAdmin` the one setting made when a job starts (`set_fsync`);
+`JobStore` is all three, what `open_store` returns. A store with no server
+behind it answers the last two with `Unmonitored`.
+
 `MemoryStateStore` is the in-process store of `fluxmat demo` (nothing survives
 the process). `RedisStateStore` keeps hashes under `fluxmat:<namespace>:` and
 writes each batch in one MULTI/EXEC pipeline, with HSET/HDEL in chunks, never
@@ -51,6 +58,8 @@ class StoreURLError(FluxmatError, ValueError):
 
 
 class StateStore(Protocol):
+    """The state of one namespace (or one key of it): what the batch path reads and writes (the contract above)."""
+
     def load(self) -> StateSnapshot | None: ...
 
     def last_batch(self) -> int | None: ...
@@ -60,6 +69,16 @@ class StateStore(Protocol):
     def commit(self, batch: int, changes: StateChanges, output: dict) -> None: ...
 
     def output(self, batch: int) -> dict | None: ...
+
+    def rebase(self) -> int: ...
+
+    def batch_base(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class StoreMonitor(Protocol):
+    """What operations read of a store's size and health (the metrics, the dashboard); never the batch path."""
 
     def size(self) -> int: ...
 
@@ -73,17 +92,44 @@ class StateStore(Protocol):
 
     def cluster_problem(self) -> str | None: ...
 
-    def rebase(self) -> int: ...
 
-    def batch_base(self) -> int: ...
+class StoreAdmin(Protocol):
+    """Administration of the server behind a store, once when a job starts (`--redis-fsync`)."""
 
     def set_fsync(self, policy: str) -> str | None: ...
 
-    def close(self) -> None: ...
+
+class JobStore(StateStore, StoreMonitor, StoreAdmin, Protocol):
+    """What a job opens (`open_store`): the state, read by operations, administered at the start."""
 
 
-class MemoryStateStore:
-    """A state store in process memory (for the demo and unit tests)."""
+class Unmonitored:
+    """`StoreMonitor` and `StoreAdmin` of a store with no server behind it: nothing to measure or set."""
+
+    def size(self) -> int:
+        return 0
+
+    def memory_bytes(self) -> int | None:
+        return None  # not measured for an in-process store
+
+    def maxmemory_bytes(self) -> int | None:
+        return None
+
+    def memory(self) -> tuple[dict[str, int], int]:
+        return {}, 0  # no Redis node
+
+    def namespace_bytes(self) -> int | None:
+        return None
+
+    def cluster_problem(self) -> str | None:
+        return None  # no Redis Cluster
+
+    def set_fsync(self, policy: str) -> str | None:
+        return None  # nothing is persisted
+
+
+class MemoryStateStore(Unmonitored):
+    """A state store in process memory (for the demo and unit tests); it counts its entries (`size`)."""
 
     def __init__(self) -> None:
         self.meta: dict[str, object] = {}
@@ -128,24 +174,6 @@ class MemoryStateStore:
 
     def size(self) -> int:
         return sum(len(t) for t in self.tables.values())
-
-    def memory_bytes(self) -> int | None:
-        return None  # not measured for the in-process store
-
-    def maxmemory_bytes(self) -> int | None:
-        return None
-
-    def memory(self) -> tuple[dict[str, int], int]:
-        return {}, 0  # no Redis node
-
-    def namespace_bytes(self) -> int | None:
-        return None
-
-    def cluster_problem(self) -> str | None:
-        return None  # no Redis Cluster
-
-    def set_fsync(self, policy: str) -> str | None:
-        return None  # nothing is persisted
 
     def rebase(self) -> int:
         """Number the batches of a new checkpoint after the stored ones; returns the offset."""
@@ -514,7 +542,7 @@ def _decode_meta(meta: dict[str, str]) -> dict[str, object]:
 
 def open_store(url: str | None, namespace: str = "default", key: str | None = None,
                cluster: bool = False, retry_seconds: float = RETRY_SECONDS,
-               socket_timeout: float = SOCKET_TIMEOUT, wait_replicas: int = 0) -> StateStore:  # fmt: skip
+               socket_timeout: float = SOCKET_TIMEOUT, wait_replicas: int = 0) -> JobStore:  # fmt: skip
     """`redis://...` gives a RedisStateStore; None or `memory://` an in-process store.
 
     `key` names one key's state (`--partition-by`); `cluster` makes the URL a

@@ -5,7 +5,7 @@ Redis and never prints. Stages, each with its own type and printer:
 text -> `Program` (engine.parser / engine.syntax) -> `Analysis` (engine.analysis)
 -> compiled `Plan`s (engine.plans) -> execution over indexed relations
 (engine.storage, engine.evaluate) driven by a maintenance algorithm behind the
-`Maintainer` interface (engine.maintainer; the algorithms in engine.maintain and
+`Maintainer` interface (engine.maintainer; the algorithms in engine.algorithms and
 engine.fd, specialised modules in engine.modules). `Reasoner` (engine.reasoner),
 built from one `EngineOptions`, is the one door the CLI, the stream and the
 dashboard use. docs/algorithms.md describes the layout and the algorithms.
@@ -16,6 +16,7 @@ streaming job (stream), the CLI and operations (ops).
 
 from __future__ import annotations
 
+from fluxmat.engine.algorithms import ALGORITHMS, FULLY_DYNAMIC, Maintainer, Report, create
 from fluxmat.engine.analysis import Analysis, analyse
 from fluxmat.engine.datatypes import VALUE_SPACES
 from fluxmat.engine.equality import SAME_AS
@@ -31,7 +32,6 @@ from fluxmat.engine.fd.snapshot import StateChanges, StateMismatch, StateSnapsho
 from fluxmat.engine.feed import Fed, FeedResult
 from fluxmat.engine.lexer import read_source
 from fluxmat.engine.limits import FactLimitExceeded, LimitExceeded, Limits, WorkLimitExceeded
-from fluxmat.engine.maintain import ALGORITHMS, FULLY_DYNAMIC, Maintainer, Report, create
 from fluxmat.engine.options import EngineOptions
 from fluxmat.engine.parser import parse_facts, parse_program
 from fluxmat.engine.reasoner import Reasoner, atom_to_fact

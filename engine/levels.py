@@ -11,7 +11,7 @@ later is well-founded when the body levels say so.
 
 `Levels` is the state and its bookkeeping: the semi-naive materialisation
 (engine.seminaive) stamps levels round by round, the overdeletion and insertion
-loops of engine.maintain.stratified keep them and C_wf. Only `dredc` levels
+loops of engine.algorithms.stratified keep them and C_wf. Only `dredc` levels
 strata; for the other algorithms the set of levelled strata is empty. It
 evaluates no rule.
 """

@@ -18,7 +18,7 @@ deleting a non-explicit fact is a no-op, counted in the report; a fact both
 added and deleted by one update is rejected with `UpdateError`.
 
 Not here: evaluating rules (engine.evaluate), the semi-naive materialisation
-with counters and modules (engine.seminaive), any algorithm (engine.maintain,
+with counters and modules (engine.seminaive), any algorithm (engine.algorithms,
 engine.fd).
 """
 

@@ -1,7 +1,7 @@
 """`Reasoner`: the engine's one door, for the CLI, the stream and the dashboard.
 
 A reasoner is a program, its analysis and one maintainer built from one
-`EngineOptions` (engine.options): an object algorithm (engine.maintain,
+`EngineOptions` (engine.options): an object algorithm (engine.algorithms,
 engine.fd) or, with `core="arrays"`, the arrays core (engine.compact), which
 refuses what it cannot do yet (fully dynamic algorithms and their state,
 equality, comparisons and arithmetic, `explain`) with an `AlgorithmError`. Everything outside engine/ goes through it:
@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from fluxmat.engine.algorithms import Maintainer, Report, create
 from fluxmat.engine.analysis import analyse
 from fluxmat.engine.errors import AlgorithmError, FluxmatError
 from fluxmat.engine.evaluate import Evaluator
@@ -40,7 +41,6 @@ from fluxmat.engine.fd.snapshot import (
 )
 from fluxmat.engine.feed import Fed, FeedResult, feed
 from fluxmat.engine.lexer import read_source
-from fluxmat.engine.maintain import Maintainer, Report, create
 from fluxmat.engine.options import EngineOptions
 from fluxmat.engine.parser import parse_program
 from fluxmat.engine.plans import Plan
@@ -290,6 +290,15 @@ class Reasoner:
             if applied != a or logged != n:
                 out[label] = (applied - a, logged - n, logged)
         return out
+
+    def work_mark(self) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
+        """Both readings at once (`work_counts`, `rule_work`), to be diffed later by `work_since`."""
+        return self.work_counts(), self.rule_work()
+
+    def work_since(self, mark: tuple[dict, dict]) -> tuple[dict[str, int], dict[str, tuple]]:
+        """The work done since `work_mark` gave `mark`: (`counts_since`, `rules_since`), in one call."""
+        counts, rules = mark
+        return self.counts_since(self.work_counts(), counts), self.rules_since(self.rule_work(), rules)
 
     def rule_texts(self) -> dict[str, str]:
         """Each `rule_label` with its rules as text (rules sharing a line joined by a space)."""

@@ -11,7 +11,7 @@ instances of generic recursive rules. With `hypertree=True` (the default)
 cyclic rules are evaluated over hypertree decompositions (engine.hypertree),
 with the same results.
 
-`remat`, the classic algorithms (engine.maintain.stratified) and the fully
+`remat`, the classic algorithms (engine.algorithms.stratified) and the fully
 dynamic ones (engine.fd) build on it. It maintains no update itself: each
 algorithm's `maintain` does.
 """

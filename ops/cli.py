@@ -437,14 +437,18 @@ def cmd_explain(cfg: Config) -> None:
             print(plan.source)
 
 
-COMMANDS = {
+# The engine's commands over files: each is called with the `Config` built from the flags.
+COMMANDS_ON_CONFIG = {
     "materialise": cmd_materialise, "materialize": cmd_materialise, "replay": cmd_replay,
     "check": cmd_check, "explain": cmd_explain,
 }  # fmt: skip
 
 
-STREAM_COMMANDS = {"run": stream_cli.cmd_run, "demo": stream_cli.cmd_demo, **inspect_cli.COMMANDS,
-                   **rdf_cli.COMMANDS, **follow_cli.COMMANDS, **program_cli.COMMANDS}  # fmt: skip
+# The other commands (the job, the state and RDF tools, the follower, the queries and `why`):
+# each is called with the parsed arguments and builds its own settings from them.
+COMMANDS_ON_ARGS = {"run": stream_cli.cmd_run, "demo": stream_cli.cmd_demo, **inspect_cli.COMMANDS,
+                    **rdf_cli.COMMANDS, **follow_cli.COMMANDS,
+                    **program_cli.COMMANDS}  # fmt: skip
 
 
 def _limit_hit(exc: BaseException) -> str:
@@ -469,10 +473,10 @@ def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     message = None
     try:
-        if ns.command in STREAM_COMMANDS:
-            STREAM_COMMANDS[ns.command](ns)
+        if ns.command in COMMANDS_ON_ARGS:
+            COMMANDS_ON_ARGS[ns.command](ns)
         else:
-            COMMANDS[ns.command](Config.from_args(ns))
+            COMMANDS_ON_CONFIG[ns.command](Config.from_args(ns))
     except LimitExceeded as exc:
         print(limit_flags.message(exc), file=sys.stderr)
         return limit_flags.LIMIT_EXIT

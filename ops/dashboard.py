@@ -3,7 +3,7 @@
 Routes (GET):
   /             the page (ops/dashboard.html): charts and tables fed by /api/status
   /api/status   totals, current values, per-second history, recent batches,
-                deltas and errors (the shape of `ops.metrics.JobMetrics.status`), and
+                deltas and errors (the shape of `ops.status.JobStatus.as_dict`), and
                 the program's `prefixes` (the page shows IRIs with them)
   /api/query    ?pattern=pred(a, ?X)&limit=N  -> facts matching the pattern
   /api/why      ?fact=pred(a, b)              -> a proof of the fact (engine.why)
@@ -56,7 +56,8 @@ from fluxmat.connectors.redact import redact
 from fluxmat.connectors.state import INITIAL, KEEP_OUTPUTS
 from fluxmat.engine import FluxmatError
 from fluxmat.ops.inspect import Busy, StateView, from_store, json_text
-from fluxmat.ops.metrics import delta_entry, fact_text, history_point
+from fluxmat.ops.metrics import delta_entry, fact_text
+from fluxmat.ops.status import history_point
 
 PAGE = Path(__file__).with_name("dashboard.html")
 DEFAULT_LIMIT = 1000

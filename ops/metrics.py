@@ -1,12 +1,14 @@
-"""The streaming job's metrics: Prometheus collectors plus the dashboard's recent history.
+"""The streaming job's metrics: Prometheus collectors, fed together with the job's one status value.
 
 `JobMetrics` is fed by the job (stream.job) from the driver: `on_start` after the
 state is loaded, `on_batch` after every micro-batch, `on_pending` while a batch is
 processed, `on_error` when a batch raises, `set_lag` from the lag sampler; it
 reads the job's in-flight tracker (`watch`) when asked for its health. It
 keeps its own registry (names and help in ops.metric_names), serves it with
-`serve_metrics`, and keeps short histories (`status()`) for the dashboard. All
-methods are thread-safe: the batch thread writes, HTTP threads read.
+`serve_metrics`, and keeps the job's status (`state`, an ops.status.JobStatus:
+totals, the page's histories, the health) that `status()` and `health()`
+read for the dashboard and `/healthz`, and `sample()` for the health gauge.
+All methods are thread-safe: the batch thread writes, HTTP threads read.
 """
 
 from __future__ import annotations
@@ -14,8 +16,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import deque
-from itertools import pairwise
 
 from prometheus_client import (
     CollectorRegistry,
@@ -27,11 +27,12 @@ from prometheus_client import (
     start_http_server,
 )
 
-from fluxmat.connectors.owl2rl_rdf import inconsistent_facts
 from fluxmat.connectors.redact import redact
 from fluxmat.engine import atom_to_fact
 from fluxmat.engine.wire import fact_from_json
 from fluxmat.ops.metric_names import METRICS
+from fluxmat.ops.sizes import read_sizes
+from fluxmat.ops.status import HEALTH_STATES, JobStatus, history_point
 from fluxmat.stream.batch import DeadLetter, dead_letter_kind
 from fluxmat.stream.inflight import PHASES, InFlight, Work
 from fluxmat.stream.observe import JobObserver
@@ -39,7 +40,6 @@ from fluxmat.stream.observe import JobObserver
 disable_created_metrics()  # no `_created` series: they only clutter dashboards
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 SHOWN_FACTS = 8  # facts of each delta kept for the dashboard
-KEYS_SHOWN = 10  # the largest and the busiest keys the dashboard lists
 
 
 ENGINE_WORK = ("units", "rule_applications", "noop_adds", "noop_deletes")  # BatchOutcome.stats keys
@@ -47,9 +47,6 @@ SPARK_PHASES = ("triggerExecution", "addBatch", "latestOffset", "queryPlanning",
                 "commitOffsets", "getBatch")  # lastProgress.durationMs keys kept (a bounded label)
 RULES_SHOWN = 10  # the top rules of a batch the page lists (by rule applications)
 RULE_SERIES = 50  # rules with a series of their own in fluxmat_rule_* (the first top rules); the rest: "other"
-HEALTH_STATES = ("healthy", "degraded", "failing")  # fluxmat_health_state is the index
-TIME_LAG_UNKNOWN = "time lag unknown: the timestamp of the oldest waiting update could not be read"
-DEGRADED_WINDOW = 60  # seconds: dead letters or a growing lag within it make the job degraded
 
 
 def delta_entry(batch: int, output: dict, t: float | None, show=None, outcome=None) -> dict:
@@ -90,16 +87,6 @@ def fact_text(reasoner):
     return show
 
 
-def history_point(totals: dict, now: dict) -> dict:
-    """One point of the dashboard's per-second history (cumulative counters and sizes)."""
-    return {
-        "t": round(time.time(), 3), "updates": totals["updates"],
-        "fact_ops": totals["adds"] + totals["deletes"], "deltas": totals["deltas"],
-        "facts": now["facts"], "pending": now["pending"], "lag": sum(now["lag"].values()),
-        "time_lag": now.get("time_lag"),
-    }  # fmt: skip
-
-
 def _collectors(registry: CollectorRegistry) -> dict[str, object]:
     out: dict[str, object] = {}
     for name, (kind, text, labels) in METRICS.items():
@@ -125,87 +112,38 @@ class JobMetrics(JobObserver):
         self.c = _collectors(self.registry)
         self.c["fluxmat_info"].labels(program=program, algorithm=algorithm, namespace=namespace).set(1)
         self.c["fluxmat_verified_batch"].set(-1)
-        self.oldest_ms: int | None = None  # Kafka timestamp of the oldest waiting update (set_lag)
-        self.time_lag_unknown = False  # updates wait, but the oldest one's timestamp could not be read
-        self.failing: str | None = None  # why the job is failing (a batch failed)
-        self.verify_failing: str | None = None  # a self-check found a different materialisation
-        self.redis_problem: str | None = None  # a Redis Cluster node failing or a primary without replica
+        self.state = JobStatus(program, algorithm, namespace, topic)  # what the page, /healthz and the gauges read
         for name, label, values in (("fluxmat_fact_operations_total", "op", ("add", "delete")),
                                     ("fluxmat_batches_total", "outcome", ("applied", "replayed")),
                                     ("fluxmat_delta_facts_total", "kind", ("added", "removed")),
                                     ("fluxmat_engine_cache_total", "result", ("hit", "miss", "new"))):  # fmt: skip
             for v in values:  # every series exists from the start (rate() needs a first sample)
                 self.c[name].labels(**{label: v})
-        self.info = {"program": program, "algorithm": algorithm, "namespace": namespace, "topic": topic}
         self.topic = topic
-        self.started = time.time()
-        self._lock = threading.Lock()
-        self.totals = dict.fromkeys(
-            ("updates", "adds", "deletes", "batches", "replayed", "deltas", "added", "removed",
-             "dead_letters", "failures", "cancelled", "recursion_stops", "rederivations"), 0,
-        )  # fmt: skip
-        self.now: dict[str, object] = {"facts": 0, "explicit": 0, "log": 0, "pending": 0,
-                                       "state_entries": 0, "state_bytes": None, "redis_bytes": None, "lag": {},
-                                       "last_batch": None, "through": None, "last_commit": None,
-                                       "verified": None, "time_lag": 0.0,
-                                       "inconsistencies": 0, "inconsistent": []}  # fmt: skip
-        self.history: deque[dict] = deque(maxlen=900)  # one sample per second: 15 minutes
-        self.batches: deque[dict] = deque(maxlen=120)
-        self.deltas: deque[dict] = deque(maxlen=20)
-        self.errors: deque[dict] = deque(maxlen=20)
-        self.dead_letters: deque[dict] = deque(maxlen=20)
-        self.key_facts: dict[str, int] = {}  # --partition-by: facts of each key, as last reported
-        self.key_updates: dict[str, int] = {}  # and its updates applied
-        self.key_workers: dict[int, int] = {}  # engines cached, by executor worker pid
+        self._lock = threading.Lock()  # around every read and write of the state
         self.rule_series: dict[str, int] = {}  # rules with their own fluxmat_rule_* series -> log entries
         self.rule_texts: dict[str, str] = {}  # file:line -> the rules written there (from the reasoner)
-        self.retries: deque[tuple[float, str, str]] = deque(maxlen=100)  # (time, target, why)  # the last ones, with reason and offset
-        self.inflight = InFlight()  # the job's (watch); this one stays idle
-        self.stall_seconds = float("inf")
         for phase in PHASES:
             self.c["fluxmat_batch_in_flight_phase"].labels(phase=phase).set(0)
 
     # ------------------------------------------------------------ feeding
     def watch(self, inflight: InFlight, stall_seconds: float) -> None:
         """Read the job's in-flight tracker: a batch in flight over `stall_seconds` makes the job degraded."""
-        self.inflight, self.stall_seconds = inflight, stall_seconds
+        self.state.inflight, self.state.stall_seconds = inflight, stall_seconds
 
     def _in_flight(self) -> Work | None:
-        """The batch in flight now, with the gauges set to it (under `_lock`; the tracker's lock is a leaf)."""
-        work = self.inflight.now()
+        """The batch in flight now, with the gauges set to it (under `_lock`)."""
+        work = self.state.in_flight()
         self.c["fluxmat_batch_in_flight_seconds"].set(0.0 if work is None else work.seconds)
         for phase in PHASES:
             self.c["fluxmat_batch_in_flight_phase"].labels(phase=phase).set(
                 1 if work is not None and work.phase == phase else 0)
-        self.now["in_flight"] = None if work is None else {
-            "batch": work.batch, "phase": work.phase, "seconds": round(work.seconds, 1),
-            "phase_seconds": round(work.phase_seconds, 1), "text": work.text,
-            "stalled": work.seconds >= self.stall_seconds}  # fmt: skip
         return work
 
-    @staticmethod
-    def _read_sizes(processor, store) -> dict:
-        """What the size gauges show, read from the reasoner and the store.
-
-        Called *outside* `_lock`: a Redis call that is retried reports through
-        `on_retry`, which takes the lock (a stall right after a commit must not
-        block /healthz).
-        """
-        nodes, limit = store.memory()  # one round of INFO memory (each primary of a cluster)
-        read = {"fluxmat_redis_used_memory_bytes": sum(nodes.values()) if nodes else None,
-                "fluxmat_redis_maxmemory_bytes": limit if nodes else None,
-                # --partition-by: the keys' states are elsewhere (fluxmat_state_node_memory_bytes)
-                "fluxmat_state_namespace_bytes": None, "nodes": nodes}  # fmt: skip
-        if processor is not None:  # --partition-by: the keys' sizes come with on_keys
-            read.update(processor.reasoner.sizes(), entries=store.size(),
-                        fluxmat_state_namespace_bytes=store.namespace_bytes())  # fmt: skip
-            read["inconsistencies"] = inconsistent_facts(processor.reasoner)
-        return read
-
     def _gauges(self, read: dict) -> None:
-        """Set the size gauges from `_read_sizes` (under `_lock`)."""
+        """Set the size gauges from `read_sizes` (under `_lock`)."""
         if "facts" not in read:
-            read.update(entries=self.now["state_entries"], **{k: self.now[k] for k in ("facts", "explicit", "log")})
+            read.update(entries=self.state.now["state_entries"], **{k: self.state.now[k] for k in ("facts", "explicit", "log")})
         facts, explicit, log, entries = (read[k] for k in ("facts", "explicit", "log", "entries"))
         memory = {k: v for k, v in read.items() if k.startswith("fluxmat_")}
         c = self.c
@@ -221,8 +159,8 @@ class JobMetrics(JobObserver):
         if "inconsistencies" in read:
             n, shown = read["inconsistencies"]
             c["fluxmat_owl_inconsistencies"].set(n)
-            self.now.update(inconsistencies=n, inconsistent=shown)
-        self.now.update(facts=facts, explicit=explicit, log=log, state_entries=entries,
+            self.state.now.update(inconsistencies=n, inconsistent=shown)
+        self.state.now.update(facts=facts, explicit=explicit, log=log, state_entries=entries,
                         state_bytes=memory["fluxmat_state_namespace_bytes"],
                         redis_bytes=memory["fluxmat_redis_used_memory_bytes"],
                         redis_max_bytes=memory["fluxmat_redis_maxmemory_bytes"])  # fmt: skip
@@ -233,29 +171,29 @@ class JobMetrics(JobObserver):
         self.c["fluxmat_delta_messages_total"].inc(sent["messages"])
         for kind in ("added", "removed"):
             self.c["fluxmat_delta_facts_total"].labels(kind=kind).inc(sent[kind])
-        self.totals["deltas"] += sent["messages"]
+        self.state.totals["deltas"] += sent["messages"]
 
     def on_start(self, processor, store) -> None:
         """After the state is restored or the initial materialisation committed (and published)."""
-        read, batch = self._read_sizes(processor, store), store.last_batch()
+        read, batch = read_sizes(processor, store), store.last_batch()
         with self._lock:
             if processor.initial is not None:
                 self._published(processor.initial)
             self._gauges(read)
-            self.now.update(last_batch=batch, through=processor.reasoner.last_id, last_commit=time.time())
+            self.state.now.update(last_batch=batch, through=processor.reasoner.last_id, last_commit=time.time())
             self.c["fluxmat_last_consistency_point_batch"].set(batch if batch is not None else -1)
             self.c["fluxmat_last_consistency_point_timestamp_seconds"].set(time.time())
 
     def on_pending(self, pending: int) -> None:
         self.c["fluxmat_pending_operations"].set(pending)
-        self.now["pending"] = pending
+        self.state.now["pending"] = pending
 
     def on_batch(self, outcome, processor, store) -> None:
         """Account for one finished micro-batch (a `stream.batch.BatchOutcome`)."""
-        c, t = self.c, self.totals
+        c, t = self.c, self.state.totals
         output = outcome.output
         now = time.time()
-        read = None if outcome.replayed else self._read_sizes(processor, store)
+        read = None if outcome.replayed else read_sizes(processor, store)
         with self._lock:
             self._published(outcome)
             if outcome.replayed:
@@ -263,7 +201,7 @@ class JobMetrics(JobObserver):
                 t["replayed"] += 1
                 return
             c["fluxmat_batches_total"].labels(outcome="applied").inc()
-            self.failing = None  # a batch went through again
+            self.state.failing = None  # a batch went through again
             c["fluxmat_updates_consumed_total"].inc(outcome.updates)
             c["fluxmat_fact_operations_total"].labels(op="add").inc(outcome.adds)
             c["fluxmat_fact_operations_total"].labels(op="delete").inc(outcome.deletes)
@@ -271,7 +209,7 @@ class JobMetrics(JobObserver):
             for letter in map(DeadLetter.read, (output or {}).get("dead", ())):
                 kind = dead_letter_kind(letter.reason)
                 c["fluxmat_dead_letters_by_reason_total"].labels(reason=kind).inc()
-                self.dead_letters.append({"t": now, "batch": outcome.batch, "partition": letter.partition,
+                self.state.dead_letters.append({"t": now, "batch": outcome.batch, "partition": letter.partition,
                                           "offset": letter.offset, "kind": kind, "reason": letter.reason[:500]})  # fmt: skip
             c["fluxmat_shared_fact_deletes_total"].inc(outcome.stats.get("shared_deletes", 0))
             for key in ENGINE_WORK:
@@ -299,15 +237,15 @@ class JobMetrics(JobObserver):
                 t[key] += n
             self._gauges(read)
             self._rule_work(outcome, processor)
-            self.now.update(last_batch=outcome.batch, through=outcome.through, last_commit=now)
-            self.batches.append({
+            self.state.now.update(last_batch=outcome.batch, through=outcome.through, last_commit=now)
+            self.state.batches.append({
                 "batch": outcome.batch, "t": now, "seconds": round(outcome.seconds, 4),
                 "latency": None if latency is None else round(latency, 4),
                 "updates": outcome.updates, "added": outcome.added, "removed": outcome.removed,
                 "dead": outcome.dead, "peak_pending": outcome.peak_pending,
             })  # fmt: skip
             if processor is not None and output is not None and (output["added"] or output["removed"]):
-                self.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner), outcome))
+                self.state.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner), outcome))
 
     def _rule_work(self, outcome, processor) -> None:
         """Work per rule of a batch: the bounded fluxmat_rule_* series and the page's top rules."""
@@ -330,8 +268,8 @@ class JobMetrics(JobObserver):
             log = c["fluxmat_rule_log_entries"]
             for label, entries in self.rule_series.items():
                 log.labels(rule=label).set(entries)
-            log.labels(rule="other").set(self.now["log"] - sum(self.rule_series.values()))  # _gauges' size
-        self.now["rules"] = {
+            log.labels(rule="other").set(self.state.now["log"] - sum(self.rule_series.values()))  # _gauges' size
+        self.state.now["rules"] = {
             "batch": outcome.batch, "changed": len(rules),
             "top": [{"rule": label, "text": self.rule_texts.get(label, ""), "applications": a, "log": g}
                     for label, (a, g, _) in top],
@@ -340,30 +278,24 @@ class JobMetrics(JobObserver):
     def on_keys(self, keys: list[dict], store, tasks: list[float] = ()) -> None:
         """With `--partition-by`: the keys of a batch (stream.keyed summaries) and its tasks.
 
-        (The Redis nodes' memory is read with the other sizes, after the batch: `_read_sizes`.)
+        (The Redis nodes' memory is read with the other sizes, after the batch: ops.sizes.read_sizes.)
         """
-        c = self.c
+        c, table = self.c, self.state.keys
         with self._lock:
-            workers = self.key_workers
+            table.add(keys)
             for k in keys:
-                self.key_facts[k["key"]] = k["facts"]
-                self.key_updates[k["key"]] = self.key_updates.get(k["key"], 0) + (k["updates"] or 0)
-                workers[k["pid"]] = k["engines"]
                 c["fluxmat_engine_cache_total"].labels(result=k["cache"]).inc()
                 c["fluxmat_key_batch_seconds"].observe(k["seconds"])
                 if k["rebuild"] is not None and k["cache"] == "miss":
                     c["fluxmat_engine_rebuild_seconds"].observe(k["rebuild"])
             for seconds in tasks:
                 c["fluxmat_task_seconds"].observe(seconds)
-            c["fluxmat_keys_active"].set(len(keys))
-            c["fluxmat_keys_seen"].set(len(self.key_facts))
-            c["fluxmat_engines_cached"].set(sum(workers.values()))
-            self.now["facts"] = sum(self.key_facts.values())
-            self.now["keys"] = {
-                "seen": len(self.key_facts), "active": len(keys), "engines": sum(workers.values()),
-                "largest": sorted(self.key_facts.items(), key=lambda kv: -kv[1])[:KEYS_SHOWN],
-                "busiest": sorted(self.key_updates.items(), key=lambda kv: -kv[1])[:KEYS_SHOWN],
-            }  # fmt: skip
+            summary = table.summary(active=len(keys))
+            c["fluxmat_keys_active"].set(summary["active"])
+            c["fluxmat_keys_seen"].set(summary["seen"])
+            c["fluxmat_engines_cached"].set(summary["engines"])
+            self.state.now["facts"] = table.facts_total()
+            self.state.now["keys"] = summary
 
     def on_spark_batch(self, phases: dict[str, float]) -> None:
         """Spark's phases of a micro-batch beside ours (batch duration): a bounded set of labels."""
@@ -379,15 +311,15 @@ class JobMetrics(JobObserver):
         """
         with self._lock:
             self.c["fluxmat_retries_total"].labels(target=target).inc()
-            self.retries.append((time.time(), target, why[:200]))
+            self.state.retries.append((time.time(), target, why[:200]))
 
     def on_error(self, exc: BaseException) -> None:
         """A batch failed: counted and shown before the job gives up (the health turns failing)."""
         with self._lock:
-            self.failing = redact(f"a batch failed: {type(exc).__name__}: {exc}")[:300]
+            self.state.failing = redact(f"a batch failed: {type(exc).__name__}: {exc}")[:300]
             self.c["fluxmat_batch_failures_total"].inc()
-            self.totals["failures"] += 1
-            self.errors.append({"t": time.time(), "message": redact(f"{type(exc).__name__}: {exc}")})
+            self.state.totals["failures"] += 1
+            self.state.errors.append({"t": time.time(), "message": redact(f"{type(exc).__name__}: {exc}")})
 
     def on_verified(self, result) -> None:
         """A `--verify-every` self-check (stream.verify.Verification): exact, different, or failed to run."""
@@ -396,12 +328,12 @@ class JobMetrics(JobObserver):
             self.c["fluxmat_verifications_total"].labels(result=outcome).inc()
             if outcome == "exact":
                 self.c["fluxmat_verified_batch"].set(result.batch)
-                self.verify_failing = None
+                self.state.verify_failing = None
             else:
                 if outcome == "different":
-                    self.verify_failing = f"the self-check of batch {result.batch} found a different materialisation"
-                self.errors.append({"t": time.time(), "message": _verification_text(result)})
-            self.now["verified"] = {"batch": result.batch, "result": outcome, "missing": result.missing,
+                    self.state.verify_failing = f"the self-check of batch {result.batch} found a different materialisation"
+                self.state.errors.append({"t": time.time(), "message": _verification_text(result)})
+            self.state.now["verified"] = {"batch": result.batch, "result": outcome, "missing": result.missing,
                                     "extra": result.extra, "sample": list(result.sample),
                                     "seconds": round(result.seconds, 3), "error": result.error}  # fmt: skip
 
@@ -411,22 +343,22 @@ class JobMetrics(JobObserver):
         with self._lock:
             for partition, n in lag.items():
                 gauge.labels(topic=self.topic, partition=str(partition)).set(n)
-            self.now["lag"] = {str(p): int(n) for p, n in lag.items()}
+            self.state.now["lag"] = {str(p): int(n) for p, n in lag.items()}
             waiting = sum(lag.values()) > 0
-            self.oldest_ms = oldest_ms if waiting else None
-            self.time_lag_unknown = waiting and oldest_ms is None
+            self.state.oldest_ms = oldest_ms if waiting else None
+            self.state.time_lag_unknown = waiting and oldest_ms is None
             self._time_lag()
 
     def set_lag_unknown(self) -> None:
         """The lag lookup failed: the time lag reads unknown (NaN) until it answers again."""
         with self._lock:
-            self.time_lag_unknown = True
+            self.state.time_lag_unknown = True
             self._time_lag()
 
     def set_redis_problem(self, problem: str | None) -> None:
         """What weakens the Redis Cluster now (a node failing, a primary without its replica), or None."""
         with self._lock:
-            self.redis_problem = problem
+            self.state.redis_problem = problem
 
     def _time_lag(self) -> None:
         """fluxmat_time_lag_seconds: the oldest waiting update's age (0: nothing waits).
@@ -434,87 +366,40 @@ class JobMetrics(JobObserver):
         Unknown -- NaN, `time_lag` None -- when updates wait but the lookup of the oldest one's
         timestamp did not answer: 0 would look healthy.
         """
-        self.now["time_lag_unknown"] = self.time_lag_unknown
-        if self.time_lag_unknown:
+        self.state.now["time_lag_unknown"] = self.state.time_lag_unknown
+        if self.state.time_lag_unknown:
             self.c["fluxmat_time_lag_seconds"].set(math.nan)
-            self.now["time_lag"] = None
+            self.state.now["time_lag"] = None
             return
-        seconds = 0.0 if self.oldest_ms is None else max(time.time() - self.oldest_ms / 1000.0, 0.0)
+        seconds = 0.0 if self.state.oldest_ms is None else max(time.time() - self.state.oldest_ms / 1000.0, 0.0)
         self.c["fluxmat_time_lag_seconds"].set(seconds)
-        self.now["time_lag"] = round(seconds, 3)
+        self.state.now["time_lag"] = round(seconds, 3)
 
     def sample(self) -> None:
         """Append one point to the history and refresh health and freshness (once a second)."""
         with self._lock:
             self._time_lag()
             self._in_flight()
-            self.history.append(history_point(self.totals, self.now))
-            state, _reason = self._health()
-            c, now = self.c, self.now
+            self.state.history.append(history_point(self.state.totals, self.state.now))
+            state, _reason = self.state.health()
+            c, now = self.c, self.state.now
             c["fluxmat_health_state"].set(HEALTH_STATES.index(state))
             if now["last_commit"] is not None:
                 c["fluxmat_consistency_point_age_seconds"].set(time.time() - now["last_commit"])
-            c["fluxmat_idle"].set(1 if self._idle() else 0)
-
-    # ------------------------------------------------------------ health
-    def health(self) -> tuple[str, str]:
-        """(state, reason): `healthy`, `degraded` or `failing` (see `HEALTH_STATES`)."""
-        with self._lock:
-            return self._health()
-
-    def _idle(self) -> bool:
-        return not sum(self.now["lag"].values()) and not self.now["pending"]
-
-    def _health(self) -> tuple[str, str]:
-        if self.failing:
-            return "failing", self.failing
-        if self.verify_failing:
-            return "failing", self.verify_failing
-        since = time.time() - DEGRADED_WINDOW  # retries count until a batch commits after them
-        since = max(since, self.now["last_commit"] or since)
-        retried = [(target, why) for t, target, why in self.retries if t >= since]
-        if retried:
-            target, why = retried[-1]
-            name = "Redis" if target == "redis" else "the broker"
-            return "degraded", f"retrying {name} ({len(retried)} retries in the last {DEGRADED_WINDOW} s): {why}"
-        work = self._in_flight()
-        if work is not None and work.seconds >= self.stall_seconds:
-            return "degraded", work.text
-        if self.redis_problem:
-            return "degraded", self.redis_problem
-        recent = [b for b in self.batches if b["t"] >= time.time() - DEGRADED_WINDOW]
-        dead = sum(b["dead"] for b in recent)
-        if dead:
-            return "degraded", f"{dead} dead letter{'s' if dead != 1 else ''} in the last {DEGRADED_WINDOW} s"
-        if self.now["inconsistencies"]:  # the ontology and the data contradict each other
-            n, first = self.now["inconsistencies"], self.now["inconsistent"]
-            return "degraded", (f"{n} OWL inconsistenc{'ies' if n != 1 else 'y'} (fluxmat_owl_inconsistencies): "
-                                + "; ".join(first))
-        lags = [p["lag"] for p in self.history if p["t"] >= time.time() - DEGRADED_WINDOW]
-        growing = all(b >= a for a, b in pairwise(lags)) and len(lags) >= 10 and lags[-1] > lags[0]
-        if growing:
-            return "degraded", f"the consumer lag grew from {lags[0]} to {lags[-1]} messages in {len(lags)} s"
-        if self.time_lag_unknown:
-            return "healthy", f"applying updates; {TIME_LAG_UNKNOWN}"
-        return "healthy", "idle: nothing to do" if self._idle() else "applying updates"
+            c["fluxmat_idle"].set(1 if self.state.idle() else 0)
 
     # ------------------------------------------------------------ reading
-    def status(self) -> dict:
-        """Everything the dashboard shows, as one JSON-ready dict."""
+    def health(self) -> tuple[str, str]:
+        """(state, reason) of the job's status (ops.status.JobStatus.health)."""
         with self._lock:
             self._in_flight()
-            return {
-                "mode": "live",
-                "job": {**self.info, "started": self.started, "uptime": time.time() - self.started},
-                "totals": dict(self.totals),
-                "now": {**self.now, "lag": dict(self.now["lag"])},
-                "history": list(self.history),
-                "batches": list(self.batches),
-                "deltas": list(self.deltas),
-                "errors": list(self.errors),
-                "dead_letters": list(self.dead_letters),
-                "health": dict(zip(("state", "reason"), self._health(), strict=True)),
-            }
+            return self.state.health()
+
+    def status(self) -> dict:
+        """The job's status as one JSON-ready dict (ops.status.JobStatus.as_dict)."""
+        with self._lock:
+            self._in_flight()
+            return self.state.as_dict()
 
 
 def _verification_text(result) -> str:
@@ -547,5 +432,5 @@ class Exported:
 
 def serve_metrics(metrics: JobMetrics, host: str, port: int):
     """Serve `/metrics` on host:port in a daemon thread; returns (server, thread)."""
-    exported = Exported(metrics.registry, metrics.process, namespace=metrics.info["namespace"])
+    exported = Exported(metrics.registry, metrics.process, namespace=metrics.state.info["namespace"])
     return start_http_server(port, addr=host, registry=exported)

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from fluxmat.client.fold import cause_runs
 from fluxmat.connectors.delta_codec import DeltaCodec, grouped
 from fluxmat.connectors.files import Update, decode_json, parse_update
+from fluxmat.connectors.message import Message
 from fluxmat.connectors.state import INITIAL
 from fluxmat.engine import Fed, FluxmatError, Reasoner, StateMismatch
 from fluxmat.engine.limits import LimitExceeded, Limits
@@ -340,10 +341,10 @@ class BatchProcessor:
             outcome.seconds = time.perf_counter() - start
             return outcome
         reasoner = self.reasoner
-        before, rules_before = reasoner.work_counts(), reasoner.rule_work()
+        mark = reasoner.work_mark()
         clock = _Clock()
         phase("decode")
-        rows = sorted(rows, key=lambda r: (r[0], r[1]))
+        rows = sorted(map(Message.of, rows), key=lambda m: (m.partition, m.offset))
         decoded = [self._decode(row) for row in rows]
         clock.lap("decode")
         phase("engine")
@@ -391,10 +392,9 @@ class BatchProcessor:
         clock.lap("publish")
         _crash_point("after-publish", batch)
         outcome.phases = clock.phases
-        outcome.stats = Reasoner.counts_since(reasoner.work_counts(), before)
+        outcome.stats, outcome.rules = reasoner.work_since(mark)
         if outcome.shared_deletes:
             outcome.stats["shared_deletes"] = outcome.shared_deletes
-        outcome.rules = Reasoner.rules_since(reasoner.rule_work(), rules_before)
         outcome.dead, outcome.quarantined = len(dead), len(quarantined)
         outcome.added, outcome.removed = len(output["added"]), len(output["removed"])
         outcome.through = output["through"]
@@ -402,17 +402,18 @@ class BatchProcessor:
         outcome.seconds = time.perf_counter() - start
         return outcome
 
-    def _decode(self, row) -> Update | str:
+    def _decode(self, message: Message) -> Update | str:
         """One message as a validated update, or the reason it is a dead letter."""
-        partition, offset, value = row[0], row[1], row[3]
-        size = row[6] if len(row) > 6 and row[6] is not None else _size(value)
+        value = message.value
+        size = message.size if message.size is not None else _size(value)
         if size > self.max_message_bytes:
             return f"message too large: {size:,} bytes (limit {self.max_message_bytes:,})"
-        if len(row) > 5 and row[5] is False:
+        if message.utf8 is False:
             return "value is not valid UTF-8"
         try:
             item = decode_json(value) if value is not None else None
-            update = parse_update(item, self.reasoner.prefixes, f"partition {partition} offset {offset}")
+            where = f"partition {message.partition} offset {message.offset}"
+            update = parse_update(item, self.reasoner.prefixes, where)
         except FluxmatError as exc:
             return str(exc)
         except Exception as exc:  # whatever one message does, it stops only itself
@@ -420,10 +421,10 @@ class BatchProcessor:
         if update.program is not None:  # applied by replay (ops.cli) and the door; not by the job yet
             need = ("need the arrays core (--core arrays)" if self.reasoner.core != "arrays"
                     else "are not applied by the streaming job yet")  # fmt: skip
-            return f"partition {partition} offset {offset}: program changes {need}; nothing was changed"
+            return f"{where}: program changes {need}; nothing was changed"
         return update
 
-    def _apply(self, outcome: BatchOutcome, rows: list, decoded: list,
+    def _apply(self, outcome: BatchOutcome, rows: list[Message], decoded: list,
                quarantined: dict[int, str], alone: bool) -> list[list]:  # fmt: skip
         """Submit the batch's valid updates and run to quiescence; return the dead letters.
 
@@ -437,8 +438,8 @@ class BatchProcessor:
         dead: list[list] = []
 
         def letter(i: int, reason: str) -> None:
-            row = rows[i]
-            dead.append(DeadLetter.of(reason, row[0], row[1], row[3], row[6] if len(row) > 6 else None).stored())
+            m = rows[i]
+            dead.append(DeadLetter.of(reason, m.partition, m.offset, m.value, m.size).stored())
 
         def updates():
             for i, (row, upd) in enumerate(zip(rows, decoded, strict=True)):
@@ -446,13 +447,13 @@ class BatchProcessor:
                 if reason is not None:
                     letter(i, reason)
                     continue
-                yield Fed(i, upd.add, self._own(upd.delete, outcome), upd.id if upd.id is not None else f"{row[0]}:{row[1]}")
+                yield Fed(i, upd.add, self._own(upd.delete, outcome), upd.id if upd.id is not None else f"{row.partition}:{row.offset}")
 
         def rejected(i: int, exc: Exception) -> None:  # a bad update stops only itself
             letter(i, str(exc) if isinstance(exc, FluxmatError) else f"{type(exc).__name__}: {exc}")
 
         def after_each(fed: Fed, _seq: int) -> None:
-            upd, ts = decoded[fed.key], rows[fed.key][4]
+            upd, ts = decoded[fed.key], rows[fed.key].timestamp
             outcome.updates += 1
             outcome.adds += len(upd.add)
             outcome.deletes += len(upd.delete)
@@ -502,7 +503,7 @@ class BatchProcessor:
             if i is None:
                 return None
             upd = decoded[i]
-            return upd.id if upd.id is not None else f"{rows[i][0]}:{rows[i][1]}"
+            return upd.id if upd.id is not None else f"{rows[i].partition}:{rows[i].offset}"
 
         return {"added": [name(s) for s in point.added_by], "removed": [name(s) for s in point.removed_by]}
 

@@ -4,7 +4,7 @@ The job (stream.job) tells an `InFlight` when a batch starts (`start`), each
 time it moves on to another phase (`enter`: reading the updates, reasoning,
 committing to Redis, publishing deltas, ...) and when it is over (`done`,
 committed or failed). Anyone may ask, at any moment and from any thread, what
-is in flight and for how long (`now`): the health check (ops.metrics) turns a
+is in flight and for how long (`now`): the health check (ops.status) turns a
 batch in flight longer than `--stall-seconds` into `degraded: committing to
 Redis for 23 s`, whatever the phase stalls on (Redis paused, a broker that
 does not acknowledge, a source read that hangs, a very long engine batch).
@@ -12,7 +12,7 @@ does not acknowledge, a source read that hangs, a very long engine batch).
 Thread-safety: one small lock, held only to copy or replace a few fields; no
 method calls anything while holding it, so no other lock can wait on it.
 
-Not here: thresholds, health states, metrics (ops.metrics).
+Not here: thresholds, health states (ops.status), metrics (ops.metrics).
 """
 
 from __future__ import annotations

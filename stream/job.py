@@ -1,6 +1,7 @@
 """The Spark Structured Streaming job: Kafka updates -> fully dynamic reasoning -> deltas.
 
-Wiring only; the per-batch logic is `stream.batch.BatchProcessor`. The updates
+Wiring only; a micro-batch is processed by a `stream.micro.MicroBatches` (the
+whole stream's `BatchProcessor`, stream.batch, or the keyed driver). The updates
 topic is read by the Python data source `fluxmat-kafka` (connectors.kafka_source),
 whose offsets live in Spark's checkpoint; each micro-batch is collected on the
 driver and handed to the processor inside `foreachBatch`. The engine itself
@@ -36,11 +37,11 @@ from fluxmat.connectors.kafka_sink import KafkaPublisher
 from fluxmat.connectors.redact import redact
 from fluxmat.connectors.state import open_store
 from fluxmat.engine import FluxmatError
-from fluxmat.stream.batch import BatchOutcome, BatchProcessor
+from fluxmat.stream.batch import BatchOutcome
 from fluxmat.stream.config import JobConfig
 from fluxmat.stream.inflight import InFlight
-from fluxmat.stream.keyed import KeyedDriver
 from fluxmat.stream.loading import load_reasoner, shared_facts
+from fluxmat.stream.micro import MicroBatches, open_keyed, open_whole_stream
 from fluxmat.stream.observe import Operations, sample_lag
 from fluxmat.stream.snapshots import Snapshots, default_dir
 from fluxmat.stream.verify import Verifier
@@ -160,36 +161,11 @@ class Job:
         if fsync is not None:
             self.log(fsync)
         metrics = self.metrics = self.operations.observer(cfg)
-        inflight = self.inflight
-        metrics.watch(inflight, cfg.stall_seconds)
+        metrics.watch(self.inflight, cfg.stall_seconds)
         store.on_retry = lambda why: metrics.on_retry("redis", why)
         publisher.on_retry = lambda why: metrics.on_retry("broker", why)
-        processor = self.processor = None
-        if cfg.keyed:
-            driver = KeyedDriver(cfg, store, publisher, cfg.key_partitions, on_phase=inflight.enter)
-            driver.base = store.rebase() if rebase else store.batch_base()
-            self.log(f"one materialisation per key ({cfg.partition_by}), reasoned in executor tasks; "
-                     f"batches numbered from {driver.base}")  # fmt: skip
-        else:
-            processor = self.processor = BatchProcessor(
-                reasoner, store, publisher, progress=metrics.on_pending,
-                max_message_bytes=cfg.max_message_bytes or sys.maxsize, delta_format=cfg.delta_format,
-                on_phase=inflight.enter,
-            )  # fmt: skip
-            snapshots = self.snapshots = self._snapshots()
-            with self.lock:
-                inflight.start(None, "start")
-                try:  # refuses a state built for another program
-                    self.log(processor.start(facts, say=self.log, snapshots=snapshots))
-                finally:
-                    inflight.done()
-                if rebase:
-                    processor.base = store.rebase()
-                    self.log(f"continuing the stored state with a new checkpoint from offsets "
-                             f"{cfg.starting_offsets}; batches numbered from {processor.base}")  # fmt: skip
-                metrics.on_start(processor, store)
-        verifier = self.verifier = Verifier(cfg.verify_every, self._verified)
         consumed: dict[str, int] = checkpoint_offsets(cfg.checkpoint)  # lag right after a restart
+        batches = self._micro_batches(reasoner, facts, store, publisher, rebase, consumed)
         sampler = threading.Thread(target=self._sample, args=(metrics, consumed, store), daemon=True)
         try:
             self._serve(metrics, None if cfg.keyed else reasoner)
@@ -198,80 +174,12 @@ class Job:
         except BaseException:
             self._close_servers()
             raise
-        from fluxmat.connectors.kafka_source import register
-
-        register(spark)
-        reader = (
-            spark.readStream.format("fluxmat-kafka")
-            .option("bootstrap", cfg.bootstrap_servers)
-            .option("topic", cfg.updates_topic)
-        )
-        if cfg.kafka_config:  # the path: executors read the file, no secret in the plan
-            reader = reader.option("kafkaConfig", cfg.kafka_config)
-        if cfg.max_updates_per_batch:
-            reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_updates_per_batch))
-        if cfg.starting_offsets:
-            reader = reader.option("startingOffsets", cfg.starting_offsets)
-        if cfg.max_message_bytes:  # an oversized value is cut where it is read
-            reader = reader.option("maxValueBytes", str(cfg.max_message_bytes))
-
-        def each_batch(df, batch_id: int) -> None:
-            inflight.start(batch_id + (driver if cfg.keyed else processor).base, "tasks" if cfg.keyed else "collect")
-            try:
-                one_batch(df, batch_id)
-            finally:
-                inflight.done()
-
-        def one_batch(df, batch_id: int) -> None:
-            if cfg.keyed:
-                rows = []
-                try:
-                    keyed = driver.process(df, batch_id)
-                except BaseException as exc:
-                    self.failed = exc
-                    metrics.on_error(exc)
-                    raise
-                outcome = keyed.outcome
-                metrics.on_keys(keyed.keys, store, keyed.tasks)
-                self.record(outcome)
-                inflight.enter("sizes")
-                metrics.on_batch(outcome, None, store)
-                if self.on_batch:
-                    self.on_batch(outcome)
-                return
-            started = time.perf_counter()
-            rows = _rows(df)
-            collected = time.perf_counter() - started  # the source read on the executor, and the rows to here
-            try:
-                with self.lock:
-                    outcome = processor.process(batch_id, rows)
-                    outcome.phases = {"collect": collected, **outcome.phases}
-                    if not outcome.replayed:
-                        inflight.enter("verify")
-                        verifier.after_batch(outcome.batch, reasoner)
-                        if snapshots is not None:
-                            inflight.enter("snapshot")
-                            snapshots.after_batch(processor.committed, reasoner)
-            except BaseException as exc:
-                self.failed = exc
-                metrics.on_error(exc)
-                raise
-            for row in rows:
-                p = str(row[0])
-                consumed[p] = max(consumed.get(p, 0), row[1] + 1)
-            inflight.enter("sizes")
-            metrics.on_batch(outcome, processor, store)
-            if outcome.quarantined:
-                self.log(f"batch {outcome.batch}: {outcome.quarantined} update(s) over a work limit "
-                         "quarantined (their dead letters say which and why)")  # fmt: skip
-            self.record(outcome)
-            if self.on_batch:
-                self.on_batch(outcome)
+        reader = _updates_reader(spark, cfg)
 
         def start_query():
             self.query = (
                 reader.load()
-                .writeStream.foreachBatch(each_batch)
+                .writeStream.foreachBatch(lambda df, batch_id: self._one_batch(batches, store, df, batch_id))
                 .option("checkpointLocation", cfg.checkpoint)
                 .trigger(processingTime=_interval(cfg.trigger_interval))
                 .start()
@@ -297,6 +205,39 @@ class Job:
             store.close()
         if self.error is not None:
             raise self.error
+
+    def _micro_batches(self, reasoner, facts, store, publisher, rebase: bool, consumed) -> MicroBatches:
+        """What processes this job's micro-batches (stream.micro): keyed, or the whole stream."""
+        cfg = self.cfg
+        self.processor = self.snapshots = None
+        if cfg.keyed:
+            return open_keyed(cfg, store, publisher, rebase, self.inflight, self.log)
+        snapshots = self.snapshots = self._snapshots()
+        verifier = self.verifier = Verifier(cfg.verify_every, self._verified)
+        batches = open_whole_stream(cfg, reasoner, facts, store, publisher, rebase, self.metrics,
+                                    lock=self.lock, inflight=self.inflight, verifier=verifier,
+                                    snapshots=snapshots, consumed=consumed, log=self.log)  # fmt: skip
+        self.processor = batches.processor
+        return batches
+
+    def _one_batch(self, batches: MicroBatches, store, df, batch_id: int) -> None:
+        """`foreachBatch`: one micro-batch through `batches`, with the bookkeeping every batch shares."""
+        inflight = self.inflight
+        inflight.start(batch_id + batches.base, batches.first_phase)
+        try:
+            try:
+                outcome = batches.apply(df, batch_id)
+            except BaseException as exc:
+                self.failed = exc
+                self.metrics.on_error(exc)
+                raise
+            inflight.enter("sizes")
+            batches.report(outcome, self.metrics, store)
+            self.record(outcome)
+            if self.on_batch:
+                self.on_batch(outcome)
+        finally:
+            inflight.done()
 
     def _await_query(self, start_query: Callable) -> None:
         """Wait until the job is stopped or the query ends; an error ends up in `self.error`.
@@ -548,6 +489,27 @@ def checkpoint_offsets(checkpoint: str) -> dict[str, int]:
         return {}  # an unreadable file: Spark's progress takes over after the first batch
 
 
+def _updates_reader(spark, cfg: JobConfig):
+    """The streaming reader of the updates topic (the `fluxmat-kafka` source, connectors.kafka_source)."""
+    from fluxmat.connectors.kafka_source import register
+
+    register(spark)
+    reader = (
+        spark.readStream.format("fluxmat-kafka")
+        .option("bootstrap", cfg.bootstrap_servers)
+        .option("topic", cfg.updates_topic)
+    )
+    if cfg.kafka_config:  # the path: executors read the file, no secret in the plan
+        reader = reader.option("kafkaConfig", cfg.kafka_config)
+    if cfg.max_updates_per_batch:
+        reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_updates_per_batch))
+    if cfg.starting_offsets:
+        reader = reader.option("startingOffsets", cfg.starting_offsets)
+    if cfg.max_message_bytes:  # an oversized value is cut where it is read
+        reader = reader.option("maxValueBytes", str(cfg.max_message_bytes))
+    return reader
+
+
 def run_until_signalled(cfg: JobConfig, operations: Operations | None = None) -> None:
     """`fluxmat run`: run the job until SIGTERM or SIGINT, then stop cleanly."""
     job = Job(cfg, operations=operations)
@@ -562,12 +524,3 @@ def run_until_signalled(cfg: JobConfig, operations: Operations | None = None) ->
     job.run()
     job.log(f"stopped after {job.batches_done} batches in {time.monotonic() - started:.1f} s")
 
-
-def _rows(df) -> list[tuple]:
-    """A micro-batch's rows as tuples, collected as Arrow (one columnar transfer, no Row objects).
-
-    The values are `collect()`'s (ints, strings, booleans, None); 10,000 rows
-    take ~70 ms instead of ~110 ms.
-    """
-    table = df.toArrow()
-    return list(zip(*(column.to_pylist() for column in table.columns), strict=True))

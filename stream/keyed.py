@@ -47,6 +47,7 @@ import time
 from dataclasses import dataclass, field
 
 from fluxmat.connectors.files import decode_json
+from fluxmat.connectors.message import Message
 from fluxmat.engine import StateChanges
 from fluxmat.stream.batch import BatchOutcome, DeadLetter
 
@@ -64,13 +65,14 @@ SUMMARY = ("kind string, key string, replayed boolean, updates long, adds long, 
 
 
 def key_of(row, mode: str) -> str | None:
-    """The key of an update row (partition, offset, key, value, ...), None when it has none."""
+    """The key of an update row (a `Message`), None when it has none."""
+    message = Message.of(row)
     if mode == "message-key":
-        return row[2] if row[2] else None
+        return message.key or None
     from fluxmat.connectors.rdf import graph_of
 
     try:
-        return graph_of(decode_json(row[3])) if row[3] is not None else None
+        return graph_of(decode_json(message.value)) if message.value is not None else None
     except Exception:  # an invalid message has no graph: it is a dead letter without a key
         return None
 
@@ -109,9 +111,9 @@ def run_partition(cfg, batch: int, batches):
         _fail_once(batch)
         out.append({"kind": "task", "seconds": time.perf_counter() - start, "pid": os.getpid(),
                     "updates": sum(len(rows) for rows in groups.values())})  # fmt: skip
-    for row in nokey:
-        out.append({"kind": "nokey", "partition": row[0], "offset": row[1], "raw": row[3],
-                    "size": row[6] if len(row) > 6 else None, "pid": os.getpid()})  # fmt: skip
+    for m in map(Message.of, nokey):
+        out.append({"kind": "nokey", "partition": m.partition, "offset": m.offset, "raw": m.value,
+                    "size": m.size, "pid": os.getpid()})  # fmt: skip
     if out:
         yield pa.RecordBatch.from_pylist(out, schema=_schema())
 
@@ -171,7 +173,7 @@ class KeyedDriver:
         if mode == "message-key":
             keyed = df.withColumn("k", F.expr("nullif(key, '')"))
         else:  # the graph is inside the message: read by a first, stateless pass
-            from fluxmat.connectors.kafka_source import SCHEMA
+            from fluxmat.connectors.message import SCHEMA
 
             keyed = df.mapInArrow(lambda it: with_keys(mode, it), SCHEMA + ", k string")
         tasks = self.partitions or df.sparkSession.sparkContext.defaultParallelism

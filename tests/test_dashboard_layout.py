@@ -54,10 +54,10 @@ def page_server():
         bad = {"add": [[f"<{NS}met>", "x" * 300]]}  # a dead letter (wrong arity) with a long reason, first
         rows = [_row(0, bad)] + [_row(1 + j, u) for j, u in enumerate(ups)]
         m.on_batch(processor.process(b, rows), processor, processor.store)
-    point = history_point(m.totals, m.now)
-    m.history.clear()  # 2 minutes sampled, a 90 s pause (the job was down), then 30 s more
-    m.history.extend({**point, "t": now - 240 + i} for i in range(120))
-    m.history.extend({**point, "t": now - 30 + i} for i in range(31))
+    point = history_point(m.state.totals, m.state.now)
+    m.state.history.clear()  # 2 minutes sampled, a 90 s pause (the job was down), then 30 s more
+    m.state.history.extend({**point, "t": now - 240 + i} for i in range(120))
+    m.state.history.extend({**point, "t": now - 30 + i} for i in range(31))
     server = serve(LiveSource(m, StateView(reasoner)), "127.0.0.1", 0)
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from fluxmat.engine import AlgorithmError, AnalysisError, Reasoner, parse_program
+from fluxmat.engine.algorithms import EQUALITY_ALGORITHMS
 from fluxmat.engine.equality import SAME_AS, Classes, axiomatise, expand
-from fluxmat.engine.maintain import EQUALITY_ALGORITHMS
 from tests.gen import examples
 
 OWL = "@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"

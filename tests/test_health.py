@@ -74,7 +74,7 @@ def test_latency_is_observed_once_per_update_and_the_consistency_point_has_an_ag
     m.on_batch(_outcome(0, updates=3, ts=[now_ms - 3000, now_ms - 2000, now_ms - 1000]), _Processor(), _Store())
     assert metric(m, "fluxmat_update_latency_seconds_count") == 3
     assert 5.5 <= metric(m, "fluxmat_update_latency_seconds_sum") <= 7.0
-    m.now["last_commit"] -= 30
+    m.state.now["last_commit"] -= 30
     m.sample()
     assert 29 <= metric(m, "fluxmat_consistency_point_age_seconds") <= 40
     assert metric(m, "fluxmat_idle") == 1

@@ -61,7 +61,7 @@ def import_graph(root: Path, package: str = "engine") -> dict[str, set[str]]:
 
     Importing `a.b.c` runs the `__init__` of every package on the way that the
     importer is not itself inside, so `a.b` counts as imported too (that is how
-    `engine.maintain` and `engine.fd.core` formed a cycle).
+    `engine.algorithms` and `engine.fd.core` formed a cycle).
     """
     files = {_module_name(p, root): p for p in (root / package).rglob("*.py")}
     packages = {m for m, p in files.items() if p.name == "__init__.py"}
@@ -158,7 +158,7 @@ def test_cycle_check_catches_a_reintroduced_cycle(tmp_path):
 
     Once as in the code at b03e780 (engine.analysis imported engine.decompose inside
     `analyse`), once through a package `__init__` (engine.fd.core importing
-    engine.maintain.dred, whose package imports engine.fd).
+    engine.algorithms.dred, whose package imports engine.fd).
     """
     import shutil
 
@@ -175,10 +175,10 @@ def test_cycle_check_catches_a_reintroduced_cycle(tmp_path):
     shutil.copy(ROOT / "engine" / "decompose.py", decompose)
     core = copy / "engine" / "fd" / "core.py"
     core.write_text(
-        core.read_text(encoding="utf-8") + "\n\nfrom engine.maintain.dred import DRed  # noqa\n",
+        core.read_text(encoding="utf-8") + "\n\nfrom engine.algorithms.dred import DRed  # noqa\n",
         encoding="utf-8",
     )
-    assert any("engine.maintain" in c and "engine.fd.core" in c for c in cycles(import_graph(copy)))
+    assert any("engine.algorithms" in c and "engine.fd.core" in c for c in cycles(import_graph(copy)))
 
 
 # ---------------------------------------------------------------- one interface, no refusals

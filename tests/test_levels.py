@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import given as hgiven
 
 from fluxmat.engine import Reasoner, analyse, create, parse_program
-from fluxmat.engine.maintain.dredc import DRedC
+from fluxmat.engine.algorithms.dredc import DRedC
 from tests.gen import apply_update, examples, scenarios
 
 SETTINGS = settings(

@@ -19,11 +19,11 @@ import pytest
 
 import fluxmat.engine.evaluate as evaluate
 from fluxmat.engine import ALGORITHMS, AlgorithmError, Reasoner, UpdateError
-from fluxmat.engine.maintain.stratified import Run
+from fluxmat.engine.algorithms.stratified import Run
 
 
 def _paper(text: str, algorithm: str) -> Reasoner:
-    """The papers' algorithms exactly: `dredc` without its levels (engine.maintain.dredc)."""
+    """The papers' algorithms exactly: `dredc` without its levels (engine.algorithms.dredc)."""
     return Reasoner.from_text(text, algorithm, levels=False)
 
 

@@ -24,7 +24,7 @@ def test_the_time_lag_is_the_age_of_the_oldest_waiting_update_and_zero_when_noth
     now_ms = int(time.time() * 1000)
     m.set_lag({"0": 3, "1": 0}, now_ms - 42_000)
     assert 41.5 <= metric(m, "fluxmat_time_lag_seconds") <= 44
-    m.oldest_ms -= 10_000  # the job stalls: the same update waits and grows older with every sample
+    m.state.oldest_ms -= 10_000  # the job stalls: the same update waits and grows older with every sample
     m.sample()
     assert 51.5 <= metric(m, "fluxmat_time_lag_seconds") <= 54
     assert 51.5 <= m.status()["now"]["time_lag"] <= 54 and m.status()["history"][-1]["time_lag"] >= 51.5

@@ -29,7 +29,7 @@ The package:
 It evaluates nothing itself: rules run as compiled plans (engine.plans) over
 dictionary-encoded relations (engine.storage). Default mode ("off") never
 touches it: `owl:sameAs` is then an ordinary predicate. Only the pure parts are
-imported here; engine.maintain imports the two maintainers.
+imported here; engine.algorithms imports the two maintainers.
 """
 
 from fluxmat.engine.equality.classes import Classes, PyFact, expand, expand_args, order_key

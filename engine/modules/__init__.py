@@ -13,7 +13,7 @@ the ones the module produced itself in the previous round: Algorithm 2 line
   using `delta`, closed under those rules.
 
 **Phase modules** (`PhaseModule`: tc, stc) take part in DRed^c-MOD's phases
-(engine.maintain.stratified), one call per round:
+(engine.algorithms.stratified), one call per round:
 
 * `delete(Ip, delta, cnr)` -- Del (Definition 6): `delta` are R facts being
   overdeleted (still in `Ip`); return the further R facts to overdelete. Facts

@@ -5,7 +5,7 @@ Every algorithm implements the `Maintainer` interface (engine.maintainer):
 returns a `Report`. This package holds `remat` and the classic algorithms, one
 update at a time: `dred`, `counting`, `dredc` and `bf` maintain an update
 stratum by stratum through the Delete/Rederive machinery of
-engine.maintain.stratified (a `Run` per update), `dredc` with levels
+engine.algorithms.stratified (a `Run` per update), `dredc` with levels
 (engine.levels); equality by rewriting is engine.equality (`rewrite`, B/F~ in
 `bfeq`).
 The fully dynamic algorithms (`fd-dred`, `fd-counting`) are engine.fd; the
@@ -17,17 +17,17 @@ Not here: parsing, analysis, plans, storage, specialised modules (engine.modules
 
 from __future__ import annotations
 
+from fluxmat.engine.algorithms.bf import BF
+from fluxmat.engine.algorithms.counting import Counting
+from fluxmat.engine.algorithms.dred import DRed
+from fluxmat.engine.algorithms.dredc import DRedC
+from fluxmat.engine.algorithms.remat import Remat
 from fluxmat.engine.analysis import Analysis
 from fluxmat.engine.equality import MODES
 from fluxmat.engine.equality.bfeq import BFEq
 from fluxmat.engine.equality.rewrite import Rewrite
 from fluxmat.engine.errors import AlgorithmError
 from fluxmat.engine.fd.policies import FDCounting, FDDRed
-from fluxmat.engine.maintain.bf import BF
-from fluxmat.engine.maintain.counting import Counting
-from fluxmat.engine.maintain.dred import DRed
-from fluxmat.engine.maintain.dredc import DRedC
-from fluxmat.engine.maintain.remat import Remat
 from fluxmat.engine.maintainer import Maintainer, Report
 from fluxmat.engine.storage import Dictionary
 
@@ -56,7 +56,7 @@ def create(
     "rewrite" (equality by rewriting to representatives, engine.equality: `bf`
     is B/F~, the others recompute when the classes can change; only the
     algorithms in `EQUALITY_ALGORITHMS` accept it). `levels` lets
-    `dredc` stop overdeletion at well-founded derivations (engine.maintain.dredc);
+    `dredc` stop overdeletion at well-founded derivations (engine.algorithms.dredc);
     other algorithms ignore it.
     """
     if equality not in MODES:

@@ -9,9 +9,9 @@ added when it becomes positive. No rule is evaluated backwards.
 
 from __future__ import annotations
 
+from fluxmat.engine.algorithms.stratified import Run, Stratified
 from fluxmat.engine.analysis import Analysis, Stratum
 from fluxmat.engine.errors import AlgorithmError
-from fluxmat.engine.maintain.stratified import Run, Stratified
 from fluxmat.engine.storage import Dictionary, relation_in
 
 

@@ -3,14 +3,14 @@
 Follows Algorithm 1 of Hu, Motik & Horrocks (2018): overdelete everything that
 depends on a deleted fact, rederive in one step by evaluating rules backwards
 over what survives, then insert semi-naively. The phases are those of
-engine.maintain.stratified; the report's details count the overdeleted and the
+engine.algorithms.stratified; the report's details count the overdeleted and the
 rederived facts.
 """
 
 from __future__ import annotations
 
+from fluxmat.engine.algorithms.stratified import Run, Stratified
 from fluxmat.engine.analysis import Stratum
-from fluxmat.engine.maintain.stratified import Run, Stratified
 from fluxmat.engine.maintainer import Report
 
 

@@ -15,11 +15,11 @@ stack.
 
 from __future__ import annotations
 
+from fluxmat.engine.algorithms.dred import DRed
+from fluxmat.engine.algorithms.stratified import Run
 from fluxmat.engine.analysis import Stratum
 from fluxmat.engine.evaluate import Derived, saturate
 from fluxmat.engine.graph import depth_first
-from fluxmat.engine.maintain.dred import DRed
-from fluxmat.engine.maintain.stratified import Run
 from fluxmat.engine.maintainer import Changes
 from fluxmat.engine.plans import AnyOf
 from fluxmat.engine.storage import Relation, relation_in

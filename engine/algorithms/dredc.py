@@ -22,9 +22,9 @@ is positive.
 
 from __future__ import annotations
 
+from fluxmat.engine.algorithms.dred import DRed
+from fluxmat.engine.algorithms.stratified import Recompute, Run
 from fluxmat.engine.analysis import Stratum
-from fluxmat.engine.maintain.dred import DRed
-from fluxmat.engine.maintain.stratified import Recompute, Run
 from fluxmat.engine.maintainer import Report
 from fluxmat.engine.modules import PhaseModule, UpkeepModule
 from fluxmat.engine.storage import relation_in
