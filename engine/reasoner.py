@@ -189,6 +189,10 @@ class Reasoner:
         self.program_version += 1
         return report
 
+    def describe_change(self, program: Program) -> list[str]:
+        """The lines saying how `program` differs from the one in force (rules removed and added, strata)."""
+        return describe(self.analysis, analyse_change(self.analysis, program))
+
     def program_text(self) -> str:
         """The program in force, as text (rules, then the program's facts)."""
         return str(self.program)

@@ -23,7 +23,6 @@ import time
 from fluxmat.connectors.files import read_facts
 from fluxmat.engine import EngineOptions, FluxmatError, Reasoner
 from fluxmat.engine.lexer import read_source
-from fluxmat.engine.program_change import analyse_change, describe
 
 
 def add_parsers(sub) -> None:
@@ -76,7 +75,7 @@ def _checked(ns: argparse.Namespace) -> list[str]:
         return []
     old = Reasoner.from_file(ns.program, options=EngineOptions(algorithm="dredc", core="arrays"))
     new = Reasoner.from_text(text, source=ns.new)
-    lines = describe(old.analysis, analyse_change(old.analysis, new.program))
+    lines = old.describe_change(new.program)
     old.load([f for path in ns.facts for f in read_facts(path, old.prefixes)])
     start = time.perf_counter()
     report = old.change_program(
