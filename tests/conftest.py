@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from fluxmat.connectors.broker import EmbeddedBroker
-from tests.servers import RedisServer
+from tests.support.servers import RedisServer
 
 # Tests that start a server (Redis, a Kafka broker, Spark, a browser, a job) are marked
 # `integration`: through these fixtures, or because their module starts one itself.
