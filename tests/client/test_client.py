@@ -33,6 +33,7 @@ from fluxmat.connectors.rdf import ntriples_lines
 from fluxmat.engine import parse_program
 from fluxmat.engine import syntax as es
 from fluxmat.engine.wire import fact_json, value_from_json
+from tests.support.gen import examples
 from tests.support.messages import VALIDATORS, check_message
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -82,7 +83,7 @@ def _as_client(value):
     return value
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.sampled_from(["p", "ex:p", "http://x/p"]), st.lists(ENGINE_VALUES, max_size=4))
 def test_client_decodes_and_encodes_facts_as_the_engine(pred, args):
     fact = (pred, *args)
@@ -320,7 +321,7 @@ def test_a_refused_message_does_not_move_the_resume_offset():
     assert f.resume() == {0: 1}  # partition 1 is read again from where it was
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(ENGINE_VALUES, max_size=4))
 def test_a_facts_key_is_the_same_with_or_without_orjson(args):
     fact = wire.decode_fact(json.loads(json.dumps(fact_json(("p", *args)))))

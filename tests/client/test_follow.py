@@ -27,21 +27,9 @@ from fluxmat.connectors.broker import ensure_topics
 from fluxmat.connectors.kafka_sink import KafkaPublisher
 from fluxmat.connectors.rdf import ntriples_lines
 from fluxmat.engine import syntax as es
-from tests.support.servers import PostgresServer, postgres_bin
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 _n = iter(range(1_000_000))
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    if postgres_bin() is None:
-        pytest.skip("PostgreSQL server binaries not installed (apt-get install postgresql)")
-    server = PostgresServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -10,7 +10,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from fluxmat.connectors.debezium import topic_for
 from fluxmat.connectors.kafka_sink import KafkaPublisher
-from tests.stream.test_pipeline import make_setup
+from tests.support.pipeline import make_setup
 
 
 def read_events(bootstrap: str, topic: str, timeout: float = 20.0) -> list[tuple[bytes, bytes | None]]:
@@ -95,7 +95,7 @@ def test_keyed_events_carry_the_key(broker):
 
 def test_job_publishes_change_events(broker, redis_server, tmp_path):
     """A real job with --delta-format debezium: the predicate topics fold to the materialisation."""
-    from tests.stream.test_pipeline import (
+    from tests.support.pipeline import (
         INITIAL,
         encode,
         final_explicit,

@@ -1,6 +1,5 @@
-"""Issue 16: the stored state (term ids and texts, kept across exports) decodes to exactly the engine's state."""
+"""The stored state (term ids and texts, kept across exports) decodes to exactly the engine's state."""
 
-import json
 import random
 
 import pytest
@@ -8,30 +7,7 @@ import pytest
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine.fd import snapshot
 from fluxmat.engine.fd.snapshot import export_changes
-from fluxmat.engine.wire import value_from_json
-from tests.connectors.test_state_store import POOL, _engine
-
-
-def decoded(tables) -> dict[str, dict]:
-    """The stored tables with every text decoded through the stored terms (independently of the engine)."""
-    terms = {tid: json.loads(t) for tid, t in tables["terms"].items()}
-
-    def fact(text):
-        p, *args = text.split(",")
-        return (terms[p][0], *(value_from_json(terms[a]) for a in args))
-
-    def args(texts):  # body facts' arguments (the rule fixes their relations)
-        return tuple(tuple(value_from_json(terms[a]) for a in t.split(",") if a) for t in texts)
-
-    out = {"explicit": {fact(t): v for t, v in tables["explicit"].items()},
-           "facts": {fact(t): v for t, v in tables["facts"].items()}, "log": {}}
-    for k, v in tables["log"].items():
-        rid, *pos = k.split(";")
-        head, *neg = v.split(";")
-        out["log"][int(rid), args(pos)] = (fact(head), args(neg))
-    for name in ("explicit", "facts", "log"):  # no fact has two texts
-        assert len(out[name]) == len(tables[name]), name
-    return out
+from tests.support.state import POOL, decoded, maintainer_for
 
 
 def _expected(fd) -> dict[str, dict]:
@@ -52,7 +28,7 @@ def _expected(fd) -> dict[str, dict]:
 def test_kept_texts_fold_into_the_texts_of_the_whole_state(monkeypatch, bound):
     monkeypatch.setattr(snapshot, "TEXT_CACHE", bound)  # 5: the caches start over again and again
     rnd = random.Random(11)
-    fd = _engine("fd-counting")
+    fd = maintainer_for("fd-counting")
     fd.load(rnd.sample(POOL, 6))
     store = MemoryStateStore()
     store.commit(-1, export_changes(fd), {})

@@ -26,7 +26,7 @@ from kafka import KafkaProducer
 from fluxmat.client.kafka_config import load
 from fluxmat.connectors.broker import EmbeddedBroker, ensure_topics, stop_process
 from fluxmat.connectors.kafka_sink import read_deltas
-from tests.stream.test_pipeline import (
+from tests.support.pipeline import (
     INITIAL,
     Proc,
     assert_refused,

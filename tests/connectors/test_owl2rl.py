@@ -17,7 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyoxigraph as ox
 import pytest
 
 from fluxmat.connectors.owl2rl import INCONSISTENT, translate
@@ -26,13 +25,12 @@ from fluxmat.connectors.rdf import read_rdf, write_rdf
 from fluxmat.engine import Reasoner, parse_program
 from fluxmat.engine.syntax import Iri
 from tests.support.lubm_rdf import UNIV_BENCH, lubm_department
+from tests.support.owl import TYPE, UB, instance_triples
 from tests.support.shared import PROGRAMS
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 LUBM_DLOG = PROGRAMS / "lubm.dlog"
 EX = "http://example.org/"
-UB = "http://swat.cse.lehigh.edu/onto/univ-bench.owl#"
-TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 HEAD = ("@prefix ex: <http://example.org/> .\n@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
         "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
         "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n")  # fmt: skip
@@ -281,18 +279,6 @@ def test_cli_owl2rl_warns_on_stderr_and_program_is_optional(tmp_path):
 def lubm():
     """One generated LUBM department as N-Triples, and owlrl's closure of it (tests/support/lubm_rdf.py)."""
     return lubm_department()
-
-
-def instance_triples(nt: bytes) -> set[str]:
-    """Triples about individuals in the ontology's vocabulary (ub: properties, rdf:type ub:C)."""
-    out = set()
-    for q in ox.parse(nt, ox.RdfFormat.N_TRIPLES):
-        p, o = q.predicate.value, q.object
-        if str(q.subject).startswith(f"<{UB}"):
-            continue
-        if p.startswith(UB) or (p == TYPE and isinstance(o, ox.NamedNode) and o.value.startswith(UB)):
-            out.add(f"{q.subject} {q.predicate} {o}")
-    return out
 
 
 def materialise(program, data: Path) -> set[str]:

@@ -24,7 +24,7 @@ from fluxmat.engine.errors import ParseError
 from fluxmat.engine.feed import Fed
 from fluxmat.engine.parser import parse_program
 from fluxmat.engine.syntax import XSD, Iri, literal
-from tests.connectors.test_owl_rdf import EX, OWL, ROOT
+from tests.support.owl import EX, OWL, ROOT
 
 PREFIXES = f"""@prefix ex: <{EX}> . @prefix owl: <{OWL}> . @prefix xsd: <{XSD}> .
 @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .

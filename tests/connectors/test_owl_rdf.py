@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-import pyoxigraph as ox
 import pytest
 
 from fluxmat.connectors.owl2rl_rdf import rules
@@ -25,41 +23,20 @@ from fluxmat.engine import Reasoner
 from fluxmat.engine.feed import Fed
 from fluxmat.engine.syntax import Iri
 from fluxmat.engine.triples import TRIPLE, fact_in, fact_out
-from tests.connectors.test_owl2rl import UB, instance_triples
 from tests.support.lubm_rdf import UNIV_BENCH, lubm1_slice, lubm_department, owlrl_closure_nt
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-EX = "http://example.org/"
-TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-SUB = "http://www.w3.org/2000/01/rdf-schema#subClassOf"
-OWL = "http://www.w3.org/2002/07/owl#"
-
-
-def ex_triples(nt: bytes) -> set[str]:
-    """Triples about the example vocabulary (ex: predicates, rdf:type ex:C), blank nodes left out."""
-    out = set()
-    for q in ox.parse(nt, ox.RdfFormat.N_TRIPLES):
-        if isinstance(q.subject, ox.BlankNode) or isinstance(q.object, ox.BlankNode):
-            continue
-        p, o = q.predicate.value, q.object
-        if p.startswith(EX) or (p == TYPE and isinstance(o, ox.NamedNode) and o.value.startswith(EX)):
-            out.add(f"{q.subject} {q.predicate} {o}")
-    return out
-
-
-def owlrl_closure(nt: str) -> set[str]:
-    """owlrl's OWL 2 RL closure of the N-Triples `nt`, on the example vocabulary."""
-    import owlrl
-    import rdflib
-
-    g = rdflib.Graph()
-    g.parse(data=nt, format="nt")
-    owlrl.DeductiveClosure(owlrl.OWLRL_Semantics).expand(g)
-    kept = [t for t in g if not isinstance(t[0], rdflib.Literal)]
-    out = rdflib.Graph()
-    for t in kept:
-        out.add(t)
-    return ex_triples(out.serialize(format="nt", encoding="utf-8"))
+from tests.support.owl import (
+    DATA,
+    EX,
+    OWL,
+    ROOT,
+    SUB,
+    TYPE,
+    UB,
+    ex_triples,
+    instance_triples,
+    owlrl_closure,
+    turtle_to_nt,
+)
 
 
 def ours(reasoner: Reasoner) -> set[str]:
@@ -135,10 +112,6 @@ ONTOLOGY = f"""@prefix ex: <{EX}> . @prefix owl: <{OWL}> .
 ex:Cat rdfs:subClassOf ex:Animal .
 ex:owns rdfs:domain ex:Person .
 """
-DATA = f"""<{EX}tom> <{TYPE}> <{EX}Kitten> .
-<{EX}ann> <{EX}owns> <{EX}tom> .
-<{EX}bob> <{EX}owns> <{EX}rex> .
-"""
 STEPS = [  # (add, delete) as N-Triples: schema triples, one with a blank-node restriction
     (f"<{EX}Kitten> <{SUB}> <{EX}Cat> .\n", ""),
     (f"<{EX}CatOwner> <{OWL}equivalentClass> _:r .\n_:r <{OWL}onProperty> <{EX}owns> .\n"
@@ -149,10 +122,6 @@ STEPS = [  # (add, delete) as N-Triples: schema triples, one with a blank-node r
 ]  # fmt: skip
 
 
-def _nt(ttl: str) -> str:
-    return "".join(str(t) + " .\n" for t in ox.parse(ttl.encode(), ox.RdfFormat.TURTLE))
-
-
 @pytest.mark.parametrize("algorithm", ["dredc", "fd-counting"])
 def test_schema_triples_added_and_removed_in_updates_match_owlrl_from_scratch(tmp_path, algorithm):
     """After each update (schema triples included), mat equals owlrl's closure of the explicit triples."""
@@ -160,7 +129,7 @@ def test_schema_triples_added_and_removed_in_updates_match_owlrl_from_scratch(tm
     onto.write_text(ONTOLOGY, encoding="utf-8")
     r = Reasoner(load_program(None, [str(onto)], "rdf")[0], algorithm)
     r.load(parse_rdf_text(DATA, "ntriples", "data"))
-    explicit = set(_nt(ONTOLOGY).splitlines()) | set(DATA.splitlines())
+    explicit = set(turtle_to_nt(ONTOLOGY).splitlines()) | set(DATA.splitlines())
     assert ours(r) == owlrl_closure("\n".join(explicit) + "\n")
     for i, (add, delete) in enumerate(STEPS):
         plus, minus = parse_rdf_text(add, "ntriples", "add"), parse_rdf_text(delete, "ntriples", "del")
@@ -186,7 +155,7 @@ def test_replay_with_schema_updates_matches_owlrl(tmp_path):
                         "--facts", str(data), "--updates", str(updates), "--format", "ntriples",
                         "--output", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert r.returncode == 0, r.stderr
-    explicit = set(_nt(ONTOLOGY).splitlines()) | set(DATA.splitlines())
+    explicit = set(turtle_to_nt(ONTOLOGY).splitlines()) | set(DATA.splitlines())
     for add, delete in STEPS[:3]:
         explicit = (explicit | set(add.splitlines())) - set(delete.splitlines())
     assert ex_triples(out.read_bytes()) == owlrl_closure("\n".join(explicit) + "\n")

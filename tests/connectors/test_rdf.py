@@ -33,6 +33,7 @@ from fluxmat.engine.printer import FactPrinter
 from fluxmat.engine.syntax import RdfLiteral
 from fluxmat.engine.wire import json_value
 from fluxmat.ops.cli import main
+from tests.support.gen import examples
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 RDF_DIR = Path(__file__).parent.parent / "rdf"
@@ -206,7 +207,7 @@ _OX = {"ntriples": ox.RdfFormat.N_TRIPLES, "nquads": ox.RdfFormat.N_QUADS, "turt
 _EXT = {"ntriples": "nt", "nquads": "nq", "turtle": "ttl", "trig": "trig", "rdfxml": "rdf"}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(triples=st.lists(_triple(), max_size=12), fmt=st.sampled_from(sorted(_OX)))
 def test_round_trip_rdf_facts_rdf_is_the_same_graph(tmp_path, triples, fmt):
     """RDF in -> facts -> RDF out is the same graph, literals and datatypes included."""

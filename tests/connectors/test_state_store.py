@@ -7,27 +7,17 @@ import time
 import pytest
 
 from fluxmat.connectors.state import MemoryStateStore, RedisStateStore, open_store
-from fluxmat.engine import Reasoner
 from fluxmat.engine.fd.snapshot import export_changes, restore
 from fluxmat.engine.wire import fact_json
 from tests.support.servers import RedisServer
-
-PROGRAM = (
-    "path(X, Y) :- edge(X, Y). path(X, Z) :- path(X, Y), path(Y, Z).\n"
-    "lonely(X) :- node(X), not path(X, _).\n"
-)
-POOL = [("edge", x, y) for x in "abcd" for y in "abcd"] + [("node", x) for x in "abcd"]
-
-
-def _engine(alg):
-    return Reasoner.from_text(PROGRAM, alg).maintainer
+from tests.support.state import POOL, maintainer_for
 
 
 def _drive(store, alg, seed, steps=25):
     """Random overlapping updates; after every quiescent point commit, then restore a
     fresh engine from the store and compare everything observable."""
     rnd = random.Random(seed)
-    a = _engine(alg)
+    a = maintainer_for(alg)
     a.load(rnd.sample(POOL, 6))
     store.commit(-1, export_changes(a), {"through": None, "added": [], "removed": [], "dead": []})
     batch = 0
@@ -40,7 +30,7 @@ def _drive(store, alg, seed, steps=25):
         if a.quiescent:
             store.commit(batch, export_changes(a), {"through": batch, "added": [], "removed": [], "dead": []})
             assert store.last_batch() == batch
-            b = _engine(alg)
+            b = maintainer_for(alg)
             restore(b, store.load())
             assert set(b.facts()) == set(a.facts())
             assert set(b.explicit()) == set(a.explicit())
@@ -85,7 +75,7 @@ def test_redis_state_survives_a_restart_with_aof(tmp_path):
         assert sorted(after.explicit) == sorted(before.explicit)
         assert after.facts == before.facts
         assert after.log == before.log and after.terms == before.terms
-        b = _engine("fd-counting")
+        b = maintainer_for("fd-counting")
         restore(b, after)
         if a.quiescent:
             assert set(b.facts()) == set(a.facts())
@@ -96,7 +86,7 @@ def test_redis_state_survives_a_restart_with_aof(tmp_path):
 
 def test_outputs_are_kept_for_replay_and_pruned():
     store = MemoryStateStore()
-    e = _engine("fd-dred")
+    e = maintainer_for("fd-dred")
     e.load([])
     for b in range(40):
         store.commit(b, export_changes(e), {"through": b, "added": [["x", b]], "removed": [], "dead": []})
@@ -221,7 +211,7 @@ def test_a_format_1_state_is_restored_then_rewritten_compact(redis_server):
     import redis
 
     rnd = random.Random(5)
-    a = _engine("fd-counting")
+    a = maintainer_for("fd-counting")
     a.load(rnd.sample(POOL, 8))
     old = _format_1(a)
     store = RedisStateStore(redis_server.url, "format1")
@@ -232,7 +222,7 @@ def test_a_format_1_state_is_restored_then_rewritten_compact(redis_server):
         raw.hset(store._k("meta"), mapping={**meta, "batch": "3"})
         for name, table in old.items():
             raw.hset(store._k(name), mapping=table)
-        b = _engine("fd-counting")
+        b = maintainer_for("fd-counting")
         restore(b, store.load())
         assert set(b.facts()) == set(a.facts()) and set(b.explicit()) == set(a.explicit())
         assert b.log_size() == a.log_size() > 0
@@ -241,7 +231,7 @@ def test_a_format_1_state_is_restored_then_rewritten_compact(redis_server):
         for name, table in old.items():  # every old text is gone, the new ones are term ids
             assert not set(raw.hkeys(store._k(name))) & set(table)
         assert raw.hlen(store._k("I")) == len(old["I"]) and raw.hlen(store._k("log")) == len(old["log"])
-        c = _engine("fd-counting")
+        c = maintainer_for("fd-counting")
         restore(c, store.load())
         assert set(c.facts()) == set(a.facts()) and c.log_size() == a.log_size()
         dec = lambda m: {m.decode(*k): v for k, v in m.support_counts().items()}  # noqa: E731
@@ -261,7 +251,7 @@ def test_large_outputs_are_stored_compressed(redis_server):
     store = RedisStateStore(redis_server.url, "packed")
     store.clear()
     raw = redis.Redis.from_url(redis_server.url, decode_responses=True)
-    e = _engine("fd-dred")
+    e = maintainer_for("fd-dred")
     e.load([])
     try:
         big = {"through": None, "added": [["edge", f"<http://example.org/n{i}>", i] for i in range(20_000)],
@@ -285,17 +275,17 @@ def test_a_damaged_state_is_a_clear_error(redis_server):
 
     from fluxmat.engine import FluxmatError
 
-    a = _engine("fd-counting")
+    a = maintainer_for("fd-counting")
     a.load(POOL[:6])
     store = RedisStateStore(redis_server.url, "damaged")
     store.clear()
     raw = redis.Redis.from_url(redis_server.url, decode_responses=True)
     try:
         store.commit(-1, export_changes(a), {"through": None, "added": [], "removed": [], "dead": []})
-        restore(_engine("fd-counting"), store.load())  # whole: fine
+        restore(maintainer_for("fd-counting"), store.load())  # whole: fine
         raw.hdel(store._k("T"), "0")  # the first term (a relation) is gone
         with pytest.raises(FluxmatError, match=r"the stored state is damaged \(format 2: KeyError '0'\)"):
-            restore(_engine("fd-counting"), store.load())
+            restore(maintainer_for("fd-counting"), store.load())
     finally:
         store.clear()
         store.close()

@@ -24,7 +24,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from tests.benchmarks.bakeoff.arrays import ArraysCore  # noqa: E402
 from tests.benchmarks.bakeoff.workload import Rule  # noqa: E402
-from tests.engine.test_bakeoff_cores import ARITY, encode, random_facts, random_rules  # noqa: E402
+from tests.support.bakeoff import ARITY, encode, random_facts, random_rules  # noqa: E402
+from tests.support.gen import examples
 
 
 def naive(rules: list, explicit: set[tuple]) -> dict[str, set]:
@@ -83,7 +84,7 @@ def _cores(rules):
 # to be fixed before the one-call path is ported into the engine. Not strict: hypothesis draws
 # programs at random, so a run may not meet such a case.
 @pytest.mark.xfail(reason="one-call path: a wrong load on some random programs (seed=113230)", strict=False)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),
     sizes=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=8),

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from fluxmat.engine import Reasoner
 from fluxmat.engine.equality import SAME_AS, expand
-from tests.engine.test_equality import OWL, PAPER, oracle
+from tests.support.equality import OWL, PAPER, oracle
 from tests.support.gen import examples
 
 # functional and inverse-functional r (the paper's bijective relation), a chain

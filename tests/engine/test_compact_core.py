@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fluxmat.engine import AnalysisError, EngineOptions, Reasoner
+from tests.support.gen import examples
 
 ARRAYS_ALGORITHMS = ("counting", "dred", "dredc", "remat")
 VALUES = (1, 2, "a", "b")  # ints and strings share the term dictionary
@@ -113,7 +114,7 @@ def check_against_objects(text: str, algorithm: str, load: list[tuple], steps) -
         assert (got.noop_adds, got.noop_deletes) == (want.noop_adds, want.noop_deletes), where
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.filter_too_much,
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.filter_too_much,
                                                                   HealthCheck.too_slow])  # fmt: skip
 @given(st.data())
 def test_random_programs_and_updates(data):
@@ -138,7 +139,7 @@ NODES = ("a", "b", "c", "d", 1, 2)
 EDGES = [("edge", x, y) for x in NODES for y in NODES]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.sampled_from(EDGES), max_size=15), updates(EDGES))
 def test_transitive_closure_with_cycles(load, steps):
     """DRed^c over a recursive component: cycles make over-deletion and rederivation matter."""
@@ -151,7 +152,7 @@ SAME = [("link", x, y) for x in NODES for y in NODES] + [
 ]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.sampled_from(SAME), max_size=15), updates(SAME))
 def test_symmetric_transitive_closure(load, steps):
     """The closure module: explicit and derived base edges, components that split and merge."""

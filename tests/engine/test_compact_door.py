@@ -24,7 +24,7 @@ import pytest
 from fluxmat.engine import AlgorithmError, EngineOptions, Limits, Reasoner, WorkLimitExceeded
 from fluxmat.engine.limits import FactLimitExceeded
 from fluxmat.engine.parser import parse_pattern
-from tests.ops.test_cli import fluxmat, ok, user_error, write
+from tests.support.cli import fluxmat, ok, user_error, write
 from tests.support.shared import PROGRAMS
 
 GOLDEN = Path(__file__).parent.parent / "golden"

@@ -35,23 +35,21 @@ from pathlib import Path
 
 import pytest
 
-from fluxmat.connectors.files import read_updates
 from fluxmat.engine import ALGORITHMS, AlgorithmError, Reasoner, analyse, parse_program
-from tests.support.shared import corpus_dir
+from tests.support.corpus import (
+    CORPUS,
+    FULL,
+    MISSING,
+    program_of,
+    reference_state,
+    stream_id,
+    updates_of,
+)
 
 KBS = ("path", "sequence", "lubm", "dbpedia")
 DEFAULT_CASES = ("overlap", "random")
 DEFAULT_RUN = "run0-"
 CHECK_EVERY = int(os.environ.get("FLUXMAT_CORPUS_CHECK_EVERY", "1"))
-FULL = bool(os.environ.get("FLUXMAT_FULL_CORPUS"))
-
-
-CORPUS = corpus_dir(full=FULL)
-MISSING = (
-    f"Illich & Glimm corpus incomplete: expected streams/ and programs/ in {CORPUS} "
-    "(tests/data/illich-glimm is part of the repository; FLUXMAT_CORPUS names the whole "
-    "corpus for the full run)"
-)
 
 
 def _streams() -> list[Path]:
@@ -63,17 +61,9 @@ def _is_default(stream: Path) -> bool:
     return case in DEFAULT_CASES and stream.name.startswith(DEFAULT_RUN)
 
 
-def _id(stream: Path) -> str:
-    return f"{stream.parent.parent.name}/{stream.parent.name}/{stream.stem}"
-
-
-def _program(kb: str) -> Path:
-    return CORPUS / "programs" / f"{kb}.dlog"
-
-
 @functools.cache
 def _recursive(kb: str) -> bool:
-    program = _program(kb)
+    program = program_of(kb)
     return analyse(parse_program(program.read_text(encoding="utf-8"), str(program))).is_recursive
 
 
@@ -88,46 +78,26 @@ def _params() -> list:
     for stream in _streams():
         marks = [] if _is_default(stream) else SLOW
         for alg in ALGORITHMS:
-            out.append(pytest.param(stream, alg, marks=marks, id=f"{_id(stream)}-{alg}"))
+            out.append(pytest.param(stream, alg, marks=marks, id=f"{stream_id(stream)}-{alg}"))
             if ALGORITHMS[alg].supports_modules:
                 out.append(
                     pytest.param(
-                        stream, f"{alg}/generic", marks=marks, id=f"{_id(stream)}-{alg}/generic"
+                        stream, f"{alg}/generic", marks=marks, id=f"{stream_id(stream)}-{alg}/generic"
                     )
                 )
     return out
 
 
-@functools.cache
-def _updates(stream: Path) -> tuple:
-    prefixes = Reasoner.from_file(_program(stream.parent.name), "remat").prefixes
-    updates = tuple(read_updates(stream, prefixes))
-    assert updates, f"{stream}: empty stream"
-    assert not updates[0].delete, f"{stream}: the initial line deletes facts"
-    return updates
-
-
 def _fresh(kb: str, explicit: set[tuple]) -> set[tuple]:
-    r = Reasoner.from_file(_program(kb), "remat", modules=False)
+    r = Reasoner.from_file(program_of(kb), "remat", modules=False)
     r.load(explicit)
     return r.facts()
-
-
-@functools.cache
-def _reference(stream: Path) -> frozenset:
-    """The final materialisation of `remat` replaying the stream."""
-    r = Reasoner.from_file(_program(stream.parent.name), "remat", modules=False)
-    updates = _updates(stream)
-    r.load(updates[0].add)
-    for u in updates[1:]:
-        r.update(u.add, u.delete)
-    return frozenset(r.facts())
 
 
 def test_corpus_present():
     assert _streams(), MISSING
     for kb in KBS:
-        assert _program(kb).is_file(), f"{_program(kb)}: program missing"
+        assert program_of(kb).is_file(), f"{program_of(kb)}: program missing"
 
 
 def test_default_subset_covers_every_kb():
@@ -138,10 +108,10 @@ def test_default_subset_covers_every_kb():
 @pytest.mark.parametrize("kb", KBS)
 def test_counting_rejects_recursive_programs(kb):
     if not _recursive(kb):
-        Reasoner.from_file(_program(kb), "counting")
+        Reasoner.from_file(program_of(kb), "counting")
         return
     with pytest.raises(AlgorithmError, match="recursive"):
-        Reasoner.from_file(_program(kb), "counting")
+        Reasoner.from_file(program_of(kb), "counting")
 
 
 @pytest.mark.parametrize(("stream", "algorithm"), _params())
@@ -149,19 +119,19 @@ def test_stream(stream: Path, algorithm: str):
     kb = stream.parent.name
     if algorithm == "counting" and _recursive(kb):
         pytest.skip(f"counting handles only non-recursive programs; {kb} is recursive")
-    updates = _updates(stream)
+    updates = updates_of(stream)
     algorithm, _, generic = algorithm.partition("/")
-    r = Reasoner.from_file(_program(kb), algorithm, modules=not generic)
+    r = Reasoner.from_file(program_of(kb), algorithm, modules=not generic)
     explicit = set(updates[0].add)
     r.load(updates[0].add)
     current = r.facts()
-    assert current == _fresh(kb, explicit), f"{_id(stream)}: initial load differs from remat"
+    assert current == _fresh(kb, explicit), f"{stream_id(stream)}: initial load differs from remat"
     last = len(updates) - 1
     for i, u in enumerate(updates[1:], start=1):
         report = r.update(u.add, u.delete)
         explicit = (explicit - set(u.delete)) | set(u.add)
         before, current = current, r.facts()
-        where = f"{_id(stream)} under {algorithm}, update {i} ({u.where})"
+        where = f"{stream_id(stream)} under {algorithm}, update {i} ({u.where})"
         assert (report.added, report.removed) == (
             len(current - before),
             len(before - current),
@@ -173,7 +143,7 @@ def test_stream(stream: Path, algorithm: str):
                 f"{where}: differs from a fresh remat: missing {sorted(expected - current, key=repr)[:5]}, "
                 f"extra {sorted(current - expected, key=repr)[:5]}"
             )
-    assert current == _reference(stream), f"{_id(stream)} under {algorithm}: final state differs"
+    assert current == reference_state(stream), f"{stream_id(stream)} under {algorithm}: final state differs"
 
 
 def test_bf_add_and_delete_in_one_update():

@@ -1,4 +1,4 @@
-"""Issue 15: `Reasoner` is the engine's one door; `EngineOptions` one value; one fully dynamic driver."""
+"""`Reasoner` is the engine's one door; `EngineOptions` one value; one fully dynamic driver."""
 
 import ast
 import random
@@ -20,8 +20,8 @@ from fluxmat.engine import (
 )
 from fluxmat.engine.errors import AlgorithmError
 from fluxmat.engine.fd import FullyDynamic
-from tests.project.test_layering import in_repo
-from tests.support.shared import scratch_copy
+from tests.support.gen import examples
+from tests.support.shared import in_repo, scratch_copy
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 OUTSIDE = ("connectors", "stream", "ops")
@@ -86,7 +86,7 @@ def _edges(rng: random.Random, k: int) -> list[tuple]:
         [("blocked", rng.choice(NODES)) for _ in range(rng.randint(0, 1))]  # fmt: skip
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(0, 10**6), st.sampled_from(["fd-dred", "fd-counting"]),
        st.sampled_from(["sequential", "interleaved"]), st.integers(0, 6))  # fmt: skip
 def test_feed_ends_in_the_materialisation_of_the_last_update(seed, alg, schedule, budget):

@@ -25,7 +25,15 @@ from pathlib import Path
 import pytest
 
 from fluxmat.engine import Reasoner
-from tests.engine.test_corpus import CORPUS, FULL, MISSING, _id, _program, _reference, _updates
+from tests.support.corpus import (
+    CORPUS,
+    FULL,
+    MISSING,
+    program_of,
+    reference_state,
+    stream_id,
+    updates_of,
+)
 
 KBS = ("path", "sequence", "lubm", "dbpedia")
 FD = ("fd-dred", "fd-counting")
@@ -54,7 +62,7 @@ def _params() -> list:
                 out.append(
                     pytest.param(
                         stream, alg, seed, budget, marks=marks,
-                        id=f"{_id(stream)}-{alg}-s{seed}b{budget}",
+                        id=f"{stream_id(stream)}-{alg}-s{seed}b{budget}",
                     )
                 )  # fmt: skip
     return out
@@ -68,15 +76,15 @@ def test_fd_corpus_present():
 @pytest.mark.parametrize(("stream", "algorithm", "seed", "budget"), _params())
 def test_stream_interleaved(stream: Path, algorithm: str, seed: int, budget: int):
     kb = stream.parent.name
-    updates = _updates(stream)
-    r = Reasoner.from_file(_program(kb), algorithm)
+    updates = updates_of(stream)
+    r = Reasoner.from_file(program_of(kb), algorithm)
     m = r.maintainer
     r.load(updates[0].add)
     m.configure(seed=seed, interleaved=True)
     rng = random.Random(seed)
     explicit = set(m.explicit())
     snap = set(m.facts())
-    where = f"{_id(stream)} under {algorithm}, seed {seed}, budget {budget}"
+    where = f"{stream_id(stream)} under {algorithm}, seed {seed}, budget {budget}"
     for i, u in enumerate(updates[1:], start=1):
         m.submit(u.add, u.delete, id=i)
         explicit = (explicit - set(u.delete)) | set(u.add)
@@ -93,7 +101,7 @@ def test_stream_interleaved(stream: Path, algorithm: str, seed: int, budget: int
     facts = sum(len(x.add) + len(x.delete) for x in updates)
     m.run(max_units=1000 * facts + 100_000)
     assert set(m.explicit()) == explicit, f"{where}: explicit facts"
-    expected = _reference(stream)
+    expected = reference_state(stream)
     got = frozenset(m.facts())
     assert got == expected, (
         f"{where}: final state differs from remat: missing "

@@ -1,4 +1,4 @@
-"""Issue 16: orjson where it gives exactly what json gives -- decoded values and errors, encoded bytes."""
+"""`orjson` where it gives exactly what json gives -- decoded values and errors, encoded bytes."""
 
 import json
 
@@ -13,7 +13,7 @@ from fluxmat.engine.errors import ParseError
 from fluxmat.engine.printer import FactPrinter
 from fluxmat.engine.syntax import literal
 from fluxmat.engine.wire import fact_json
-from tests.engine.test_wire import FACTS
+from tests.support.gen import FACTS, examples
 
 PRINTER = FactPrinter({"ex": "http://example.org/"}.items())
 
@@ -98,7 +98,7 @@ TREES = st.recursive(SCALARS, lambda kids: st.one_of(
     st.lists(kids, max_size=4), st.lists(st.tuples(KEYS, kids), max_size=4).map(tuple)), max_leaves=20)  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(TREES, st.sampled_from(["", " ", "\n  "]), st.integers(0, 3))
 def test_json_texts_decode_as_the_strict_decoder_does(tree, space, where):
     sep = (lambda s: s + space) if where & 1 else (lambda s: s)
@@ -113,7 +113,7 @@ def _json_bytes(message) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(FACTS, max_size=5), st.lists(FACTS, max_size=5),
        st.one_of(st.none(), st.text(max_size=8), st.integers(-(2**70), 2**70), st.floats(allow_nan=False),
                  st.lists(st.floats(allow_nan=False), max_size=2)))  # fmt: skip

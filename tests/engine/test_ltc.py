@@ -24,7 +24,7 @@ import fluxmat.engine.modules.ltc as ltc
 import fluxmat.engine.modules.reach as reach
 from fluxmat.engine import Reasoner, analyse, create, parse_program
 from fluxmat.engine.modules.reach import Reach
-from tests.engine.test_fd_properties import FD, drive, schedules
+from tests.support.fd import FD, drive, schedules
 from tests.support.gen import examples
 
 LINEAR = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n"

@@ -24,6 +24,7 @@ from fluxmat.engine.syntax import (
     Rule,
     Var,
 )
+from tests.support.gen import examples
 from tests.support.shared import PROGRAMS, corpus_files, need
 
 CORPUS = PROGRAMS
@@ -563,7 +564,7 @@ def _rules(draw):
     return Rule(head, tuple(body))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(_rules(), max_size=4),
     st.lists(st.builds(Atom, _preds, st.lists(_consts, max_size=3).map(tuple)), max_size=3),
@@ -575,7 +576,7 @@ def test_print_parse_round_trip(rules, facts):
     assert again.facts == prog.facts
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         _values.filter(
@@ -592,7 +593,7 @@ def test_json_fact_round_trip_through_program_text(values, pred):
     assert parse_facts(f"{atom}.") == [atom]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(alphabet=st.sampled_from(list('pqX(),.:-<>=!%/"_ a1?[]\n')), max_size=30))
 def test_garbage_raises_only_parse_error(text):
     try:

@@ -1,4 +1,4 @@
-"""Issue 15: one codec (engine.wire) -- every constant survives every path, a restart from Redis included."""
+"""One codec (engine.wire) -- every constant survives every path, a restart from Redis included."""
 
 import json
 import re
@@ -9,33 +9,16 @@ from hypothesis import strategies as st
 from fluxmat.connectors.files import decode_json, parse_update
 from fluxmat.connectors.state import RedisStateStore
 from fluxmat.engine import Iri, Reasoner, atom_to_fact, parse_facts
-from fluxmat.engine.lexer import IRI_FULL
 from fluxmat.engine.printer import FactPrinter
 from fluxmat.engine.wire import fact_from_json, fact_from_text, fact_json, fact_text, pred_json
 from fluxmat.stream.batch import BatchProcessor
+from tests.support.gen import CONSTANTS, FACTS, examples
 
 PREFIXES = {"ex": "http://example.org/", "p": "http://p/"}
 PRINTER = FactPrinter(PREFIXES.items())
 
-# IRIs as programs, facts files and messages can write them (engine.lexer.IRI_FULL)
-IRI_TEXT = st.text(max_size=12).filter(lambda s: IRI_FULL.match(f"<{s}>") is not None)
-STRINGS = st.one_of(
-    st.text(max_size=12),  # quotes, spaces, unicode, backslashes
-    IRI_TEXT.map(lambda s: f"<{s}>"),  # strings that look like IRIs
-    st.sampled_from(["<x>", "<>", "<a b>", '"', "ex:a", "\\", "", " ", "ü", "@value"]),
-)
-CONSTANTS = st.one_of(
-    st.integers(-(10**30), 10**30), st.integers(10**3999, 10**3999 + 5), STRINGS,
-    IRI_TEXT.map(Iri), st.sampled_from([Iri("http://example.org/a"), Iri("p:x")]),
-)  # fmt: skip
-PREDS = st.one_of(
-    st.sampled_from(["edge", "ex:q", "p:x", "http://example.org/r", "<x>", "ed ge", "q:local", "a:b:c"]),
-    st.text(min_size=1, max_size=8),
-)
-FACTS = st.builds(lambda p, args: (p, *args), PREDS, st.lists(CONSTANTS, min_size=1, max_size=3))
 
-
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(FACTS)
 def test_a_fact_survives_the_wire_the_state_and_program_text(fact):
     sent = json.dumps(fact_json(fact, PRINTER), ensure_ascii=False)  # a delta or update message
@@ -43,7 +26,7 @@ def test_a_fact_survives_the_wire_the_state_and_program_text(fact):
     assert fact_from_text(fact_text(fact)) == fact  # a state entry
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(FACTS.filter(lambda f: all(not isinstance(a, int) or abs(a) < 10**100 for a in f[1:])))
 def test_program_text_reads_back_as_the_same_fact(fact):
     (atom,) = parse_facts(PRINTER.fact(fact), "<f>", PREFIXES)
@@ -59,7 +42,7 @@ def test_a_string_that_looks_like_an_iri_is_written_as_a_value_object():
 PROGRAM = "@prefix ex: <http://example.org/> .\nreach(X, Y) :- link(X, Y).\nreach(X, Z) :- reach(X, Y), link(Y, Z)."
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(CONSTANTS, CONSTANTS), min_size=1, max_size=4), st.integers(0, 10**6))
 def test_constants_survive_a_restart_from_redis(redis_server, edges, n):
     """Facts sent as update messages, committed to redis-server, restored by a new job: the same facts."""

@@ -14,12 +14,12 @@ import pytest
 
 yaml = pytest.importorskip("yaml")
 
-from tests.ops.test_deployment import PROM, _promtool, _rules, _run, _yaml  # noqa: E402
+from tests.support.deployment import PROM, alert_rules, promtool, read_yaml, run_ok  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def alerts() -> dict:
-    return _yaml(PROM / "alerts.yml")
+    return read_yaml(PROM / "alerts.yml")
 
 
 # Rule unit tests: each case is input series (promtool notation) and, at a time,
@@ -117,13 +117,13 @@ ALERT_CASES = [
 
 
 def test_every_alert_has_a_unit_test_case(alerts):
-    assert {r["alert"] for r in _rules(alerts)} - {c[0] for c in ALERT_CASES} == {"FluxmatUpdateLatencyHigh"}
+    assert {r["alert"] for r in alert_rules(alerts)} - {c[0] for c in ALERT_CASES} == {"FluxmatUpdateLatencyHigh"}
 
 
 def test_alert_rules_fire_when_they_should(alerts, tmp_path):
-    tool = _promtool()
+    tool = promtool()
     stripped = copy.deepcopy(alerts)
-    for rule in _rules(stripped):
+    for rule in alert_rules(stripped):
         rule.pop("annotations", None)
     (tmp_path / "rules.yml").write_text(yaml.safe_dump(stripped))
     tests = [{
@@ -133,4 +133,4 @@ def test_alert_rules_fire_when_they_should(alerts, tmp_path):
                              "exp_alerts": [{"exp_labels": labels} for labels in expected]}],
     } for name, series, at, expected in ALERT_CASES]  # fmt: skip
     (tmp_path / "tests.yml").write_text(yaml.safe_dump({"rule_files": ["rules.yml"], "tests": tests}))
-    _run([tool, "test", "rules", "tests.yml"], cwd=tmp_path)
+    run_ok([tool, "test", "rules", "tests.yml"], cwd=tmp_path)

@@ -10,7 +10,6 @@ and never a traceback.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -19,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from fluxmat.engine import ALGORITHMS
+from tests.support.cli import ROOT, fluxmat, ok, user_error, write
 from tests.support.shared import PROGRAMS, corpus_files, need
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 CORPUS = PROGRAMS
 
 PATH = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n"
@@ -49,39 +48,6 @@ FAMILY_FINAL = [
     "grand(al, cy).", "orphan(al).", "orphan(di).", "parent(al, bo).", "parent(bo, cy).",
     "person(al).", "person(bo).", "person(cy).", "person(di).",
 ]  # fmt: skip
-
-
-def fluxmat(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, **(env or {})}
-    for key in [k for k in full_env if k.startswith("FLUXMAT_") and k not in (env or {})]:
-        del full_env[key]
-    return subprocess.run(
-        [sys.executable, "-m", "fluxmat.ops.cli", *map(str, args)],
-        cwd=ROOT, capture_output=True, text=True, env=full_env, timeout=120,
-    )  # fmt: skip
-
-
-def ok(proc: subprocess.CompletedProcess) -> str:
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stdout + proc.stderr
-    return proc.stdout
-
-
-def user_error(proc: subprocess.CompletedProcess, *fragments: str) -> str:
-    """Assert the error contract; return the single error line."""
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
-    assert proc.returncode != 0
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("fluxmat: error: "), lines[0]
-    for fragment in fragments:
-        assert fragment in lines[0]
-    return lines[0]
-
-
-def write(path: Path, text: str) -> Path:
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def jsonl(path: Path, items) -> Path:

@@ -1,4 +1,4 @@
-"""The limit flags of the CLI (issue 14): `--max-facts`, `--max-update-work`, exit code 4.
+"""The limit flags of the CLI: `--max-facts`, `--max-update-work`, exit code 4.
 
 Recursive arithmetic can make a materialisation infinite: `b(e, a, 1)` closes a
 cycle in the SSPE program (tests/golden/builtins/path_lengths.dl), and every
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ops.test_cli import fluxmat, user_error, write
+from tests.support.cli import fluxmat, user_error, write
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SSPE = ROOT / "tests/golden/builtins/path_lengths.dl"

@@ -1,6 +1,6 @@
 """The dashboard's bounds, served for real (ops.dashboard.serve over HTTP, no Spark).
 
-Issue 14: a query stops matching at its limit (the facts the scan visits are
+A query stops matching at its limit (the facts the scan visits are
 counted), a proof is cut at its depth and node caps with exact `… N more`
 counts, the Host header is checked against DNS rebinding, the scheme of
 `Authorization: bearer` is case-insensitive, the worker pool is bounded and idle

@@ -1,4 +1,4 @@
-"""Issue 19: facts on the page paste into "why", and every answer names the update it reflects."""
+"""Facts on the page paste into "why", and every answer names the update it reflects."""
 
 import json
 

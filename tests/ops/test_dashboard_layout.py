@@ -1,4 +1,4 @@
-"""Issue 19: the page stays readable on real data -- a real headless chromium at 1,280 px with long IRIs.
+"""The page stays readable on real data -- a real headless chromium at 1,280 px with long IRIs.
 
 No Spark: a per-batch processor feeds the job's metrics (as in `fluxmat run`)
 with updates whose IRIs are long and mostly outside the program's prefixes,

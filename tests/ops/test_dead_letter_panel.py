@@ -1,4 +1,4 @@
-"""Issue 19: dead letters are reasons, not a number -- kinds as a bounded label, the last ones on the page."""
+"""Dead letters are reasons, not a number -- kinds as a bounded label, the last ones on the page."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Issue 19: delta messages and facts are counted as published -- what a consumer of the deltas topic receives.
+"""Delta messages and facts are counted as published -- what a consumer of the deltas topic receives.
 
 A real tansu broker and a publisher that splits deltas into parts of 3 facts:
 the initial materialisation (batch -1), multi-part batches and a replay that

@@ -1,4 +1,4 @@
-"""Static checks of the deployment files (issue 5): docker/, ops/prometheus, ops/grafana, docs/operations/runbook.md.
+"""Static checks of the deployment files: docker/, ops/prometheus, ops/grafana, docs/operations/runbook.md.
 
 No Docker engine is needed. The files are cross-checked against the code (every
 FLUXMAT_* variable is a `fluxmat run` flag, every metric in a panel or an alert is
@@ -23,16 +23,13 @@ from urllib.parse import urlparse
 
 import pytest
 
-yaml = pytest.importorskip("yaml")
-
 from fluxmat.ops.metric_names import METRICS, exported_names  # noqa: E402
 from fluxmat.stream.config import SETTINGS  # noqa: E402
+from tests.support.deployment import PROM, ROOT, alert_rules, promtool, read_yaml, run_ok, yaml
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 DOCKER = ROOT / "docker"
 COMPOSE = DOCKER / "compose.yaml"
 DOCKERFILE = DOCKER / "Dockerfile"
-PROM = ROOT / "ops" / "prometheus"
 GRAFANA = ROOT / "ops" / "grafana"
 DASHBOARD = GRAFANA / "dashboards" / "fluxmat.json"
 RUNBOOK = ROOT / "docs" / "operations" / "runbook.md"
@@ -41,23 +38,19 @@ RUN_ENV = {s.env for s in SETTINGS.values()} | {"FLUXMAT_CONFIG"}
 METRIC_RE = re.compile(r"\bfluxmat_[A-Za-z0-9_]+")
 
 
-def _yaml(path: Path):
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
-
-
 @pytest.fixture(scope="module")
 def compose() -> dict:
-    return _yaml(COMPOSE)
+    return read_yaml(COMPOSE)
 
 
 @pytest.fixture(scope="module")
 def prom() -> dict:
-    return _yaml(PROM / "prometheus.yml")
+    return read_yaml(PROM / "prometheus.yml")
 
 
 @pytest.fixture(scope="module")
 def alerts() -> dict:
-    return _yaml(PROM / "alerts.yml")
+    return read_yaml(PROM / "alerts.yml")
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +60,7 @@ def dashboard() -> dict:
 
 @pytest.fixture(scope="module")
 def datasource() -> dict:
-    return _yaml(GRAFANA / "provisioning" / "datasources" / "prometheus.yaml")["datasources"][0]
+    return read_yaml(GRAFANA / "provisioning" / "datasources" / "prometheus.yaml")["datasources"][0]
 
 
 def _default(text: str) -> str:
@@ -207,7 +200,7 @@ def anchors(markdown: str) -> set[str]:
 def runbook_problems(alerts: dict, runbook: str) -> list[str]:
     have = anchors(runbook)
     problems = []
-    for rule in _rules(alerts):
+    for rule in alert_rules(alerts):
         ann = rule.get("annotations", {})
         missing = [k for k in ("summary", "description", "runbook_url") if not ann.get(k)]
         if missing:
@@ -217,10 +210,6 @@ def runbook_problems(alerts: dict, runbook: str) -> list[str]:
         if path != "docs/operations/runbook.md" or anchor not in have:
             problems.append(f"{rule['alert']}: runbook_url {ann['runbook_url']} has no heading")
     return problems
-
-
-def _rules(alerts: dict) -> list[dict]:
-    return [r for g in alerts["groups"] for r in g["rules"] if "alert" in r]
 
 
 def _panels(dashboard: dict) -> list[dict]:
@@ -238,7 +227,7 @@ def _panel_exprs(dashboard: dict) -> dict[str, str]:
 
 def _alert_texts(alerts: dict) -> dict[str, str]:
     out = {}
-    for r in _rules(alerts):
+    for r in alert_rules(alerts):
         out[f"alert {r['alert']}"] = r["expr"]
         out.update({f"alert {r['alert']} {k}": str(v) for k, v in r.get("annotations", {}).items()})
     return out
@@ -350,7 +339,7 @@ def test_prometheus_and_grafana_mounts_match_their_configs(compose, prom):
         assert _bind_source(p_mounts[target]) == PROM / rule_file
     g_mounts = {t: s for s, t in _mounts(compose["services"]["grafana"])}
     assert _bind_source(g_mounts["/etc/grafana/provisioning"]) == GRAFANA / "provisioning"
-    provider = _yaml(GRAFANA / "provisioning" / "dashboards" / "fluxmat.yaml")["providers"][0]
+    provider = read_yaml(GRAFANA / "provisioning" / "dashboards" / "fluxmat.yaml")["providers"][0]
     dashboards = provider["options"]["path"]
     assert _bind_source(g_mounts[dashboards]) == DASHBOARD.parent
     home = _env(compose["services"]["grafana"]).get("GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH")
@@ -517,33 +506,21 @@ def test_the_dashboard_shows_every_metric(dashboard):
 # ---------------------------------------------------------------- Prometheus
 
 
-def _promtool() -> str:
-    tool = shutil.which("promtool")
-    if not tool:
-        pytest.skip("promtool not installed (Debian package prometheus)")
-    return tool
-
-
-def _run(args: list[str], cwd: Path = ROOT) -> None:
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
 def test_promtool_check_config():
-    _run([_promtool(), "check", "config", "prometheus.yml"], cwd=PROM)
+    run_ok([promtool(), "check", "config", "prometheus.yml"], cwd=PROM)
 
 
 def test_promtool_check_rules():
-    _run([_promtool(), "check", "rules", "alerts.yml"], cwd=PROM)
+    run_ok([promtool(), "check", "rules", "alerts.yml"], cwd=PROM)
 
 
 def test_panel_queries_parse(dashboard, tmp_path):
     """Each panel's PromQL, as a recording rule, through promtool's parser."""
-    tool = _promtool()
+    tool = promtool()
     rules = [{"record": f"panel:q{i}", "expr": re.sub(r"\$__(rate_)?interval", "1m", e)}
              for i, e in enumerate(_panel_exprs(dashboard).values())]  # fmt: skip
     (tmp_path / "panels.yml").write_text(yaml.safe_dump({"groups": [{"name": "panels", "rules": rules}]}))
-    _run([tool, "check", "rules", str(tmp_path / "panels.yml")])
+    run_ok([tool, "check", "rules", str(tmp_path / "panels.yml")])
 
 
 # ---------------------------------------------------------------- Grafana
@@ -589,7 +566,7 @@ def test_namespace_check_detects_an_unfiltered_selector(dashboard):
 
 def test_grafana_provisioning_files(datasource):
     assert datasource["type"] == "prometheus" and datasource["access"] == "proxy"
-    provider = _yaml(GRAFANA / "provisioning" / "dashboards" / "fluxmat.yaml")["providers"][0]
+    provider = read_yaml(GRAFANA / "provisioning" / "dashboards" / "fluxmat.yaml")["providers"][0]
     assert provider["type"] == "file" and provider["options"]["path"].startswith("/")
 
 
@@ -609,7 +586,7 @@ def test_runbook_check_detects_a_missing_section(alerts):
 def test_runbook_alert_sections_are_alerts(alerts):
     text = RUNBOOK.read_text(encoding="utf-8")
     sections = re.findall(r"^### (Fluxmat\w+)$", text.split("\n## Alerts\n", 1)[1], flags=re.M)
-    assert sorted(sections) == sorted(r["alert"] for r in _rules(alerts))
+    assert sorted(sections) == sorted(r["alert"] for r in alert_rules(alerts))
 
 
 @pytest.mark.parametrize("doc", [RUNBOOK, DOCKER / "README.md"], ids=lambda p: p.name)

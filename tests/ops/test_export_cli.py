@@ -10,7 +10,7 @@ from fluxmat.engine import Reasoner
 from fluxmat.ops import inspect
 from fluxmat.ops.cli import main
 from fluxmat.stream.batch import BatchProcessor
-from tests.stream.test_poison import Recorder
+from tests.support.shared import Recorder
 
 PROGRAM = """@prefix ex: <http://example.org/> .
 ex:reach(X, Y) :- ex:edge(X, Y).

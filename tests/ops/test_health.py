@@ -1,4 +1,4 @@
-"""Issue 19: health is a state with a reason; per-update latency; freshness gauges."""
+"""Health is a state with a reason; per-update latency; freshness gauges."""
 
 import time
 import urllib.error

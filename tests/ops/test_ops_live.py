@@ -19,9 +19,11 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.stream.test_pipeline import (
+from tests.support.browser import Browser
+from tests.support.live_job import TOKEN, LiveJob
+from tests.support.messages import read_deltas
+from tests.support.pipeline import (
     INITIAL,
     Proc,
     encode,
@@ -33,11 +35,8 @@ from tests.stream.test_pipeline import (
     wait_for_log,
     wait_for_through,
 )
-from tests.support.browser import Browser
-from tests.support.messages import read_deltas
 from tests.support.servers import free_port
 
-TOKEN = "s3cret-token"
 UPDATES = 40  # valid updates, each adding one fact and (from the 2nd on) deleting one
 
 
@@ -60,34 +59,6 @@ def explicit_after(ups: list[dict]) -> set[tuple]:
         e -= {tuple(f) for f in u.get("del", [])}
         e |= {tuple(f) for f in u["add"]}
     return e
-
-
-class LiveJob:
-    def __init__(self, setup, proc: Proc, metrics_port: int, dashboard_port: int):
-        self.s, self.proc = setup, proc
-        self.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
-        self.base = f"http://127.0.0.1:{dashboard_port}"
-        self.max_lag_seen = 0
-        self.statuses: list[dict] = []
-
-    def get(self, path: str, token: str | None = TOKEN):
-        req = urllib.request.Request(self.base + path)
-        if token:
-            req.add_header("Authorization", f"Bearer {token}")
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return json.loads(resp.read())
-
-    def metrics(self) -> dict[str, float]:
-        with urllib.request.urlopen(self.metrics_url, timeout=10) as resp:
-            text = resp.read().decode("utf-8")
-        out = {}
-        for family in text_string_to_metric_families(text):
-            for s in family.samples:  # every series names the job's namespace (Grafana's $namespace)
-                assert s.labels.get("namespace") == self.s.namespace, s
-                labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items())
-                                  if k != "namespace" or s.name == "fluxmat_info")  # fmt: skip
-                out[f"{s.name}{{{labels}}}" if labels else s.name] = s.value
-        return out
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Issue 19: a Redis stall and a Redis outage, seen through the whole job (real tansu, redis-server, Spark).
+"""A Redis stall and a Redis outage, seen through the whole job (real tansu, redis-server, Spark).
 
 One job per module on its own redis-server (AOF), started as a user would,
 with `--redis-timeout 1` (a stalled command fails after 1 s and is retried)
@@ -23,35 +23,18 @@ import urllib.request
 import pytest
 import redis
 
-from tests.ops.test_ops_live import TOKEN, LiveJob
-from tests.stream.test_pipeline import (
-    INITIAL,
-    check_initial,
+from tests.support.live_job import TOKEN, LiveJob, assert_nothing_lost, healthz, updates
+from tests.support.pipeline import (
     encode,
-    final_explicit,
     make_setup,
     produce,
-    rebuild,
-    remat,
     start_job,
     wait_for_log,
     wait_for_through,
 )
-from tests.support.messages import read_deltas
 from tests.support.servers import RedisServer, free_port
 
 RETRY_SECONDS = 8  # --redis-retry-seconds of the job under test
-
-
-def healthz(job: LiveJob) -> tuple[int, str] | None:
-    """(HTTP status, body) of /healthz; None when the job no longer answers."""
-    try:
-        with urllib.request.urlopen(job.base + "/healthz", timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return None
 
 
 def start(s, name: str) -> LiveJob:
@@ -62,17 +45,6 @@ def start(s, name: str) -> LiveJob:
     job = LiveJob(s, proc, mport, dport)
     wait_for_log(proc, "dashboard on http://127.0.0.1:")
     return job
-
-
-def updates(prefix: str, n: int) -> list[dict]:
-    """A chain prefix0 -> prefix1 -> ...; every third update deletes the edge before."""
-    out = []
-    for i in range(n):
-        u = {"add": [["edge", f"{prefix}{i}", f"{prefix}{i + 1}"]], "id": f"{prefix}{i}"}
-        if i % 3 == 2:
-            u["del"] = [["edge", f"{prefix}{i - 1}", f"{prefix}{i}"]]
-        out.append(u)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -93,12 +65,6 @@ def faults(broker, tmp_path_factory):
         for job in state["jobs"]:
             job.proc.cleanup()
         server.stop()
-
-
-def assert_nothing_lost(s, sent: list[dict]) -> None:
-    msgs = read_deltas(s.bootstrap, s.deltas)
-    check_initial(msgs)
-    assert rebuild(msgs) == remat(final_explicit(INITIAL, sent))
 
 
 def test_a_redis_stall_degrades_the_health_then_the_job_catches_up(faults):

@@ -18,9 +18,8 @@ import time
 import pytest
 import redis
 
-from tests.ops.test_ops_live import TOKEN, LiveJob
-from tests.ops.test_ops_redis_faults import assert_nothing_lost, healthz, updates
-from tests.stream.test_pipeline import (
+from tests.support.live_job import TOKEN, LiveJob, assert_nothing_lost, healthz, updates
+from tests.support.pipeline import (
     encode,
     make_setup,
     produce,

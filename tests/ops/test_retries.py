@@ -1,4 +1,4 @@
-"""Issue 19: a Redis stall is seen -- retries counted by target, the health degraded with the reason."""
+"""A Redis stall is seen -- retries counted by target, the health degraded with the reason."""
 
 import threading
 import time

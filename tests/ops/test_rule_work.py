@@ -1,4 +1,4 @@
-"""Issue 19: work per rule -- rule applications and derivation-log growth by the rule's file:line, bounded.
+"""Work per rule -- rule applications and derivation-log growth by the rule's file:line, bounded.
 
 The engine counts, through the Reasoner door, each rule's applications and its
 instances in the derivation log (fd-counting); a batch reports the changes; the

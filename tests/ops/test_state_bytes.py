@@ -1,4 +1,4 @@
-"""Issue 19: state bytes of this namespace (MEMORY USAGE sampled) beside the Redis instance and its maxmemory.
+"""State bytes of this namespace (MEMORY USAGE sampled) beside the Redis instance and its maxmemory.
 
 Two namespaces in one real redis-server: each counts its own keys only, the
 instance-wide `used_memory` holds both, and `maxmemory` is read from INFO.

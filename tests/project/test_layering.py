@@ -6,13 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.shared import in_repo
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 FORBIDDEN = ("pyspark", "kafka", "redis", "connectors", "stream", "ops")
-
-
-def in_repo(module: str) -> str:
-    """A module's name as its folder in the repository: `fluxmat.engine.x` is `engine.x`."""
-    return module.removeprefix("fluxmat.")
 
 
 def _imports(path: Path) -> list[str]:

@@ -18,9 +18,8 @@ import pytest
 
 from fluxmat.connectors.broker import EmbeddedBroker, ensure_topics
 from fluxmat.connectors.kafka_sink import read_deltas
-from tests.stream.test_failover import first_half, mid_stream, starter
-from tests.stream.test_pipeline import Proc, job_env
-from tests.stream.test_pipeline_keyed import args, check, produce, wait_done
+from tests.support.keyed_job import args, check, first_half, mid_stream, produce, starter, wait_done
+from tests.support.pipeline import Proc, job_env
 from tests.support.servers import RedisCluster, free_port
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""Issue 19: explainable deltas -- each added or removed fact names the update whose work changed it.
+"""Explainable deltas -- each added or removed fact names the update whose work changed it.
 
 The engine records, for every fact that changed since the last consistency
 point, the update charged for the insertion (or for the deletion wave that took

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import threading
 import time
@@ -26,20 +25,20 @@ import urllib.request
 import pytest
 import redis
 
-from fluxmat.connectors.broker import ensure_topics
 from fluxmat.connectors.kafka_sink import read_deltas
 from fluxmat.connectors.state import RedisStateStore, key_prefix
 from fluxmat.engine import StateChanges
-from tests.stream.test_pipeline import SPARK_TIMEOUT, Proc, job_env
-from tests.stream.test_pipeline_keyed import (
+from tests.support.keyed_job import (
     KEYS,
     args,
     check,
-    interleave,
+    first_half,
+    mid_stream,
     produce,
-    updates_for,
+    starter,
     wait_done,
 )
+from tests.support.pipeline import Proc
 from tests.support.servers import RedisCluster, free_port
 
 pytestmark = pytest.mark.integration
@@ -129,48 +128,6 @@ def test_cluster_problem_names_the_failed_primary_until_it_is_back_as_a_replica(
     while (problem := store.cluster_problem()) is not None:  # gossip takes a moment
         assert time.monotonic() < deadline, problem
         time.sleep(0.2)
-
-
-def first_half(bootstrap: str, n: int, seed: int) -> tuple[dict[str, list[dict]], list[tuple[str, dict]]]:
-    """Topics of run `n`, 20 keys' plans of 10 updates, and the first half of their records produced."""
-    ensure_topics(bootstrap, {f"kupdates{n}": 4, f"kdeltas{n}": 4, f"kdead{n}": 1})
-    rnd = random.Random(seed)
-    plan = {k: updates_for(rnd, k, 10) for k in KEYS[:20]}
-    records = interleave(rnd, plan)
-    produce(bootstrap, f"kupdates{n}", records[: len(records) // 2])
-    return plan, records[len(records) // 2 :]
-
-
-def starter(cmd: list[str], logs, jobs: list[Proc], name: str):
-    """A `start(attempt)` for `mid_stream`: each job it starts is kept in `jobs` (to clean up)."""
-
-    def start(attempt: int) -> Proc:
-        jobs.append(Proc(cmd, logs, f"{name}{attempt}", job_env()))
-        return jobs[-1]
-
-    return start
-
-
-SLOW_START = "Python worker failed to connect back"  # Spark's 10 s for a new Python worker, on a loaded machine
-
-
-def mid_stream(bootstrap: str, n: int, start) -> Proc:
-    """Start the job (`start(attempt)`) and wait until it has published a delta of batch 1 or later.
-
-    A job that Spark stopped at its start because a Python worker took more
-    than Spark's fixed 10 s to connect back (a heavily loaded machine; nothing
-    was read or written yet) is started again, twice at most.
-    """
-    deadline = time.monotonic() + 3 * SPARK_TIMEOUT  # Spark's start on a loaded machine
-    job, attempt = start(0), 0
-    while not any(m["batch"] >= 1 for m in read_deltas(bootstrap, f"kdeltas{n}", timeout=30)):
-        if job.returncode is not None and SLOW_START in job.stderr() and attempt < 2:
-            job.cleanup()
-            job, attempt = start(attempt + 1), attempt + 1
-            deadline = time.monotonic() + 3 * SPARK_TIMEOUT
-        assert job.returncode is None and time.monotonic() < deadline, job.tail()
-        time.sleep(0.3)
-    return job
 
 
 class HealthLog(threading.Thread):

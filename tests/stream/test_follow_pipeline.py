@@ -19,9 +19,10 @@ import sys
 import pytest
 
 from fluxmat.client import open_store
-from tests.client.test_follow import ROOT, postgres  # noqa: F401 - the fixture
-from tests.stream.test_pipeline import (
+from tests.support.messages import read_deltas
+from tests.support.pipeline import (
     INITIAL,
+    ROOT,
     SPARK_TIMEOUT,
     encode,
     final_explicit,
@@ -33,7 +34,6 @@ from tests.stream.test_pipeline import (
     wait_for_batch,
     wait_for_through,
 )
-from tests.support.messages import read_deltas
 from tests.support.servers import RedisServer
 
 CRASH_BATCH = 3

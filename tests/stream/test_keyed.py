@@ -20,7 +20,7 @@ from fluxmat.stream import engine_host
 from fluxmat.stream.job import JobConfig
 from fluxmat.stream.key_engines import Engines
 from fluxmat.stream.keyed import KeyedDriver, key_of
-from tests.stream.test_pipeline import PROGRAM, remat
+from tests.support.pipeline import PROGRAM, remat
 
 EX = "http://ex.org/"
 

@@ -30,7 +30,7 @@ from fluxmat.stream import engine_host
 from fluxmat.stream.batch import BatchProcessor
 from fluxmat.stream.job import JobConfig
 from fluxmat.stream.keyed import KeyedDriver
-from tests.stream.test_pipeline import PROGRAM, remat
+from tests.support.pipeline import PROGRAM, remat
 from tests.support.shared import NullPublisher, metric
 
 SHARED = [("edge", "a", "b"), ("edge", "b", "c")]  # F: path(a, c) and src(a) follow from it

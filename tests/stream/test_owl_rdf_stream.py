@@ -20,8 +20,17 @@ from types import SimpleNamespace
 import pyoxigraph as ox
 
 from fluxmat.connectors.broker import ensure_topics
-from tests.connectors.test_owl_rdf import DATA, EX, OWL, SUB, TYPE, _nt, ex_triples, owlrl_closure
-from tests.stream.test_pipeline import Proc, job_env, produce, wait_for_through
+from tests.support.owl import (
+    DATA,
+    EX,
+    OWL,
+    SUB,
+    TYPE,
+    ex_triples,
+    owlrl_closure,
+    turtle_to_nt,
+)
+from tests.support.pipeline import Proc, job_env, produce, wait_for_through
 from tests.support.servers import RedisServer
 
 ONTOLOGY = f"""@prefix ex: <{EX}> . @prefix owl: <{OWL}> .
@@ -73,7 +82,7 @@ def test_schema_triple_added_and_removed_through_the_stream_publishes_owlrls_dif
             "--namespace", "owlrdf", "--checkpoint", str(tmp_path / "checkpoint"),
             "--trigger-interval", "200ms"]  # fmt: skip
     job = Proc(args, tmp_path, "owl-rdf-job", job_env())
-    explicit = set(_nt(ONTOLOGY).splitlines()) | set(DATA.splitlines())
+    explicit = set(turtle_to_nt(ONTOLOGY).splitlines()) | set(DATA.splitlines())
     try:
         for uid, change in STEPS:
             before = owlrl_closure("\n".join(explicit) + "\n")

@@ -15,7 +15,8 @@ import redis
 
 from fluxmat.connectors.state import STATE_KEYS
 from fluxmat.stream.job import checkpoint_last_commit
-from tests.stream.test_pipeline import (
+from tests.support.messages import read_deltas
+from tests.support.pipeline import (
     INITIAL,
     assert_refused,
     encode,
@@ -27,7 +28,6 @@ from tests.stream.test_pipeline import (
     run_until_through,
     start_job,
 )
-from tests.support.messages import read_deltas
 
 
 def test_new_checkpoint_old_state_empty_state_old_checkpoint_and_resuming(broker, redis_server, tmp_path):

@@ -1,4 +1,4 @@
-"""The real job survives poison input (issue 14): tansu, redis-server, local Spark, `fluxmat run`.
+"""The real job survives poison input: tansu, redis-server, local Spark, `fluxmat run`.
 
 Without a dead-letter topic, the job is fed -- between valid updates -- a
 malformed message, 100,000 nested arrays, a message over `--max-message-bytes`
@@ -6,7 +6,7 @@ and a runaway update (a `b` fact closing a cycle of the SSPE path-length rules:
 without a limit it derives forever). It must stay up, log one line per dead
 letter, publish the valid updates' deltas (which rebuild `remat`'s result) and,
 restarted on the same checkpoint, neither fail nor re-apply the quarantined
-update. The helpers are tests/stream/test_pipeline.py's.
+update. The helpers are tests/support/pipeline.py's.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from tests.stream.test_pipeline import (  # noqa: F401 - redis_srv is a fixture
+from tests.support.pipeline import (
     INITIAL,
     PROGRAM,
     check_initial,
@@ -25,7 +25,6 @@ from tests.stream.test_pipeline import (  # noqa: F401 - redis_srv is a fixture
     produce,
     read_deltas,
     rebuild,
-    redis_srv,
     remat,
     start_job,
     stored_explicit,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.stream.test_pipeline import encode, make_setup, produce, start_job, wait_for_through
+from tests.support.pipeline import encode, make_setup, produce, start_job, wait_for_through
 
 RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
 

@@ -1,4 +1,4 @@
-"""Poison messages through the per-batch processor (issue 14): none may stop the job.
+"""Poison messages through the per-batch processor: none may stop the job.
 
 The fuzz test interleaves 10,000 generated malformed messages (scaled by
 FLUXMAT_HYPOTHESIS_SCALE) with valid updates and runs them through
@@ -17,33 +17,18 @@ import string
 
 import pytest
 
-from fluxmat.connectors.kafka_sink import dead_letter_line
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import Reasoner
 from fluxmat.engine.fd.snapshot import restore
 from fluxmat.stream import batch as batch_module
 from fluxmat.stream.batch import DEAD_RAW_CHARS, DEFAULT_MAX_MESSAGE_BYTES, BatchProcessor
 from tests.support.gen import examples
+from tests.support.shared import Recorder
 
 PROGRAM = ("path(X, Y) :- edge(X, Y). path(X, Z) :- path(X, Y), edge(Y, Z). "
            "src(X) :- edge(X, _), not edge(_, X).")  # fmt: skip
 NODES = "abcdef"
 MAX_BYTES = DEFAULT_MAX_MESSAGE_BYTES  # --max-message-bytes (1 MiB)
-
-
-class Recorder:
-    """A publisher without a dead-letter topic: records what it would publish or log."""
-
-    def __init__(self):
-        self.deltas, self.dead, self.lines = [], [], []
-
-    def publish_delta(self, batch, through, added, removed):
-        self.deltas.append({"batch": batch, "through": through, "added": added, "removed": removed})
-        return 1
-
-    def publish_dead_letter(self, reason, partition, offset, raw, truncated=False):
-        self.dead.append((reason, partition, offset, raw, truncated))
-        self.lines.append(dead_letter_line(reason, partition, offset, raw, truncated))
 
 
 def remat(explicit) -> set[tuple]:

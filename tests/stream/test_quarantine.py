@@ -1,4 +1,4 @@
-"""Work limits and quarantine in the per-batch processor (issue 14, engine.limits).
+"""Work limits and quarantine in the per-batch processor (engine.limits).
 
 The program is Hu, Motik & Horrocks's SSPE path lengths
 (tests/golden/builtins/path_lengths.dl): one `b` fact closing a cycle makes the
@@ -21,8 +21,8 @@ from fluxmat.engine import Reasoner
 from fluxmat.engine.fd.snapshot import export_changes, restore
 from fluxmat.engine.limits import FactLimitExceeded, Limits, WorkLimitExceeded
 from fluxmat.stream.batch import BatchProcessor
-from tests.connectors.test_export_texts import decoded
-from tests.stream.test_poison import Recorder
+from tests.support.shared import Recorder
+from tests.support.state import decoded
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PROGRAM = (ROOT / "tests/golden/builtins/path_lengths.dl").read_text(encoding="utf-8")

@@ -30,7 +30,8 @@ from fluxmat.connectors.rdf import Triples, read_rdf
 from fluxmat.engine import Reasoner
 from fluxmat.engine.printer import FactPrinter
 from fluxmat.engine.wire import json_value
-from tests.stream.test_pipeline import (
+from tests.support.messages import read_deltas
+from tests.support.pipeline import (
     ROOT,
     Proc,
     demo_messages_valid,
@@ -38,7 +39,6 @@ from tests.stream.test_pipeline import (
     produce,
     wait_for_through,
 )
-from tests.support.messages import read_deltas
 from tests.support.servers import RedisServer
 
 RDF_DIR = Path(__file__).parent.parent / "rdf"

@@ -1,4 +1,4 @@
-"""Issue 19: the consumer lag is right from the first sample after a restart (offsets from the checkpoint)."""
+"""The consumer lag is right from the first sample after a restart (offsets from the checkpoint)."""
 
 from fluxmat.stream.job import checkpoint_offsets
 

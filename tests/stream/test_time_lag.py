@@ -1,4 +1,4 @@
-"""Issue 19: time lag in seconds -- the age of the oldest update not yet reflected, from Kafka timestamps.
+"""Time lag in seconds -- the age of the oldest update not yet reflected, from Kafka timestamps.
 
 The source reads, for each partition with unread records, the timestamp of the
 first record at or after the consumed offset (a real tansu broker); the job's

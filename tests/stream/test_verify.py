@@ -1,4 +1,4 @@
-"""Issue 19: `--verify-every N` recomputes the materialisation from scratch and catches a tampered state."""
+"""`--verify-every N` recomputes the materialisation from scratch and catches a tampered state."""
 
 import json
 

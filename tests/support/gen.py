@@ -32,10 +32,13 @@ and sometimes the symmetry rule `p(Y, X) :- p(X, Y).` besides their other rules
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
+
+from fluxmat.engine import Iri
+from fluxmat.engine.lexer import IRI_FULL
+from tests.support.profile import examples  # noqa: F401 - the tests import it from here
 
 SYM = "sym"
 INT = "int"
@@ -48,9 +51,6 @@ VAR_NAMES = ("X", "Y", "Z", "W", "U", "V", "S", "T", "K", "L", "M", "N", "O", "P
 Fact = tuple  # (pred, *values)
 
 
-def examples(n: int) -> int:
-    """`n` scaled by $FLUXMAT_HYPOTHESIS_SCALE (default 1), for long bug-hunting runs."""
-    return max(1, round(n * float(os.environ.get("FLUXMAT_HYPOTHESIS_SCALE", "1"))))
 
 
 Schema = dict[str, tuple[str, ...]]  # predicate -> column types
@@ -332,3 +332,31 @@ def scenarios(draw, recursion: bool | None = None, closure: bool | str = False):
 def apply_update(explicit: frozenset[Fact], add, delete) -> frozenset[Fact]:
     """E := (E \\ delete) u add, the update semantics of engine.maintainer."""
     return frozenset((set(explicit) - set(delete)) | set(add))
+
+
+# ------------------------------------------------------------------ facts as the wire carries them (engine.wire)
+
+# IRIs as programs, facts files and messages can write them (engine.lexer.IRI_FULL)
+IRI_TEXT = st.text(max_size=12).filter(lambda s: IRI_FULL.match(f"<{s}>") is not None)
+
+
+STRINGS = st.one_of(
+    st.text(max_size=12),  # quotes, spaces, unicode, backslashes
+    IRI_TEXT.map(lambda s: f"<{s}>"),  # strings that look like IRIs
+    st.sampled_from(["<x>", "<>", "<a b>", '"', "ex:a", "\\", "", " ", "ü", "@value"]),
+)
+
+
+CONSTANTS = st.one_of(
+    st.integers(-(10**30), 10**30), st.integers(10**3999, 10**3999 + 5), STRINGS,
+    IRI_TEXT.map(Iri), st.sampled_from([Iri("http://example.org/a"), Iri("p:x")]),
+)  # fmt: skip
+
+
+PREDS = st.one_of(
+    st.sampled_from(["edge", "ex:q", "p:x", "http://example.org/r", "<x>", "ed ge", "q:local", "a:b:c"]),
+    st.text(min_size=1, max_size=8),
+)
+
+
+FACTS = st.builds(lambda p, args: (p, *args), PREDS, st.lists(CONSTANTS, min_size=1, max_size=3))

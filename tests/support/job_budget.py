@@ -1,7 +1,7 @@
 """How long a test waits for a Spark job: a budget of the job's own CPU time, not of wall time.
 
 A job needs a roughly fixed amount of CPU to get somewhere: a local Spark job of
-tests/stream/test_pipeline.py uses ~35-50 CPU seconds (its JVM, its driver and its
+a job of tests/stream/test_pipeline.py uses ~35-50 CPU seconds (its JVM, its driver and its
 Python workers) from its start to its first micro-batch, alone or not. How much
 wall time that takes depends on what else shares the cores: on a 2-core machine
 with a load average of 10-13 from other work, one job alone took 165-180 s;

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from fluxmat.connectors.kafka_sink import dead_letter_line
+
 DATA = Path(__file__).resolve().parent.parent / "data"
 CORPUS = DATA / "illich-glimm"
 PROGRAMS = CORPUS / "programs"
@@ -108,3 +110,23 @@ def scratch_copy(tmp_path: Path, packages, edited: str, extra: str) -> Path:
     target = copy / edited
     target.write_text(target.read_text(encoding="utf-8") + extra, encoding="utf-8")
     return copy
+
+
+def in_repo(module: str) -> str:
+    """A module's name as its folder in the repository: `fluxmat.engine.x` is `engine.x`."""
+    return module.removeprefix("fluxmat.")
+
+
+class Recorder:
+    """A publisher without a dead-letter topic: records what it would publish or log."""
+
+    def __init__(self):
+        self.deltas, self.dead, self.lines = [], [], []
+
+    def publish_delta(self, batch, through, added, removed):
+        self.deltas.append({"batch": batch, "through": through, "added": added, "removed": removed})
+        return 1
+
+    def publish_dead_letter(self, reason, partition, offset, raw, truncated=False):
+        self.dead.append((reason, partition, offset, raw, truncated))
+        self.lines.append(dead_letter_line(reason, partition, offset, raw, truncated))
