@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("numba")
 
-from hypothesis import HealthCheck, given, note, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, note, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from tests.benchmarks.bakeoff.arrays import ArraysCore  # noqa: E402
@@ -84,7 +84,10 @@ def _cores(rules):
 # to be fixed before the one-call path is ported into the engine. Not strict: hypothesis draws
 # programs at random, so a run may not meet such a case.
 @pytest.mark.xfail(reason="one-call path: a wrong load on some random programs (seed=113230)", strict=False)
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# No shrinking: a run that meets the known defect ends as an expected failure either way, and
+# shrinking its example only costs time; the same examples are drawn.
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(
     seed=st.integers(0, 2**32 - 1),
     sizes=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=8),
