@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent.parent
+
 
 def fluxmat(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
@@ -39,6 +41,3 @@ def user_error(proc: subprocess.CompletedProcess, *fragments: str) -> str:
 def write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
-
-
-ROOT = Path(__file__).resolve().parent.parent.parent

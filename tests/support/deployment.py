@@ -32,4 +32,3 @@ def promtool() -> str:
 def run_ok(args: list[str], cwd: Path = ROOT) -> None:
     proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-

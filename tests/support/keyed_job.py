@@ -37,16 +37,24 @@ def updates_for(rnd: random.Random, key: str, n: int) -> list[dict]:
     out = []
     for i in range(n):
         add = rnd.sample(POOL, rnd.randint(0, 2))
-        dele = [f for f in rnd.sample(POOL, rnd.randint(0, 2)) if f not in add] or ([] if add else [POOL[0]])
-        out.append({"add": [list(f) for f in add], "del": [list(f) for f in dele], "id": f"{key}-{i}"})
+        dele = [f for f in rnd.sample(POOL, rnd.randint(0, 2)) if f not in add] or (
+            [] if add else [POOL[0]]
+        )
+        out.append(
+            {"add": [list(f) for f in add], "del": [list(f) for f in dele], "id": f"{key}-{i}"}
+        )
     return out
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[str | None, dict]]) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", max_in_flight_requests_per_connection=1)
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", max_in_flight_requests_per_connection=1
+    )
     try:
         for key, update in records:
-            producer.send(topic, key=None if key is None else key.encode(), value=json.dumps(update).encode())
+            producer.send(
+                topic, key=None if key is None else key.encode(), value=json.dumps(update).encode()
+            )
         producer.flush()
     finally:
         producer.close()
@@ -74,7 +82,9 @@ def wait_done(bootstrap: str, topic: str, job: Proc, last: dict[str, str]) -> li
         if not missing:
             return msgs
         if job.returncode is not None:
-            pytest.fail(f"the job exited with {job.returncode}; keys not done: {missing[:5]}{job.tail()}")
+            pytest.fail(
+                f"the job exited with {job.returncode}; keys not done: {missing[:5]}{job.tail()}"
+            )
         if time.monotonic() > deadline:
             pytest.fail(f"keys not done: {len(missing)}, e.g. {missing[:5]}{job.tail()}")
         time.sleep(1.0)
@@ -120,7 +130,9 @@ def fold(msgs: list[dict]) -> dict[str, set[tuple]]:
             assert m == first[ident], f"re-sent delta {ident} differs:\n{first[ident]}\n{m}"
             continue
         key = m["key"]
-        assert m["batch"] >= newest.get(key, m["batch"]), f"{key}: batch {m['batch']} after {newest[key]}"
+        assert m["batch"] >= newest.get(key, m["batch"]), (
+            f"{key}: batch {m['batch']} after {newest[key]}"
+        )
         newest[key] = m["batch"]
         first[ident] = m
         current = state.setdefault(key, set())
@@ -133,7 +145,9 @@ def fold(msgs: list[dict]) -> dict[str, set[tuple]]:
     return state
 
 
-def first_half(bootstrap: str, n: int, seed: int) -> tuple[dict[str, list[dict]], list[tuple[str, dict]]]:
+def first_half(
+    bootstrap: str, n: int, seed: int
+) -> tuple[dict[str, list[dict]], list[tuple[str, dict]]]:
     """Topics of run `n`, 20 keys' plans of 10 updates, and the first half of their records produced."""
     ensure_topics(bootstrap, {f"kupdates{n}": 4, f"kdeltas{n}": 4, f"kdead{n}": 1})
     rnd = random.Random(seed)

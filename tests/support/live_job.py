@@ -42,7 +42,9 @@ class LiveJob:
             text = resp.read().decode("utf-8")
         out = {}
         for family in text_string_to_metric_families(text):
-            for s in family.samples:  # every series names the job's namespace (Grafana's $namespace)
+            for (
+                s
+            ) in family.samples:  # every series names the job's namespace (Grafana's $namespace)
                 assert s.labels.get("namespace") == self.s.namespace, s
                 labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items())
                                   if k != "namespace" or s.name == "fluxmat_info")  # fmt: skip

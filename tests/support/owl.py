@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+ROOT = Path(__file__).resolve().parent.parent.parent
 UB = "http://swat.cse.lehigh.edu/onto/univ-bench.owl#"
+EX = "http://example.org/"
+OWL = "http://www.w3.org/2002/07/owl#"
+TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+SUB = "http://www.w3.org/2000/01/rdf-schema#subClassOf"
 
 
 def instance_triples(nt: bytes) -> set[str]:
@@ -16,27 +21,11 @@ def instance_triples(nt: bytes) -> set[str]:
         p, o = q.predicate.value, q.object
         if str(q.subject).startswith(f"<{UB}"):
             continue
-        if p.startswith(UB) or (p == TYPE and isinstance(o, ox.NamedNode) and o.value.startswith(UB)):
+        if p.startswith(UB) or (
+            p == TYPE and isinstance(o, ox.NamedNode) and o.value.startswith(UB)
+        ):
             out.add(f"{q.subject} {q.predicate} {o}")
     return out
-
-
-TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-
-
-EX = "http://example.org/"
-
-
-TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-
-
-SUB = "http://www.w3.org/2000/01/rdf-schema#subClassOf"
-
-
-OWL = "http://www.w3.org/2002/07/owl#"
 
 
 def ex_triples(nt: bytes) -> set[str]:
@@ -46,7 +35,9 @@ def ex_triples(nt: bytes) -> set[str]:
         if isinstance(q.subject, ox.BlankNode) or isinstance(q.object, ox.BlankNode):
             continue
         p, o = q.predicate.value, q.object
-        if p.startswith(EX) or (p == TYPE and isinstance(o, ox.NamedNode) and o.value.startswith(EX)):
+        if p.startswith(EX) or (
+            p == TYPE and isinstance(o, ox.NamedNode) and o.value.startswith(EX)
+        ):
             out.add(f"{q.subject} {q.predicate} {o}")
     return out
 

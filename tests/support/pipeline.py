@@ -211,8 +211,9 @@ def produce(bootstrap: str, topic: str, records: list[tuple[int, bytes | None]],
         metas = []
         for partition, value in records:
             key = b"tombstone" if value is None else None  # kafka-python needs a key or a value
-            metas.append(producer.send(topic, key=key, value=value, partition=partition)
-                         .get(timeout=30))
+            metas.append(
+                producer.send(topic, key=key, value=value, partition=partition).get(timeout=30)
+            )
             if delay:
                 time.sleep(delay)
         producer.flush()
@@ -254,7 +255,9 @@ def wait_for_log(job: Proc, text: str, timeout: float = SPARK_TIMEOUT) -> None:
     budget = job.budget(timeout)
     while text not in job.stderr():
         if job.returncode is not None:
-            pytest.fail(f"{job.name} exited with {job.returncode} before logging {text!r}{job.tail()}")
+            pytest.fail(
+                f"{job.name} exited with {job.returncode} before logging {text!r}{job.tail()}"
+            )
         if spent := budget.spent():
             pytest.fail(f"{job.name} did not log {text!r} within {spent}{job.tail()}")
         time.sleep(0.2)
@@ -277,8 +280,10 @@ def wait_for_through(s: Setup, job: Proc, target, timeout: float = SPARK_TIMEOUT
 
 def finish_two_partitions(s: Setup, job: Proc) -> list[dict]:
     """Markers on partition 1 then 0, each awaited as `through` (see the module docstring)."""
-    markers = [{"add": [list(SIDE_POOL[0])], "id": "final-1"},
-               {"add": [["edge", "f", "a"]], "del": [["edge", "a", "b"]], "id": "final-0"}]
+    markers = [
+        {"add": [list(SIDE_POOL[0])], "id": "final-1"},
+        {"add": [["edge", "f", "a"]], "del": [["edge", "a", "b"]], "id": "final-0"},
+    ]
     produce(s.bootstrap, s.updates, [(1, encode(markers[0]))])
     wait_for_through(s, job, "final-1")
     produce(s.bootstrap, s.updates, [(0, encode(markers[1]))])
@@ -353,7 +358,8 @@ def rebuild(msgs: list[dict]) -> set[tuple]:
             assert m == first[key], f"re-sent delta of batch {key} differs:\n{first[key]}\n{m}"
             continue
         assert newest is None or m["batch"] >= newest, (
-            f"batch {m['batch']} arrives after batch {newest} was applied")
+            f"batch {m['batch']} arrives after batch {newest} was applied"
+        )
         newest = m["batch"]
         first[key] = m
         added = {tuple(f) for f in m["added"]}

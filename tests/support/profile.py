@@ -23,7 +23,9 @@ def name() -> str:
     """The profile this run uses; an unknown name is an error naming the known ones."""
     chosen = os.environ.get("FLUXMAT_TEST_PROFILE", "ci") or "ci"
     if chosen not in SCALE:
-        raise pytest.UsageError(f"FLUXMAT_TEST_PROFILE={chosen!r}: expected one of {', '.join(sorted(SCALE))}")
+        raise pytest.UsageError(
+            f"FLUXMAT_TEST_PROFILE={chosen!r}: expected one of {', '.join(sorted(SCALE))}"
+        )
     return chosen
 
 

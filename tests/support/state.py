@@ -31,8 +31,11 @@ def decoded(tables) -> dict[str, dict]:
     def args(texts):  # body facts' arguments (the rule fixes their relations)
         return tuple(tuple(value_from_json(terms[a]) for a in t.split(",") if a) for t in texts)
 
-    out = {"explicit": {fact(t): v for t, v in tables["explicit"].items()},
-           "facts": {fact(t): v for t, v in tables["facts"].items()}, "log": {}}
+    out = {
+        "explicit": {fact(t): v for t, v in tables["explicit"].items()},
+        "facts": {fact(t): v for t, v in tables["facts"].items()},
+        "log": {},
+    }
     for k, v in tables["log"].items():
         rid, *pos = k.split(";")
         head, *neg = v.split(";")
