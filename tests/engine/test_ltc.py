@@ -213,7 +213,7 @@ def test_reach_skips_edges_that_change_no_reach():
 def test_fd_ltc_module_quiescent_states_equal_remat(algorithm, case, schedule):
     """fd-dred / fd-counting take the ltc module (R0 facts linked and unlinked, S
     facts entering and leaving I as they are inserted and deleted): every quiescent
-    state, every consistency point and the final state as tests/test_fd_properties."""
+    state, every consistency point and the final state (tests/support/fd.py's drive)."""
     text, initial, updates = case
     ordered = [(sorted(a, key=repr), sorted(d, key=repr)) for a, d in updates]
     drive(algorithm, (SimpleNamespace(text=text), initial, ordered), schedule, module="path")

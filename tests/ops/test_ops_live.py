@@ -4,8 +4,8 @@ One job per module, started as a user would (`python -m fluxmat.ops.cli run ... 
 --dashboard-port --auth-token`), fed a known stream: the tests compare what the
 metrics, the dashboard API, `fluxmat query` / `fluxmat why` (against the Redis
 state) and the standalone `fluxmat dashboard` report with the stream's exact
-numbers and with a from-scratch evaluation. The browser test (real headless
-chromium) lives in tests/test_dashboard_browser.py and uses this module's job.
+numbers and with a from-scratch evaluation; a real headless chromium reads the
+dashboard of the same job.
 """
 
 from __future__ import annotations
