@@ -21,9 +21,10 @@ from tests.support import profile
 from tests.support.servers import PostgresServer, RedisServer, postgres_bin
 
 # Tests that start a server (Redis, a Kafka broker, Spark, a browser, a job) are marked
-# `integration`: through these fixtures, or because their module starts one itself.
+# `integration`: through these fixtures (wherever they are defined), because their module
+# starts one itself, or by an explicit `pytest.mark.integration` (a test or a fixture param).
 # `make test-fast` runs the rest (`-m "not integration"`).
-SERVER_FIXTURES = {"redis_server", "redis_srv", "broker"}
+SERVER_FIXTURES = {"redis_server", "redis_srv", "broker", "postgres", "tls", "paused_redis"}
 INTEGRATION_MODULES = {
     "test_browser_harness", "test_dashboard", "test_dashboard_layout", "test_delta_counts",
     "test_export_cli", "test_kafka_connectors", "test_keyed", "test_ops_live", "test_ops_redis_faults",

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 _n = iter(range(1_000_000))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])  # starts PostgreSQL
 def db_url(request, tmp_path):
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'view.db'}"

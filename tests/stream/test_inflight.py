@@ -203,6 +203,7 @@ def test_the_stall_seconds_flag_has_a_default_an_environment_fallback_and_a_chec
         job_config(build_parser().parse_args([*base, "--stall-seconds", "soon"]))
 
 
+@pytest.mark.integration  # a real headless chromium
 def test_the_page_shows_the_batch_in_flight_and_its_phase():
     """A real headless chromium: the tile shows the batch's age (⚠ past the threshold), its caption the phase."""
     from fluxmat.ops.dashboard import LiveSource, serve

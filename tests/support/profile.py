@@ -3,7 +3,8 @@
 * `ci` (the default; `make test`, CI): every property test runs the example count
   written in it, and tests without one run Hypothesis's default (100).
 * `fast` (`make test-fast`): a quarter of those counts, at least one example: the
-  same properties and the same code paths, fewer random cases.
+  same properties and the same code paths, fewer random cases; a few data-heavy
+  comparisons take smaller data (`pick`).
 
 `FLUXMAT_HYPOTHESIS_SCALE` multiplies on top of either, for long bug-hunting runs.
 """
@@ -32,6 +33,11 @@ def name() -> str:
 def examples(n: int) -> int:
     """`n` random examples scaled by the profile and by $FLUXMAT_HYPOTHESIS_SCALE (default 1)."""
     return max(1, round(n * SCALE[name()] * float(os.environ.get("FLUXMAT_HYPOTHESIS_SCALE", "1"))))
+
+
+def pick(*, ci, fast):
+    """The value for this run's profile: for data sizes that the fast lane makes smaller."""
+    return {"ci": ci, "fast": fast}[name()]
 
 
 def load_hypothesis_profile() -> str:
