@@ -149,9 +149,9 @@ def test_outside_reference_check_finds_one(tmp_path, monkeypatch):
     (tmp_path / "notes.py").write_text('"""Measured (../shared/notes/costs.md)."""\n')
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "shared.py").write_text('"""Found at <repo>/../shared."""\n')
-    assert outside_references(["notes.py", "tests/support/shared.py"]) == [  # no file is exempt any more
+    assert outside_references(["notes.py", "tests/shared.py"]) == [  # no file is exempt any more
         "notes.py:1: \"\"\"Measured (../shared/notes/costs.md).\"\"\"",
-        "tests/support/shared.py:1: \"\"\"Found at <repo>/../shared.\"\"\""]
+        "tests/shared.py:1: \"\"\"Found at <repo>/../shared.\"\"\""]
 
 
 @pytest.mark.parametrize("doc", ["README.md", "CONTRIBUTING.md", "CHANGELOG.md", "docker/README.md"])
