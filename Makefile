@@ -22,9 +22,10 @@ $(BSTAMP): $(STAMP)
 test: $(STAMP)
 	$(VPY) -m pytest
 
-# unit tests only: no servers, browser, Spark or job (see tests/conftest.py)
+# unit tests only: no servers, browser, Spark or job (see tests/conftest.py), and a quarter of
+# the random examples (FLUXMAT_TEST_PROFILE=fast, tests/support/profile.py); `make test` runs all
 test-fast: $(STAMP)
-	$(VPY) -m pytest -m "not integration"
+	FLUXMAT_TEST_PROFILE=fast $(VPY) -m pytest -m "not integration"
 
 test-all: $(STAMP)
 	FLUXMAT_FULL_CORPUS=1 $(VPY) -m pytest -m "slow or not slow"

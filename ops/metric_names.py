@@ -2,7 +2,7 @@
 
 `METRICS` maps each *exported* name to `(type, help text, label names)`. The
 metrics code creates its collectors from it; the Grafana dashboard and the alert
-rules under `ops/` may only use names from it (tests/test_deployment.py checks).
+rules under `ops/` may only use names from it (tests/ops/test_deployment.py checks).
 
 Types are "counter", "gauge" and "histogram". Keys are the names as scraped:
 

@@ -97,7 +97,7 @@ def _collectors(registry: CollectorRegistry) -> dict[str, object]:
             out[name] = Gauge(name, text, labels, registry=registry)
         elif kind == "histogram":
             out[name] = Histogram(name, text, labels, buckets=DURATION_BUCKETS, registry=registry)
-        else:  # pragma: no cover - guarded by tests/test_deployment.py
+        else:  # pragma: no cover - guarded by tests/ops/test_deployment.py
             raise ValueError(f"unknown metric type {kind!r} for {name}")
     return out
 

@@ -17,12 +17,14 @@ from pathlib import Path
 import pytest
 
 from fluxmat.connectors.broker import EmbeddedBroker
-from tests.servers import RedisServer
+from tests.support import profile
+from tests.support.servers import PostgresServer, RedisServer, postgres_bin
 
 # Tests that start a server (Redis, a Kafka broker, Spark, a browser, a job) are marked
-# `integration`: through these fixtures, or because their module starts one itself.
+# `integration`: through these fixtures (wherever they are defined), because their module
+# starts one itself, or by an explicit `pytest.mark.integration` (a test or a fixture param).
 # `make test-fast` runs the rest (`-m "not integration"`).
-SERVER_FIXTURES = {"redis_server", "broker"}
+SERVER_FIXTURES = {"redis_server", "redis_srv", "broker", "postgres", "tls", "paused_redis"}
 INTEGRATION_MODULES = {
     "test_browser_harness", "test_dashboard", "test_dashboard_layout", "test_delta_counts",
     "test_export_cli", "test_kafka_connectors", "test_keyed", "test_ops_live", "test_ops_redis_faults",
@@ -31,6 +33,14 @@ INTEGRATION_MODULES = {
     "test_rdf_stream", "test_retries", "test_state_bytes", "test_state_store", "test_stream_batch",
     "test_time_lag", "test_verify", "test_wire", "test_packaging",
 }  # fmt: skip
+
+
+def pytest_configure(config):
+    profile.load_hypothesis_profile()
+
+
+def pytest_report_header(config):
+    return f"fluxmat test profile: {profile.name()} (FLUXMAT_TEST_PROFILE; see tests/support/profile.py)"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -79,6 +89,28 @@ def redis_server(tmp_path_factory, use_containers):
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def redis_srv(tmp_path_factory):
+    """A module's own redis-server, which its tests may restart (`redis_server` is shared)."""
+    server = RedisServer(tmp_path_factory.mktemp("redis-module")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    """A module's own PostgreSQL cluster (initdb, pg_ctl on a loopback port); skips without the binaries."""
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL server binaries not installed (apt-get install postgresql)")
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="module")

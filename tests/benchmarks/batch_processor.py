@@ -5,7 +5,7 @@
 
 No Spark or Kafka: `stream.batch.BatchProcessor.process` over an in-memory
 state store (with `--redis`: a RedisStateStore on a local redis-server with AOF,
-`appendfsync always`, as tests/servers.py starts it) and a publisher that keeps
+`appendfsync always`, as tests/support/servers.py starts it) and a publisher that keeps
 nothing, on the issue's workload: the
 corpus program `programs/lubm.dlog` over `lubm_gen.generate(1, 2)` (minus held-out
 facts), updates of 1 add + 1 delete made by the pipeline benchmark's
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         return restore_from(args.restore_from, args.namespace, Path(args.program), args.algorithm, args.snapshot)
     if not args.redis:
         return run(args, MemoryStateStore())
-    from tests.servers import RedisServer
+    from tests.support.servers import RedisServer
 
     with tempfile.TemporaryDirectory(prefix="fluxmat-bench-") as tmp:
         server = RedisServer(Path(tmp)).start()

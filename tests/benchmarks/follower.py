@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     server = None
     stores = {"sqlite": None, "postgresql": args.postgres}
     if args.postgres is None:
-        from tests.servers import PostgresServer, postgres_bin
+        from tests.support.servers import PostgresServer, postgres_bin
 
         if postgres_bin() is not None:
             server = PostgresServer().start()

@@ -4,7 +4,7 @@
 
 Starts on 127.0.0.1 an embedded broker (tansu), a 3-node Redis Cluster (AOF,
 `appendfsync always`) and, for the `standalone*` runs, a Spark master with one
-or two one-core workers (tests/servers.py). Each run gets fresh topics (updates
+or two one-core workers (tests/support/servers.py). Each run gets fresh topics (updates
 with 4 partitions) and a fresh namespace, and starts `fluxmat run` as a user
 would, with the corpus program `lubm.dlog`.
 
@@ -36,7 +36,7 @@ from tests.benchmarks import lubm_gen
 from tests.benchmarks.pipeline import PROGRAM, UpdateMaker
 from tests.benchmarks.pipeline_measure import expected as _expected
 from tests.benchmarks.workloads import SEED, corpus_dir
-from tests.shared import series
+from tests.support.shared import series
 
 FACTS_PER_KEY = 1000
 HELD = 100
@@ -111,7 +111,7 @@ def run_once(label: str, master: str, keys: int, backlog: int, broker, cluster, 
     from kafka import KafkaProducer
 
     from fluxmat.connectors.broker import ensure_topics, stop_process
-    from tests.servers import free_port
+    from tests.support.servers import free_port
 
     tag = f"{label}-{int(time.time())}"
     updates, deltas = f"kupd-{tag}", f"kdel-{tag}"
@@ -243,7 +243,7 @@ def _folded(msgs: list[dict]) -> set[tuple]:
 
 def main(argv: list[str] | None = None) -> int:
     from fluxmat.connectors.broker import EmbeddedBroker
-    from tests.servers import RedisCluster, SparkStandalone
+    from tests.support.servers import RedisCluster, SparkStandalone
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--keys", type=int, default=100)

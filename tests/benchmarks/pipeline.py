@@ -8,7 +8,7 @@
 Needs real servers, so it is not part of `--workload all`. Starts, on 127.0.0.1:
 
 * an `EmbeddedBroker` (tansu, in-memory storage);
-* a `RedisServer` (tests/servers.py: AOF on; the job sets `--redis-fsync`,
+* a `RedisServer` (tests/support/servers.py: AOF on; the job sets `--redis-fsync`,
   everysec unless told otherwise);
 * `fluxmat run` as a subprocess: `--algorithm fd-counting`, Redis state,
   `--trigger-interval 200ms`, no `--max-updates-per-batch` (a batch takes all
@@ -244,7 +244,7 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
 
     from fluxmat.connectors.broker import EmbeddedBroker, ensure_topics
     from tests.benchmarks.lubm_gen import generate
-    from tests.servers import RedisServer, free_port
+    from tests.support.servers import RedisServer, free_port
 
     say = log or (lambda m: print(f"# pipeline: {m}", file=sys.stderr, flush=True))
     program = corpus_dir() / PROGRAM

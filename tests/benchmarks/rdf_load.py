@@ -18,7 +18,7 @@ seconds (a capped run is reported as such, not dropped).
    `expand(inference="owlrl")`). Parse time, materialisation time, and the
    number of instance-level triples in univ-bench's vocabulary afterwards (a
    check: owlrl's count is fluxmat's plus the Employee facts explained in
-   tests/test_owl2rl.py, when both finish).
+   tests/connectors/test_owl2rl.py, when both finish).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from tests.benchmarks.isolate import isolated
-from tests.shared import UNIV_BENCH
+from tests.support.shared import UNIV_BENCH
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ONTOLOGY = UNIV_BENCH

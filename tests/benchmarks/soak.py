@@ -61,7 +61,7 @@ from tests.benchmarks.pipeline import (
 )
 from tests.benchmarks.pipeline_measure import WAIT_CAP, DeltaReader, expected, fold, uid
 from tests.benchmarks.workloads import SEED, corpus_dir
-from tests.shared import series
+from tests.support.shared import series
 
 RATE = 400.0  # offered fact operations per second
 SAMPLE = 10.0  # seconds between samples
@@ -307,7 +307,7 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
 
     from fluxmat.connectors.broker import EmbeddedBroker, ensure_topics
     from tests.benchmarks.lubm_gen import generate
-    from tests.servers import RedisServer, free_port
+    from tests.support.servers import RedisServer, free_port
 
     program = corpus_dir() / PROGRAM
     maker = UpdateMaker(generate(1, 2), HELD_OUT)

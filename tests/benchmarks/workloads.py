@@ -30,7 +30,7 @@ from pathlib import Path
 
 from fluxmat.engine import Program, parse_program
 from tests.benchmarks import synthetic as syn
-from tests.shared import corpus_dir as shared_corpus_dir
+from tests.support.shared import corpus_dir as shared_corpus_dir
 
 DAG_PROGRAM = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n"
 DAG_NODES = 2_000

@@ -1,0 +1,1 @@
+"""Tests of the client library: decoding, folding, following the deltas."""

@@ -1,0 +1,1 @@
+"""Tests of the connectors: files, RDF and OWL, Kafka, the state stores."""

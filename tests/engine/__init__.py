@@ -1,0 +1,1 @@
+"""Tests of the engine: parsing, evaluation and every maintenance algorithm."""

@@ -1,0 +1,1 @@
+"""Tests of the operations layer: the CLI, metrics, health, the dashboard, deployment."""

@@ -1,0 +1,1 @@
+"""Tests of the streaming job: the per-batch processor, the Spark job, keyed state."""

@@ -1,0 +1,1 @@
+"""Helpers shared by the tests (servers, data, generators, the browser); no tests here."""

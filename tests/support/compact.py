@@ -1,0 +1,74 @@
+"""Random programs and updates for the arrays core's oracle tests (tests/engine/test_compact_core.py, test_small_updates.py)."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from fluxmat.engine import Reasoner
+
+VALUES = (1, 2, "a", "b")  # ints and strings share the term dictionary
+EDB = {"e": 2, "f": 1}
+IDB = ("p", "q", "r")
+CLOSURE = "s(X, Y) :- s(Y, X).\ns(X, Z) :- s(X, Y), s(Y, Z).\ns(X, Y) :- e(X, Y).\n"
+
+
+def _value(v) -> str:
+    return str(v)
+
+
+@st.composite
+def _atom(draw, pred: str, arity: int, variables: list[str], anonymous: bool = False) -> str:
+    choices = [*variables, *map(_value, VALUES[:2])] + (["_"] if anonymous else [])
+    return f"{pred}({', '.join(draw(st.sampled_from(choices)) for _ in range(arity))})"
+
+
+@st.composite
+def _rule(draw, head: str, arities: dict[str, int], lower: list[str]) -> str:
+    """A safe rule for `head`: positive atoms over any predicate, negated ones over `lower` only."""
+    preds = sorted(arities)
+    body, bound = [], []
+    for _ in range(draw(st.integers(1, 3))):
+        p = draw(st.sampled_from(preds))
+        terms = [draw(st.sampled_from(["X", "Y", "Z", "1", "a"])) for _ in range(arities[p])]
+        bound += [t for t in terms if t[0].isupper()]
+        body.append(f"{p}({', '.join(terms)})")
+    variables = sorted(set(bound)) or ["1"]
+    if lower and draw(st.booleans()):
+        q = draw(st.sampled_from(lower))
+        body.append("not " + draw(_atom(q, arities[q], variables, anonymous=True)))
+    head_atom = draw(_atom(head, arities[head], variables))
+    return f"{head_atom} :- {', '.join(body)}."
+
+
+@st.composite
+def programs(draw) -> str:
+    arities = {**EDB, **{p: draw(st.integers(0, 2)) for p in IDB}}
+    if draw(st.booleans()):
+        arities["s"] = 2
+    lines = [CLOSURE] if "s" in arities else []
+    for k, head in enumerate(IDB):
+        lower = [*EDB, *IDB[:k]]
+        for _ in range(draw(st.integers(1, 3))):
+            lines.append(draw(_rule(head, arities, lower)))
+    return "\n".join(lines)
+
+
+def candidate_facts(reasoner: Reasoner) -> list[tuple]:
+    """Candidate explicit facts: every EDB fact over the values, and some facts of derived predicates."""
+    out = [("e", x, y) for x in VALUES for y in VALUES] + [("f", x) for x in VALUES]
+    arity = reasoner.analysis.arity
+    for p in (*IDB, "s"):
+        n = arity.get(p)
+        if n is not None:
+            out.append((p, *VALUES[:n]))
+    return out
+
+
+def updates(universe: list[tuple]):
+    facts = st.lists(st.sampled_from(universe), max_size=6)
+    return st.lists(st.tuples(facts, facts), min_size=1, max_size=6)
+
+
+TC = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n"
+NODES = ("a", "b", "c", "d", 1, 2)
+EDGES = [("edge", x, y) for x in NODES for y in NODES]
