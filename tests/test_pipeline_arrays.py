@@ -19,6 +19,7 @@ from tests.test_pipeline import (  # noqa: F401 (redis_srv: the module's fixture
     SPARK_TIMEOUT,
     check_initial,
     encode,
+    explain_mismatch,
     final_explicit,
     make_setup,
     produce,
@@ -65,4 +66,6 @@ def test_arrays_core_job_survives_sigkill_and_its_deltas_fold_to_remat(broker, r
     msgs = read_deltas(s.bootstrap, s.deltas)
     assert msgs[: len(before)] == before
     check_initial(msgs)
-    assert rebuild(msgs) == remat(final_explicit(INITIAL, first + second)), job2.tail()
+    explicit = final_explicit(INITIAL, first + second)
+    rebuilt = rebuild(msgs)
+    assert rebuilt == remat(explicit), explain_mismatch(s, rebuilt, explicit, msgs) + job.tail() + job2.tail()
