@@ -55,8 +55,6 @@ from fluxmat.engine.fd.records import ConsistencyPoint, FDStats
 from fluxmat.engine.limits import LimitExceeded
 from fluxmat.engine.maintainer import Changes, Report, Update
 
-FD_ALGORITHMS = ("fd-counting", "fd-dred")
-
 
 @dataclass
 class Net:
