@@ -283,14 +283,7 @@ class Reasoner:
 
         A state larger than the fact limit is refused too (`FactLimitExceeded`).
         """
-        fd = self._fd()
-        check_core(snap.meta, self.core, self.name)
-        if self.core == "arrays":
-            self._arrays_state().restore(fd, snap)
-        else:
-            check_fingerprint(fd, snap)
-            restore(fd, snap)
-        self.options.limits.check_facts(fd.size() if self.core == "arrays" else len(fd.born))
+        self._rebuild(snap, snap.meta, restore, "restore")
 
     def state_columns(self) -> StateColumns:
         """The state as integer columns with the store's term ids (engine.fd.columns), right after a commit.
@@ -301,13 +294,17 @@ class Reasoner:
 
     def restore_columns(self, cols: StateColumns) -> None:
         """Rebuild the engine from `state_columns` (`StateMismatch`: another program; `FactLimitExceeded`)."""
+        self._rebuild(cols, cols.meta, restore_columns, "restore_columns")
+
+    def _rebuild(self, state, stored: dict, objects_restore, arrays_restore: str) -> None:
+        """Restore a stored state of this core (`objects_restore`, or engine.compact.state's function of that name)."""
         fd = self._fd()
-        check_core(cols.meta, self.core, self.name)
+        check_core(stored, self.core, self.name)
         if self.core == "arrays":
-            self._arrays_state().restore_columns(fd, cols)
+            getattr(self._arrays_state(), arrays_restore)(fd, state)
         else:
-            check_fingerprint(fd, cols)
-            restore_columns(fd, cols)
+            check_fingerprint(fd, state)
+            objects_restore(fd, state)
         self.options.limits.check_facts(fd.size() if self.core == "arrays" else len(fd.born))
 
     def state_meta(self) -> dict[str, object]:

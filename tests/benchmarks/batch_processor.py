@@ -238,7 +238,8 @@ def restore_from(url: str, namespace: str, program: Path, algorithm: str, snapsh
     fresh = Reasoner.from_file(program, options=EngineOptions(algorithm, schedule="interleaved", core=core))
     times: dict[str, float] = {"rebuild_closures": 0.0, "prepare": 0.0}
     for name in times:
-        _timed(fresh.maintainer, name, times)
+        if hasattr(fresh.maintainer, name):  # the objects engine's phases (the arrays core has neither)
+            _timed(fresh.maintainer, name, times)
     t = time.perf_counter()
     if snapshot:
         header = snapshot_file.read_header(Path(snapshot))
