@@ -216,3 +216,14 @@ def test_state_columns_round_trip_and_keep_maintaining():
 def test_arrays_refuses_what_it_cannot_run():
     with pytest.raises(AlgorithmError, match="core=arrays does not support comparisons"):
         arrays("p(X) :- e(X, Y), X < Y.\n")
+
+
+def test_a_fact_changed_and_changed_back_within_a_run_has_several_causes():
+    """A run whose net change is empty still changed the fact twice: a later change of it is the third."""
+    r = arrays(TC)
+    r.load([("edge", "a", "a")])
+    r.poll()
+    r.feed([Fed(1, (), [("edge", "a", "a")]), Fed(2, [("edge", "a", "a")])])  # deleted and added back
+    r.feed([Fed(3, (), [("edge", "a", "a")])])
+    p = r.poll()
+    assert ("edge", "a", "a") in p.removed and set(p.removed_by) == {0}

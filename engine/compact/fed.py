@@ -198,11 +198,11 @@ class FedMaintainer(CompactMaintainer):
         net = self._net(entries)
         self.last_seq, uid = entries[-1][0], entries[-1][1]
         self.last_id = uid if uid is not None else self.last_seq
+        self.changes.unseen(net)  # also when the run changed nothing in the end
         if not net.add and not net.delete:
             return len(entries)
         flipped = self._apply(net)
         self.journal.explicit.update(net.toggles)
-        self.changes.unseen(net)
         for pred, rows in flipped.items():
             if len(rows) and pred not in self.analysis.internal:
                 self.changes.note(
