@@ -223,7 +223,9 @@ def test_a_fact_changed_and_changed_back_within_a_run_has_several_causes():
     r = arrays(TC)
     r.load([("edge", "a", "a")])
     r.poll()
-    r.feed([Fed(1, (), [("edge", "a", "a")]), Fed(2, [("edge", "a", "a")])])  # deleted and added back
+    r.feed(
+        [Fed(1, (), [("edge", "a", "a")]), Fed(2, [("edge", "a", "a")])]
+    )  # deleted and added back
     r.feed([Fed(3, (), [("edge", "a", "a")])])
     p = r.poll()
     assert ("edge", "a", "a") in p.removed and set(p.removed_by) == {0}

@@ -37,7 +37,11 @@ def test_keyed_engines_on_the_arrays_core_survive_a_host_crash(arrays_cfg):
     again = engine_host.call(arrays_cfg, 0, 1, {"k1": rows(3, "k1", {"del": [["edge", "a", "b"]], "id": "4"},
                                                     {"add": [["edge", "c", "d"]], "id": "5"})})  # fmt: skip
     assert again[0]["cache"] == "miss" and again[0]["pid"] != pid  # rebuilt from Redis
-    msgs = [m for m in read_deltas(arrays_cfg.bootstrap_servers, arrays_cfg.deltas_topic) if m["key"] == "k1"]
+    msgs = [
+        m
+        for m in read_deltas(arrays_cfg.bootstrap_servers, arrays_cfg.deltas_topic)
+        if m["key"] == "k1"
+    ]
     state: set[tuple] = set()
     for m in {(m["batch"], m["part"]): m for m in msgs}.values():
         state = (state - {tuple(f) for f in m["removed"]}) | {tuple(f) for f in m["added"]}

@@ -68,4 +68,6 @@ def test_arrays_core_job_survives_sigkill_and_its_deltas_fold_to_remat(broker, r
     check_initial(msgs)
     explicit = final_explicit(INITIAL, first + second)
     rebuilt = rebuild(msgs)
-    assert rebuilt == remat(explicit), explain_mismatch(s, rebuilt, explicit, msgs) + job.tail() + job2.tail()
+    assert rebuilt == remat(explicit), (
+        explain_mismatch(s, rebuilt, explicit, msgs) + job.tail() + job2.tail()
+    )
