@@ -192,7 +192,8 @@ class RedisStateStore:
     """The engine state in Redis hashes, one MULTI/EXEC transaction per batch.
 
     Keys (prefix `fluxmat:<namespace>:`): `meta` (fingerprint, algorithm, clock,
-    seq, through, batch, format), `E` (explicit facts), `I` (fact -> birth stamp),
+    seq, through, batch, format; `core` when not objects), `E` (explicit facts), `I` (fact -> birth
+    stamp; with core=arrays 1 + its counter, engine.compact.state),
     `log` (derivation-log key -> rule instance), `T` (term id -> JSON: the
     dictionary of the facts' texts, engine.fd.snapshot), `out` (batch -> output
     JSON, lz4-compressed when larger than `PACK_OVER` bytes).

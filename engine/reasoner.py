@@ -2,9 +2,10 @@
 
 A reasoner is a program, its analysis and one maintainer built from one
 `EngineOptions` (engine.options): an object algorithm (engine.algorithms,
-engine.fd) or, with `core="arrays"`, the arrays core (engine.compact), which
-refuses what it cannot do yet (fully dynamic algorithms and their state,
-equality, comparisons and arithmetic, `explain`) with an `AlgorithmError`. Everything outside engine/ goes through it:
+engine.fd) or, with `core="arrays"`, the arrays core (engine.compact; the
+fully dynamic algorithms and their state through engine.compact.fed and
+engine.compact.state), which refuses what it cannot do yet (equality,
+comparisons and arithmetic, `explain`) with an `AlgorithmError`. Everything outside engine/ goes through it:
 loading and updating (`load`, `update`), the fully dynamic driver (`feed`,
 `poll`, `work_counts`; engine.feed), the work per rule by its file:line
 (`rule_work`, `rules_since`, `rule_texts`), reading (`facts`, `lines`, `match`,
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from fluxmat.engine.algorithms import Maintainer, Report, create
+from fluxmat.engine.algorithms import FULLY_DYNAMIC, Maintainer, Report, create
 from fluxmat.engine.analysis import analyse
 from fluxmat.engine.errors import AlgorithmError, FluxmatError
 from fluxmat.engine.evaluate import Evaluator
@@ -34,6 +35,7 @@ from fluxmat.engine.fd.core import ConsistencyPoint, FullyDynamic
 from fluxmat.engine.fd.snapshot import (
     StateChanges,
     StateSnapshot,
+    check_core,
     check_fingerprint,
     export_changes,
     meta,
@@ -65,7 +67,11 @@ def atom_to_fact(atom: Atom) -> tuple:
 
 def _maintainer(analysis, o: EngineOptions) -> Maintainer:
     """The maintainer the options name: an object algorithm, or the arrays core (engine.compact)."""
-    if o.core == "arrays":  # imported here: numba is loaded only when the arrays core is asked for
+    if o.core == "arrays" and o.algorithm in FULLY_DYNAMIC:  # imported here: numba is loaded only then
+        from fluxmat.engine.compact.fed import create_fed
+
+        return create_fed(analysis, o.algorithm, o.modules, o.equality)
+    if o.core == "arrays":
         from fluxmat.engine.compact.maintainer import create_compact
 
         return create_compact(analysis, o.algorithm, o.modules, o.equality)
@@ -136,7 +142,7 @@ class Reasoner:
     def _apply_options(self) -> None:
         o = self.options
         self.maintainer.set_limits(o.limits)
-        if isinstance(self.maintainer, FullyDynamic):
+        if self.fully_dynamic:
             self.maintainer.configure(seed=o.seed, interleaved=o.interleaved)
 
     @property
@@ -212,10 +218,11 @@ class Reasoner:
     @property
     def fully_dynamic(self) -> bool:
         """Whether updates can overlap (`fd-dred`, `fd-counting`): `feed` and the state apply."""
-        return isinstance(self.maintainer, FullyDynamic)
+        return self.options.algorithm in FULLY_DYNAMIC
 
     def _fd(self) -> FullyDynamic:
-        if not isinstance(self.maintainer, FullyDynamic):
+        """The fully dynamic engine: the objects one, or the arrays core's (engine.compact.fed, same interface)."""
+        if not self.fully_dynamic:
             raise FluxmatError(
                 f"this needs a fully dynamic algorithm (fd-dred or fd-counting), not {self.name}"
             )
@@ -253,7 +260,7 @@ class Reasoner:
     def work_counts(self) -> dict[str, int]:
         """Cumulative counters: the fully dynamic engine's (FDStats) and rule applications."""
         m = self.maintainer
-        counts = m.stats.as_dict() if isinstance(m, FullyDynamic) else {}
+        counts = m.stats.as_dict() if self.fully_dynamic else {}
         counts["rule_applications"] = sum(m.counts.applications.values())
         return counts
 
@@ -315,7 +322,8 @@ class Reasoner:
     # ------------------------------------------------------------ the fully dynamic state
     def export_changes(self) -> StateChanges:
         """The state's changes since the last export (engine.fd.snapshot)."""
-        self._objects_only("exporting the stream's state")
+        if self.core == "arrays":
+            return self._arrays_state().export_changes(self._fd())
         return export_changes(self._fd())
 
     def restore(self, snap: StateSnapshot) -> None:
@@ -323,30 +331,42 @@ class Reasoner:
 
         A state larger than the fact limit is refused too (`FactLimitExceeded`).
         """
-        self._objects_only("restoring the stream's state")
-        fd = self._fd()
-        check_fingerprint(fd, snap)
-        restore(fd, snap)
-        self.options.limits.check_facts(len(fd.born))
+        self._rebuild(snap, snap.meta, restore, "restore")
 
     def state_columns(self) -> StateColumns:
         """The state as integer columns with the store's term ids (engine.fd.columns), right after a commit.
 
         Raises `engine.fd.columns.NotAtExport` when changes are not exported yet.
         """
-        return take(self._fd())
+        return self._arrays_state().take(self._fd()) if self.core == "arrays" else take(self._fd())
 
     def restore_columns(self, cols: StateColumns) -> None:
         """Rebuild the engine from `state_columns` (`StateMismatch`: another program; `FactLimitExceeded`)."""
+        self._rebuild(cols, cols.meta, restore_columns, "restore_columns")
+
+    def _rebuild(self, state, stored: dict, objects_restore, arrays_restore: str) -> None:
+        """Restore a stored state of this core (`objects_restore`, or engine.compact.state's function of that name)."""
         fd = self._fd()
-        check_fingerprint(fd, cols)
-        restore_columns(fd, cols)
-        self.options.limits.check_facts(len(fd.born))
+        check_core(stored, self.core, self.name)
+        if self.core == "arrays":
+            getattr(self._arrays_state(), arrays_restore)(fd, state)
+        else:
+            check_fingerprint(fd, state)
+            objects_restore(fd, state)
+        self.options.limits.check_facts(fd.size() if self.core == "arrays" else len(fd.born))
 
     def state_meta(self) -> dict[str, object]:
         """What a stored state says about itself (fingerprint, algorithm, clock)."""
-        self._objects_only("the stream's state")
+        if self.core == "arrays":
+            return self._arrays_state().meta(self._fd())
         return meta(self._fd())
+
+    @staticmethod
+    def _arrays_state():
+        """engine.compact.state, imported when the arrays core keeps the stream's state (numba)."""
+        from fluxmat.engine.compact import state
+
+        return state
 
     # ------------------------------------------------------------ reading
     def facts(self) -> set[tuple]:

@@ -111,7 +111,8 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             "--core", default=_env("CORE", "objects"), choices=list(CORES),
             help="how the engine keeps facts: objects (Python objects; every algorithm and feature) "
             "or arrays (int64 columns, loops compiled by numba; counting, dred, dredc, remat -- "
-            "each as counting plus DRed^c -- without equality, comparisons or arithmetic) "
+            "each as counting plus DRed^c -- and fd-counting, fd-dred with each run of updates "
+            "integrated set-at-a-time; without equality, comparisons or arithmetic) "
             "(env FLUXMAT_CORE; default: %(default)s)",
         )  # fmt: skip
         limit_flags.add_limit(p, "--max-facts")

@@ -198,7 +198,8 @@ def from_store(program: str | None, url: str, namespace: str = "default", ontolo
         raise FluxmatError(f"no fluxmat state in {redact(url)} under {which} (has the job run"
                            + (" with --partition-by and updates of this key?)" if key is not None else "?)"))
     algorithm = str(snap.meta.get("algorithm", "fd-counting"))
-    reasoner = _reasoner(program, EngineOptions(algorithm=algorithm), ontologies, owl_rules)
+    core = str(snap.meta.get("core") or "objects")  # the core that kept it (engine.compact.state)
+    reasoner = _reasoner(program, EngineOptions(algorithm=algorithm, core=core), ontologies, owl_rules)
     reasoner.restore(snap)
     return StateView(reasoner)
 

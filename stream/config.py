@@ -36,6 +36,7 @@ from fluxmat.connectors.redact import redact
 from fluxmat.connectors.state import FSYNC_POLICIES, RETRY_SECONDS, SOCKET_TIMEOUT
 from fluxmat.engine import FULLY_DYNAMIC, EngineOptions, FluxmatError
 from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
+from fluxmat.engine.options import CORES
 from fluxmat.stream.batch import DEFAULT_MAX_MESSAGE_BYTES
 from fluxmat.stream.keyed import DEFAULT_CACHE_FACTS, PARTITION_BY
 from fluxmat.stream.snapshots import DEFAULT_EVERY_BATCHES, DEFAULT_EVERY_SECONDS
@@ -255,6 +256,10 @@ class JobConfig:
     trigger_interval: str = setting("500ms", "micro-batch interval", check=_interval)
     budget: int = setting(1000, "units of work between two submitted updates", COUNT, at_least(0))
     algorithm: str = setting("fd-counting", "fd-counting or fd-dred", check=_fully_dynamic)
+    core: str = setting(
+        "objects", "how the engine keeps facts: objects (Python sets, every feature) or arrays (int64 columns, "
+        "~40x less memory per fact; updates of a batch integrated set-at-a-time; refuses equality, comparisons "
+        "and arithmetic)", choices=CORES)
     master: str = setting("local[2]", "Spark master URL")
     metrics_port: int | None = setting(None, "serve Prometheus metrics on this port (off when unset)", COUNT, _port)
     metrics_host: str = setting("127.0.0.1", "address the metrics server binds to")
@@ -325,8 +330,8 @@ class JobConfig:
 
     @property
     def engine(self) -> EngineOptions:
-        """The engine's options: the algorithm, the budget and the limits (0: none)."""
-        return replace(STREAM_ENGINE, algorithm=self.algorithm, budget=self.budget,
+        """The engine's options: the algorithm, the core, the budget and the limits (0: none)."""
+        return replace(STREAM_ENGINE, algorithm=self.algorithm, budget=self.budget, core=self.core,
                        limits=Limits.of(self.max_update_work, self.max_facts))  # fmt: skip
 
 

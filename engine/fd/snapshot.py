@@ -239,6 +239,16 @@ def check_fingerprint(fd: FullyDynamic, snap: StateSnapshot) -> None:
         )
 
 
+def check_core(stored: dict, core: str, algorithm: str) -> None:
+    """Raise `StateMismatch` unless the stored state (its metadata) was kept by this core."""
+    theirs = stored.get("core") or "objects"  # a state without it was kept by the objects engine
+    if theirs != core:
+        raise StateMismatch(
+            f"the stored state was kept by core={theirs} ({stored.get('algorithm')}), this job runs "
+            f"core={core} ({algorithm}); run it with --core {theirs}, or use another namespace or reset the state"
+        )
+
+
 def restore(fd: FullyDynamic, snap: StateSnapshot) -> None:
     """Rebuild the engine from a snapshot (the inverse of exporting everything).
 

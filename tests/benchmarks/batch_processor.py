@@ -1,6 +1,7 @@
 """The per-batch processor alone (issue 16): fact operations per second and where a batch's time goes.
 
     python -m tests.benchmarks.batch_processor [--batches 3] [--updates 500] [--algorithm fd-counting]
+                                               [--core objects|arrays]
                                                [--redis] [--universities N]
 
 No Spark or Kafka: `stream.batch.BatchProcessor.process` over an in-memory
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", type=int, default=3)
     ap.add_argument("--updates", type=int, default=500, help="updates (1 add + 1 delete) per batch")
     ap.add_argument("--algorithm", default="fd-counting")
+    ap.add_argument("--core", default="objects", choices=["objects", "arrays"], help="the engine's core")
     ap.add_argument("--redis", action="store_true", help="commit to a local redis-server (AOF, fsync always)")
     ap.add_argument("--universities", type=int, default=None,
                     help="LUBM-N data instead of LUBM-1 with two departments (e.g. 5)")
@@ -70,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--program", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.restore_from:
-        return restore_from(args.restore_from, args.namespace, Path(args.program), args.algorithm, args.snapshot)
+        return restore_from(args.restore_from, args.namespace, Path(args.program), args.algorithm, args.snapshot,
+                            args.core)  # fmt: skip
     if not args.redis:
         return run(args, MemoryStateStore())
     from tests.support.servers import RedisServer
@@ -85,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args, store) -> int:
     program = corpus_dir() / PROGRAM
-    reasoner = Reasoner.from_file(program, options=EngineOptions(args.algorithm, schedule="interleaved"))
+    options = EngineOptions(args.algorithm, schedule="interleaved", core=args.core)
+    reasoner = Reasoner.from_file(program, options=options)
     if args.universities:
         data, label = generate(args.universities, prefixes=reasoner.prefixes), f"generate({args.universities})"
     else:
@@ -97,7 +101,7 @@ def run(args, store) -> int:
     proc.start(maker.initial)
     print(f"# {program.name} over lubm_gen.{label}: {len(maker.initial):,} explicit facts, "
           f"{reasoner.sizes()['facts']:,} in the materialisation; initial load {time.perf_counter() - t:.2f} s; "
-          f"{args.algorithm}; {type(store).__name__}; load average {os.getloadavg()[0]:.2f}")
+          f"{args.algorithm}, core={args.core}; {type(store).__name__}; load average {os.getloadavg()[0]:.2f}")
     totals: dict[str, float] = {}
     ops = 0
     seconds = 0.0
@@ -159,7 +163,8 @@ def restart(store, program: Path, algorithm: str, reasoner: Reasoner) -> None:
 
     namespace = store.prefix.split(":")[1]
     command = [sys.executable, "-m", "tests.benchmarks.batch_processor", "--restore-from", store.url,
-               "--namespace", namespace, "--program", str(program), "--algorithm", algorithm]  # fmt: skip
+               "--namespace", namespace, "--program", str(program), "--algorithm", algorithm,
+               "--core", reasoner.core]  # fmt: skip
     child = subprocess.run(command, capture_output=True, text=True, check=True)
     got = json.loads(child.stdout.strip().splitlines()[-1])
     same = got["digest"] == _digest(reasoner.facts())
@@ -223,16 +228,18 @@ def _timed(obj, name: str, times: dict) -> None:
     setattr(obj, name, timed)
 
 
-def restore_from(url: str, namespace: str, program: Path, algorithm: str, snapshot: str | None = None) -> int:
+def restore_from(url: str, namespace: str, program: Path, algorithm: str, snapshot: str | None = None,
+                 core: str = "objects") -> int:  # fmt: skip
     """The child of `restart`: prints one JSON line (seconds to read and restore, sizes, a digest of the facts).
 
     From Redis, or with `snapshot` from that local snapshot file (checked as a restarting job checks it).
     """
     store = RedisStateStore(url, namespace)
-    fresh = Reasoner.from_file(program, options=EngineOptions(algorithm, schedule="interleaved"))
+    fresh = Reasoner.from_file(program, options=EngineOptions(algorithm, schedule="interleaved", core=core))
     times: dict[str, float] = {"rebuild_closures": 0.0, "prepare": 0.0}
     for name in times:
-        _timed(fresh.maintainer, name, times)
+        if hasattr(fresh.maintainer, name):  # the objects engine's phases (the arrays core has neither)
+            _timed(fresh.maintainer, name, times)
     t = time.perf_counter()
     if snapshot:
         header = snapshot_file.read_header(Path(snapshot))

@@ -21,7 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from fluxmat.engine import AlgorithmError, EngineOptions, Limits, Reasoner, WorkLimitExceeded
+from fluxmat.engine import (
+    AlgorithmError,
+    EngineOptions,
+    FluxmatError,
+    Limits,
+    Reasoner,
+    WorkLimitExceeded,
+)
 from fluxmat.engine.limits import FactLimitExceeded
 from fluxmat.engine.parser import parse_pattern
 from tests.support.cli import fluxmat, ok, user_error, write
@@ -129,8 +136,7 @@ def test_match_and_sizes_through_the_door():
 
 
 REFUSED = {
-    "fd-counting": ("p(X) :- q(X).", {"algorithm": "fd-counting"}, "algorithm 'fd-counting'"),
-    "fd-dred": ("p(X) :- q(X).", {"algorithm": "fd-dred"}, "algorithm 'fd-dred'"),
+    "fd-counting comparison": ("p(X) :- q(X, Y), X != Y.", {"algorithm": "fd-counting"}, "comparisons"),
     "bf": ("p(X) :- q(X).", {"algorithm": "bf"}, "algorithm 'bf'"),
     "equality": ("p(X) :- q(X).", {"equality": "rewrite"}, "equality=rewrite"),
     "comparison": ("p(X) :- q(X, Y), X != Y.", {}, "comparisons and arithmetic"),
@@ -147,11 +153,13 @@ def test_refusals_name_what_is_unsupported(name):
     assert what in str(err.value) and "use core=objects" in str(err.value)
 
 
-def test_explain_and_state_are_refused():
+def test_explain_is_refused_and_the_state_needs_a_fully_dynamic_algorithm():
     r = _arrays("p(X) :- q(X).")
     r.load([("q", 1)])
-    for call in (lambda: r.explain(("p", 1)), r.export_changes, r.state_meta):
-        with pytest.raises(AlgorithmError, match="core=arrays does not support"):
+    with pytest.raises(AlgorithmError, match="core=arrays does not support"):
+        r.explain(("p", 1))
+    for call in (r.export_changes, r.state_meta):  # fd-counting and fd-dred keep it (engine.compact.state)
+        with pytest.raises(FluxmatError, match="needs a fully dynamic algorithm"):
             call()
 
 
@@ -175,7 +183,7 @@ def test_cli_core_flag_replays_like_objects(tmp_path):
                     "cut(X) :- edge(X, Y), not path(Y, X).\nedge(a, b). edge(b, c).\n")  # fmt: skip
     updates = write(tmp_path / "u.jsonl", '{"add": [["edge", "c", "a"]], "del": [["edge", "a", "b"]]}\n'
                     '{"add": [["edge", "a", "b"]]}\n')  # fmt: skip
-    for algorithm in ("counting", "dredc"):
+    for algorithm in ("counting", "dredc", "fd-counting"):
         arrays = ok(
             fluxmat(
                 "replay",
@@ -197,12 +205,12 @@ def test_cli_core_flag_replays_like_objects(tmp_path):
 
 
 def test_cli_refusal_is_one_line(tmp_path):
-    program = write(tmp_path / "p.dl", "p(X) :- q(X).\nq(1).\n")
-    updates = write(tmp_path / "u.jsonl", '{"add": [["q", 2]]}\n')
+    program = write(tmp_path / "p.dl", "p(X) :- q(X, Y), X != Y.\nq(1, 2).\n")
+    updates = write(tmp_path / "u.jsonl", '{"add": [["q", 2, 3]]}\n')
     proc = fluxmat(
         "replay", program, "--updates", updates, "--algorithm", "fd-counting", "--core", "arrays"
     )
-    user_error(proc, "core=arrays does not support algorithm 'fd-counting'", "use core=objects")
+    user_error(proc, "core=arrays does not support comparisons", "use core=objects")
 
 
 # ---------------------------------------------------------------- numba's cache

@@ -58,7 +58,7 @@ def samples(kafka_file: str, keyed: bool = True) -> dict[str, object]:
         "updates_topic": "up", "deltas_topic": "down", "dead_letter_topic": "dead", "kafka_config": kafka_file,
         "redis": "redis://127.0.0.1:6390/2", "namespace": "ns", "redis_retry_seconds": 1.5,
         "redis_timeout": 2.0, "stall_seconds": 7.25, "redis_wait_replicas": 1, "checkpoint": "/tmp/ck",
-        "max_updates_per_batch": 50, "trigger_interval": "2 seconds", "budget": 7, "algorithm": "fd-dred",
+        "max_updates_per_batch": 50, "trigger_interval": "2 seconds", "budget": 7, "algorithm": "fd-dred", "core": "arrays",
         "master": "local[3]", "metrics_port": 9108, "metrics_host": "0.0.0.0", "dashboard_port": 8088,
         "dashboard_host": "0.0.0.0", "auth_token": "tok", "starting_offsets": '{"0": 5}',
         "max_message_bytes": 0, "max_update_work": 99, "verify_every": 0, "max_facts": 12345,
@@ -306,7 +306,7 @@ def test_fluxmat_run_reads_the_file_and_reports_a_bad_one_in_one_line(tmp_path):
     bad = toml(tmp_path, "[job]\nbudget = 3\n", "bad.toml")
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("FLUXMAT_")}
     for path, line in ((good, "fluxmat: error: cannot reach Kafka broker at 127.0.0.1:1"),
-                       (bad, f"fluxmat: error: {bad}:1: unknown key 'job' (the nearest setting: 'partition_by'; settings "
+                       (bad, f"fluxmat: error: {bad}:1: unknown key 'job' (the nearest setting: 'core'; settings "
                              "are keys at the top of the file, not in tables)")):
         out = subprocess.run([sys.executable, "-m", "fluxmat.ops.cli", "run", "--config", path],
                              capture_output=True, text=True, timeout=300, env=env)  # fmt: skip

@@ -17,10 +17,10 @@ import pytest
 
 from fluxmat.connectors.rdf import graph_of
 from fluxmat.stream import engine_host
-from fluxmat.stream.job import JobConfig
 from fluxmat.stream.key_engines import Engines
 from fluxmat.stream.keyed import KeyedDriver, key_of
-from tests.support.pipeline import PROGRAM, remat
+from tests.support.keyed_job import cfg, rows  # noqa: F401 (cfg: the fixture)
+from tests.support.pipeline import remat
 
 EX = "http://ex.org/"
 
@@ -91,26 +91,7 @@ def test_driver_outcome_sums_keys():
 # ------------------------------------------------------------------ engine hosts (real processes)
 
 
-@pytest.fixture
-def cfg(broker, redis_server, tmp_path):
-    from fluxmat.connectors.broker import ensure_topics
-
-    program = tmp_path / "path.dl"
-    program.write_text(PROGRAM, encoding="utf-8")
-    n = time.time_ns()
-    ensure_topics(broker.bootstrap, {f"hu{n}": 1, f"hd{n}": 1})
-    c = JobConfig(program=str(program), bootstrap_servers=broker.bootstrap, updates_topic=f"hu{n}",
-                  deltas_topic=f"hd{n}", checkpoint=str(tmp_path / "ckpt"), redis=redis_server.url,
-                  namespace=f"hosts{n}", partition_by="message-key")  # fmt: skip
-    yield c
-    engine_host.stop_hosts(c)
-
-
-def rows(offset: int, key: str, *updates: dict) -> list[tuple]:
-    return [(0, offset + i, key, json.dumps(u), None, True, None) for i, u in enumerate(updates)]
-
-
-def test_engine_host_keeps_engines_survives_a_crash_and_stops(cfg):
+def test_engine_host_keeps_engines_survives_a_crash_and_stops(cfg):  # noqa: F811 - the imported fixture
     from tests.support.messages import read_deltas
 
     first = engine_host.call(cfg, 0, 0, {"k1": rows(0, "k1", {"add": [["edge", "a", "b"]], "id": "1"}),
@@ -137,7 +118,7 @@ def test_engine_host_keeps_engines_survives_a_crash_and_stops(cfg):
     assert not engine_host.address(cfg, 0).exists()
 
 
-def test_engine_host_reports_errors_to_the_task(cfg, tmp_path):
+def test_engine_host_reports_errors_to_the_task(cfg, tmp_path):  # noqa: F811 - the imported fixture
     from dataclasses import replace
 
     broken = replace(cfg, program=str(tmp_path / "missing.dl"))

@@ -14,6 +14,8 @@ import pytest
 from kafka import KafkaProducer
 
 from fluxmat.connectors.broker import ensure_topics
+from fluxmat.stream import engine_host
+from fluxmat.stream.job import JobConfig
 from tests.support.messages import read_deltas
 from tests.support.pipeline import INITIAL, POOL, PROGRAM, SPARK_TIMEOUT, Proc, job_env, remat
 
@@ -187,3 +189,21 @@ def mid_stream(bootstrap: str, n: int, start) -> Proc:
         assert job.returncode is None and time.monotonic() < deadline, job.tail()
         time.sleep(0.3)
     return job
+
+
+# the engine-host tests' job: a program on disk, fresh topics, a message-key partitioning
+@pytest.fixture
+def cfg(broker, redis_server, tmp_path):
+    program = tmp_path / "path.dl"
+    program.write_text(PROGRAM, encoding="utf-8")
+    n = time.time_ns()
+    ensure_topics(broker.bootstrap, {f"hu{n}": 1, f"hd{n}": 1})
+    c = JobConfig(program=str(program), bootstrap_servers=broker.bootstrap, updates_topic=f"hu{n}",
+                  deltas_topic=f"hd{n}", checkpoint=str(tmp_path / "ckpt"), redis=redis_server.url,
+                  namespace=f"hosts{n}", partition_by="message-key")  # fmt: skip
+    yield c
+    engine_host.stop_hosts(c)
+
+
+def rows(offset: int, key: str, *updates: dict) -> list[tuple]:
+    return [(0, offset + i, key, json.dumps(u), None, True, None) for i, u in enumerate(updates)]

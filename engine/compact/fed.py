@@ -1,0 +1,357 @@
+"""Fully dynamic updates on the arrays core: updates fed one by one, integrated set-at-a-time.
+
+`FedMaintainer` is the arrays core (engine.compact.maintainer) with the
+interface engine.feed drives (`encode_update`, `submit_encoded`, `step`,
+`run`, `pending`, `poll`, `last_id`), so `fd-counting` and `fd-dred` run on
+it. It keeps no derivation log and no per-fact Python objects.
+
+A *run* is the updates submitted since the last `run`: their net explicit
+change -- in submission order, the last operation on a fact wins, relative to
+E before the run; no-ops are dropped as they come, against E as the earlier
+updates of the run left it -- is applied as ONE set update of the arrays core
+(counting, DRed^c, the closure module). So every update completes before the
+next one's work starts: one of Illich & Glimm's fair schedules (their
+Algorithm 1 with no interleaving), and after a run the state is mat(P, E_n)
+of the last update, as with the objects engine's schedules. engine.feed runs
+all the updates of a feed as one run when they overlap (the budget does no
+work here: `step` does nothing) and each update as its own run when they do
+not (`overlap=False`, the stream's quarantine re-run).
+
+`poll` returns the net change since the previous poll (added and removed
+facts) and, per fact, the update that changed it (`ConsistencyPoint.added_by`):
+* a fact that changed in several runs since the poll: 0 (several updates), as
+  the objects engine says it;
+* else the run's one update that changed E (the others were no-ops), if there
+  was one; else, for a fact of a predicate no rule derives, the one update of
+  the run that changed its explicit status; else the one update of the run
+  that changed E within the predicates the fact's predicate depends on
+  (through positive and negated atoms); else 0.
+A name is given only when that update alone changed the fact in the
+sequential application of the updates (what the objects engine promises); a
+derived fact of a run whose updates reach its predicate's dependencies more
+than once gets 0, where the objects engine may name the update whose work
+changed it.
+
+Limits (engine.limits): the fact limit as everywhere; the work limit applies
+to a run of n updates that change E as n times the limit (their work cannot be
+told apart), and a breach is charged to the run's first such update, so the
+stream re-runs the batch one update at a time where the limit applies to each
+update exactly (stream.batch). The engine is then mid-way and must be
+rebuilt (`restore`), as the objects engine must.
+
+Not here: the stored state (engine.compact.state), the driver (engine.feed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from fluxmat.engine.analysis import Analysis
+from fluxmat.engine.compact.maintainer import CompactMaintainer, unsupported
+from fluxmat.engine.errors import AlgorithmError
+from fluxmat.engine.fd.records import ConsistencyPoint, FDStats
+from fluxmat.engine.limits import LimitExceeded
+from fluxmat.engine.maintainer import Changes, Report, Update
+
+
+@dataclass
+class Net:
+    """One run's net explicit change and who changed what (see the module docstring)."""
+
+    add: dict[str, list] = field(default_factory=dict)  # pred -> fact tuples entering E
+    delete: dict[str, list] = field(default_factory=dict)  # pred -> fact tuples leaving E
+    toggles: dict[tuple, list[int]] = field(
+        default_factory=dict
+    )  # (pred, fact) -> updates that changed it
+    preds: dict[int, set[str]] = field(
+        default_factory=dict
+    )  # update -> the predicates whose E it changed
+    first: int = 0  # the first update of the run
+    by_pred: dict[str, int] = field(
+        default_factory=dict
+    )  # pred -> the first update that changed its E
+    multi: set[str] = field(default_factory=set)  # preds whose E several updates changed
+
+    def summarise(self) -> None:
+        for seq, preds in self.preds.items():
+            for p in preds:
+                if self.by_pred.setdefault(p, seq) != seq:
+                    self.multi.add(p)
+
+    def reach(self, cone: frozenset) -> int:
+        """The one update that changed E within `cone`; 0: none; -1: several."""
+        if not cone.isdisjoint(self.multi):
+            return -1
+        found = {self.by_pred[p] for p in cone if p in self.by_pred}
+        return -1 if len(found) > 1 else (found.pop() if found else 0)
+
+
+@dataclass
+class Journal:
+    """What changed since the last export (engine.compact.state): explicit keys, and the core's epoch then."""
+
+    explicit: set = field(default_factory=set)  # (pred, fact) whose E membership changed
+    epoch: int = 0  # rows stamped or flipped after this epoch changed
+    full: bool = True  # export everything (after a load)
+
+
+class _Changes:
+    """Rows that flipped since the last poll: per predicate (rows, was present, cause) arrays, in run order.
+
+    Also what may have changed unseen (a fact changed and changed back within a
+    run): the runs with several updates that changed E (`runs`) and the facts
+    several updates of one run toggled (`several`).
+    """
+
+    def __init__(self):
+        self.parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        self.runs: list[Net] = []
+        self.several: set[tuple] = set()
+
+    def unseen(self, net: Net) -> None:
+        """Remember what of a run may have changed facts twice (none when one update changed E)."""
+        if len(net.preds) > 1:
+            self.runs.append(net)
+            self.several.update(k for k, seqs in net.toggles.items() if len(seqs) > 1)
+
+    def note(self, pred: str, rows: np.ndarray, alive: np.ndarray, causes: np.ndarray) -> None:
+        self.parts.setdefault(pred, []).append((rows, alive[rows] == 0, causes))
+
+    def take(self, pred: str, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows whose presence differs from the last poll, whether present now, and their causes."""
+        rows, was, causes = (np.concatenate(a) for a in zip(*self.parts[pred], strict=True))
+        rows, first, counts = np.unique(rows, return_index=True, return_counts=True)
+        now = alive[rows] != 0
+        keep = now != was[first]
+        causes = np.where(counts > 1, 0, causes[first])
+        return rows[keep], now[keep], causes[keep]
+
+
+class FedMaintainer(CompactMaintainer):
+    """The arrays core behind engine.feed's interface (see the module docstring)."""
+
+    def __init__(self, analysis: Analysis, algorithm: str, modules: bool = True):
+        super().__init__(analysis, algorithm, modules)
+        self.seq = self.last_seq = 0
+        self.last_id: object = None
+        self.inbox: list[tuple[int, object, Changes, Changes]] = []
+        self.changes = _Changes()
+        self.journal = Journal()
+        self.stats = FDStats()
+        self.terms = None  # the stored state's term ids (engine.compact.state)
+        self.heads = {r.head.pred for r in analysis.rules}
+        self.body: dict[str, set[str]] = {}
+        for r in analysis.rules:
+            self.body.setdefault(r.head.pred, set()).update(
+                a.pred for a in (*r.positives, *r.negatives)
+            )
+        self._cones: dict[str, frozenset] = {}
+
+    def configure(self, seed: int | None = None, interleaved: bool | None = None) -> None:
+        """Accepted for the objects engine's interface: runs have no schedule to choose."""
+
+    # ------------------------------------------------------------ load
+    def materialise(self, report: Report) -> None:
+        super().materialise(report)
+        self.inbox.clear()
+        self.changes = _Changes()
+        self.journal = Journal()
+
+    def reset_core(self) -> None:
+        """An empty core and nothing pending or changed (a restore fills it: engine.compact.state)."""
+        self.arity = dict(self.analysis.arity)
+        self.core = self._new_core()
+        self.inbox.clear()
+        self.changes = _Changes()
+        self.journal = Journal(full=False)
+
+    # ------------------------------------------------------------ engine.feed's interface
+    @property
+    def pending(self) -> int:
+        """Updates submitted and not yet integrated (the next run)."""
+        return len(self.inbox)
+
+    @property
+    def quiescent(self) -> bool:
+        return not self.inbox
+
+    def submit_encoded(self, plus: Changes, minus: Changes, id: object = None) -> int:
+        """Queue an update `encode_update` validated for the next run; its sequence number."""
+        self.seq += 1
+        self.inbox.append((self.seq, id, plus, minus))
+        return self.seq
+
+    def submit(self, add=(), delete=(), id: object = None) -> int:
+        return self.submit_encoded(*self.encode_update(add, delete), id)
+
+    def step(self, budget: int = 1) -> int:
+        """No work between submissions: a run integrates its updates at once (`run`)."""
+        return 0
+
+    def run(self, max_units: int | None = None) -> int:
+        """Integrate the queued updates as one set update (module docstring); how many there were."""
+        entries, self.inbox = self.inbox, []
+        if not entries:
+            return 0
+        net = self._net(entries)
+        self.last_seq, uid = entries[-1][0], entries[-1][1]
+        self.last_id = uid if uid is not None else self.last_seq
+        self.changes.unseen(net)  # also when the run changed nothing in the end
+        if not net.add and not net.delete:
+            return len(entries)
+        flipped = self._apply(net)
+        self.journal.explicit.update(net.toggles)
+        for pred, rows in flipped.items():
+            if len(rows) and pred not in self.analysis.internal:
+                self.changes.note(
+                    pred, rows, self.core.rels[pred].alive, self._causes(net, pred, rows)
+                )
+        return len(entries)
+
+    def _net(self, entries: list) -> Net:
+        """The run's net explicit change against E, update by update (module docstring)."""
+        net, now = Net(first=entries[0][0]), self._explicit_now(entries)
+        stats = self.stats
+        for seq, _uid, plus, minus in entries:
+            stats.updates += 1
+            for changes, value in ((minus, False), (plus, True)):
+                for pred, fs in changes.items():
+                    for f in fs:
+                        key = (pred, f)
+                        if now[key] == value:
+                            if value:
+                                stats.noop_adds += 1
+                            else:
+                                stats.noop_deletes += 1
+                            continue
+                        now[key] = value
+                        net.toggles.setdefault(key, []).append(seq)
+                        net.preds.setdefault(seq, set()).add(pred)
+        net.summarise()
+        for key, seqs in net.toggles.items():
+            if len(seqs) % 2:  # changed an odd number of times: it differs from E before the run
+                (net.add if now[key] else net.delete).setdefault(key[0], []).append(key[1])
+        return net
+
+    def _explicit_now(self, entries: list) -> dict[tuple, bool]:
+        """E membership before the run of every fact the run names."""
+        keys: dict[str, set] = {}
+        for _seq, _uid, plus, minus in entries:
+            for changes in (plus, minus):
+                for pred, fs in changes.items():
+                    keys.setdefault(pred, set()).update(fs)
+        now: dict[tuple, bool] = {}
+        for pred, fs in keys.items():
+            facts = list(fs)
+            rel = self.core.rels.get(pred)
+            if rel is None:
+                now.update(((pred, f), False) for f in facts)
+                continue
+            rows = rel.lookup(np.array(facts, np.int64).reshape(len(facts), self.arity[pred]))
+            flags = np.zeros(len(facts), np.bool_)
+            found = rows >= 0
+            flags[found] = rel.expl[rows[found]] != 0
+            now.update(zip(((pred, f) for f in facts), flags.tolist(), strict=True))
+        return now
+
+    def _apply(self, net: Net) -> dict[str, np.ndarray]:
+        """One set update of the arrays core; a breached limit is charged to the run's first update."""
+        add = {p: self._rows(p, fs) for p, fs in net.add.items()}
+        delete = {p: self._rows(p, fs) for p, fs in net.delete.items()}
+        limits = self.limits
+        if limits.work is not None and len(net.preds) > 1:
+            self.limits = replace(limits, work=limits.work * len(net.preds))
+        self._work_start = self.counts.work
+        try:
+            return self.core.update(add, delete)
+        except LimitExceeded as exc:
+            exc.update = min(net.preds, default=net.first)
+            raise
+        finally:
+            self._work_start, self.limits = None, limits
+
+    def _rows(self, pred: str, facts: list) -> np.ndarray:
+        arity = self.arity[pred]
+        self.core.rel(pred, arity)
+        return np.array(facts, np.int64).reshape(len(facts), arity)
+
+    def _causes(self, net: Net, pred: str, rows: np.ndarray) -> np.ndarray:
+        """Per flipped row, the one update of the run that changed it, or 0 (module docstring)."""
+        if len(net.preds) == 1:
+            return np.full(len(rows), next(iter(net.preds)), np.int64)
+        if pred not in self.heads:  # E alone decides: the updates that toggled the fact
+            cols, toggles = self.core.rels[pred].cols, net.toggles
+            out = [toggles.get((pred, f), ()) for f in map(tuple, cols[rows].tolist())]
+            return np.array([t[0] if len(t) == 1 else 0 for t in out], np.int64)
+        return np.full(len(rows), max(net.reach(self._cone(pred)), 0), np.int64)
+
+    def _cone(self, pred: str) -> frozenset:
+        """`pred` and every predicate it depends on through rules."""
+        cone = self._cones.get(pred)
+        if cone is None:
+            seen, todo = {pred}, [pred]
+            while todo:
+                for q in self.body.get(todo.pop(), ()):
+                    if q not in seen:
+                        seen.add(q)
+                        todo.append(q)
+            cone = self._cones[pred] = frozenset(seen)
+        return cone
+
+    def poll(self) -> ConsistencyPoint | None:
+        """The net change since the previous poll (None while updates wait for their run)."""
+        if self.inbox:
+            return None
+        added, removed, added_by, removed_by = [], [], [], []
+        for pred in self.changes.parts:
+            rows, now, causes = self.changes.take(pred, self.core.rels[pred].alive)
+            cols = self.core.rels[pred].cols
+            self._unseen_causes(pred, cols, rows, causes)
+            added.extend(self._decoded(pred, cols[rows[now]]))
+            removed.extend(self._decoded(pred, cols[rows[~now]]))
+            added_by.extend(causes[now].tolist())
+            removed_by.extend(causes[~now].tolist())
+        self.changes = _Changes()
+        return ConsistencyPoint(self.last_seq, self.last_id, added, removed, added_by, removed_by)
+
+    def _unseen_causes(
+        self, pred: str, cols: np.ndarray, rows: np.ndarray, causes: np.ndarray
+    ) -> None:
+        """0 for the facts that may also have changed unseen in a run (`_Changes`): several updates."""
+        ch = self.changes
+        if pred not in self.heads:
+            if ch.several:
+                gone = [(pred, f) in ch.several for f in map(tuple, cols[rows].tolist())]
+                causes[np.array(gone, np.bool_)] = 0
+        elif ch.runs:
+            cone = self._cone(pred)
+            if any(net.reach(cone) < 0 for net in ch.runs):
+                causes[:] = 0
+
+    # ------------------------------------------------------------ the Maintainer interface
+    def maintain(self, update: Update, report: Report) -> None:
+        """Submit one update and run it (the classic interface; it polls, as the objects engine does)."""
+        self.submit_encoded(update.plus, update.minus)
+        self.run()
+        point = self.poll()
+        for facts, into in (
+            (point.added, report.added_facts),
+            (point.removed, report.removed_facts),
+        ):
+            for fact in facts:
+                pred, f = self.encode(fact)
+                into.setdefault(pred, set()).add(f)
+        report.added, report.removed = len(point.added), len(point.removed)
+
+    def log_size(self) -> int:
+        return 0
+
+
+def create_fed(analysis: Analysis, algorithm: str, modules: bool, equality: str) -> FedMaintainer:
+    """`fd-counting` or `fd-dred` on the arrays core, or `AlgorithmError` naming what it cannot do yet."""
+    missing = unsupported(analysis, "dredc", equality)
+    if missing is not None:
+        raise AlgorithmError(f"core=arrays does not support {missing} yet; use core=objects")
+    return FedMaintainer(analysis, algorithm, modules)

@@ -1,0 +1,54 @@
+"""A keyed job's engines on the arrays core, without Spark: an engine host (stream.engine_host) keeps
+one arrays engine per key, a killed host's successor rebuilds a key from its state in Redis (real
+redis-server, real broker), and the key's deltas fold to remat.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import replace
+
+import pytest
+
+from fluxmat.connectors.state import RedisStateStore
+from fluxmat.stream import engine_host
+from tests.support.keyed_job import cfg, rows  # noqa: F401 (cfg: the fixture)
+from tests.support.messages import read_deltas
+from tests.support.pipeline import remat
+
+
+@pytest.fixture
+def arrays_cfg(cfg):  # noqa: F811 -- tests.support.keyed_job's configuration (its hosts stopped after the test), on arrays
+    return replace(cfg, core="arrays")
+
+
+def test_keyed_engines_on_the_arrays_core_survive_a_host_crash(arrays_cfg):
+    first = engine_host.call(arrays_cfg, 0, 0, {"k1": rows(0, "k1", {"add": [["edge", "a", "b"]], "id": "1"},
+                                                    {"add": [["edge", "b", "c"]], "id": "2"}),
+                                          "k2": rows(2, "k2", {"add": [["edge", "x", "y"]], "id": "3"})})  # fmt: skip
+    assert [s["key"] for s in first] == ["k1", "k2"]
+    pid = first[0]["pid"]
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while engine_host.address(arrays_cfg, 0).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    again = engine_host.call(arrays_cfg, 0, 1, {"k1": rows(3, "k1", {"del": [["edge", "a", "b"]], "id": "4"},
+                                                    {"add": [["edge", "c", "d"]], "id": "5"})})  # fmt: skip
+    assert again[0]["cache"] == "miss" and again[0]["pid"] != pid  # rebuilt from Redis
+    msgs = [
+        m
+        for m in read_deltas(arrays_cfg.bootstrap_servers, arrays_cfg.deltas_topic)
+        if m["key"] == "k1"
+    ]
+    state: set[tuple] = set()
+    for m in {(m["batch"], m["part"]): m for m in msgs}.values():
+        state = (state - {tuple(f) for f in m["removed"]}) | {tuple(f) for f in m["added"]}
+    assert state == remat({("edge", "b", "c"), ("edge", "c", "d")})
+    store = RedisStateStore(arrays_cfg.redis, arrays_cfg.namespace, key="k1")
+    try:
+        assert store.meta().get("core") == "arrays"
+    finally:
+        store.close()
+    assert replace(arrays_cfg, core="objects").engine.core == "objects"
