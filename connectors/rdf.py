@@ -46,7 +46,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from fluxmat.connectors.rdf_guard import BOM, READ_ERRORS, Parse, printable
-from fluxmat.connectors.xml_guard import check_xml
+from fluxmat.connectors.xml_guard import check_xml_stream
 from fluxmat.engine.errors import ParseError
 from fluxmat.engine.syntax import XSD_INTEGER, Iri, Pos, RdfLiteral, literal
 
@@ -220,13 +220,11 @@ def read_rdf(path: str | Path, fmt: str) -> list[tuple]:
     terms = Terms(file_tag(path))
     fact = terms.fact
     try:
+        if fmt == "rdfxml":  # entity expansion and nesting bounded before the parser sees it
+            with _open(path) as stream:
+                check_xml_stream(stream, str(path))
         with _open(path) as stream:
-            source = stream
-            if fmt == "rdfxml":  # entity expansion and nesting bounded before the parser sees it
-                data = stream.read()
-                check_xml(data, str(path))
-                source = io.BytesIO(data)
-            quads = Parse(source, FORMATS[fmt].ox, str(path), base_iri=path.resolve().as_uri())
+            quads = Parse(stream, FORMATS[fmt].ox, str(path), base_iri=path.resolve().as_uri())
             return [fact(q.subject, q.predicate, q.object) for q in quads]
     except FileNotFoundError:
         raise ParseError(f"{path}: no such file") from None
