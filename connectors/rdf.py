@@ -47,7 +47,7 @@ import pyoxigraph as ox
 
 from fluxmat.connectors.rdf_guard import BOM, READ_ERRORS, Parse, printable
 from fluxmat.connectors.xml_guard import check_xml_stream
-from fluxmat.engine.errors import ParseError
+from fluxmat.engine.errors import InputMemoryError, ParseError
 from fluxmat.engine.syntax import XSD_INTEGER, Iri, Pos, RdfLiteral, literal
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -219,6 +219,7 @@ def read_rdf(path: str | Path, fmt: str) -> list[tuple]:
     path = Path(path)
     terms = Terms(file_tag(path))
     fact = terms.fact
+    quads = None
     try:
         if fmt == "rdfxml":  # entity expansion and nesting bounded before the parser sees it
             with _open(path) as stream:
@@ -226,6 +227,8 @@ def read_rdf(path: str | Path, fmt: str) -> list[tuple]:
         with _open(path) as stream:
             quads = Parse(stream, FORMATS[fmt].ox, str(path), base_iri=path.resolve().as_uri())
             return [fact(q.subject, q.predicate, q.object) for q in quads]
+    except MemoryError:
+        raise InputMemoryError(str(path), None if quads is None else quads.line()) from None
     except FileNotFoundError:
         raise ParseError(f"{path}: no such file") from None
     except (IsADirectoryError, PermissionError, *READ_ERRORS) as exc:
