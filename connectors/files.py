@@ -36,7 +36,7 @@ import orjson
 
 from fluxmat.connectors.rdf import FORMATS, format_of, rdf_update, read_rdf
 from fluxmat.engine import atom_to_fact, fact_from_json, parse_facts, parse_program, read_source
-from fluxmat.engine.errors import ParseError
+from fluxmat.engine.errors import InputMemoryError, ParseError
 from fluxmat.engine.syntax import MAX_INT_DIGITS, Pos
 
 FACTS_FORMATS = ("facts", "jsonl", *FORMATS)  # what --facts-format may name (read_facts)
@@ -183,19 +183,36 @@ def read_facts(path: str | Path, prefixes: dict[str, str], fmt: str | None = Non
     """Facts from a file in program syntax, JSON Lines or RDF (connectors.rdf).
 
     `fmt` (`facts`, `jsonl` or an RDF format name) overrides the file's extension.
+
+    Raises:
+        InputMemoryError: memory ran out while reading (names the file, and the
+            line when known).
     """
     rdf_format = format_of(path, fmt)
     if rdf_format is not None:
         return read_rdf(path, rdf_format)
-    text = _read(path)
-    if fmt == "jsonl" or (fmt is None and str(path).endswith((".jsonl", ".ndjson"))):
-        out = []
+    try:
+        text = _read(path)
+        if fmt == "jsonl" or (fmt is None and str(path).endswith((".jsonl", ".ndjson"))):
+            return _jsonl_facts(text, path, prefixes)
+        return [atom_to_fact(a) for a in parse_facts(text, str(path), prefixes)]
+    except InputMemoryError:
+        raise
+    except MemoryError:
+        raise InputMemoryError(str(path)) from None
+
+
+def _jsonl_facts(text: str, path: str | Path, prefixes: dict[str, str]) -> list[tuple]:
+    out = []
+    lineno = 0
+    try:
         for lineno, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 item = decode_json(line, path, lineno)
                 out.append(atom_to_fact(fact_from_json(item, prefixes, f"{path}:{lineno}")))
-        return out
-    return [atom_to_fact(a) for a in parse_facts(text, str(path), prefixes)]
+    except MemoryError:
+        raise InputMemoryError(str(path), lineno or None) from None
+    return out
 
 
 def parse_update(item: object, prefixes: dict[str, str], where: str) -> Update:

@@ -412,12 +412,18 @@ def dead_letter_line(reason: str, partition: int, offset: int, raw: str | None,
     return f"dead letter: partition {partition} offset {offset}: {why}; message: {shown}"
 
 
+_FETCH_WAIT_MS = 500  # how long the broker may take to gather a fetch (read_deltas; Kafka's default)
+
+
 def read_deltas(bootstrap: str, topic: str, timeout: float = 10.0, kafka: KafkaSettings = NONE) -> list[dict]:
     """Every message of `topic` from the beginning, decoded, in log order.
 
     Reads each partition (the publisher uses only partition 0) up to the high
     watermark seen at the start of the read (taken from fetch responses, since
     tansu's ListOffsets is wrong) and returns the partitions one after another.
+    A fetch may wait `_FETCH_WAIT_MS`: tansu with object storage answers a fetch
+    with nothing when its store takes longer than the fetch's wait, and a
+    shorter wait (100 ms) never got past such an offset.
 
     Raises:
         ConnectionError: the broker cannot be reached.
@@ -427,7 +433,7 @@ def read_deltas(bootstrap: str, topic: str, timeout: float = 10.0, kafka: KafkaS
 
     check_broker(bootstrap, kafka=kafka)
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             group_id=None, fetch_max_wait_ms=100, **kafka.args)
+                             group_id=None, fetch_max_wait_ms=_FETCH_WAIT_MS, **kafka.args)
     try:
         deadline = time.monotonic() + timeout
         parts = None

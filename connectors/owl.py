@@ -23,7 +23,7 @@ import pyoxigraph as ox
 from fluxmat.connectors.rdf import FORMATS, format_of, syntax_error
 from fluxmat.connectors.rdf_guard import READ_ERRORS, Parse, printable
 from fluxmat.connectors.xml_guard import check_xml
-from fluxmat.engine.errors import ParseError
+from fluxmat.engine.errors import InputMemoryError, ParseError
 from fluxmat.engine.syntax import Pos
 
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
@@ -198,8 +198,21 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def read_graph(path: str | Path, fmt: str | None = None) -> Graph:
-    """Parse an ontology file (RDF/XML, Turtle, ... by extension or `fmt`)."""
-    path = Path(path)
+    """Parse an ontology file (RDF/XML, Turtle, ... by extension or `fmt`).
+
+    Raises:
+        InputMemoryError: memory ran out while reading (names the file, and the
+            line when known).
+    """
+    try:
+        return _graph(Path(path), fmt)
+    except InputMemoryError:
+        raise
+    except MemoryError:
+        raise InputMemoryError(str(path)) from None
+
+
+def _graph(path: Path, fmt: str | None) -> Graph:
     rdf_format = format_of(path, fmt)
     if rdf_format is None:
         raise ParseError(
@@ -210,10 +223,12 @@ def read_graph(path: str | Path, fmt: str | None = None) -> Graph:
     text = data.decode("utf-8", errors="replace")
     if rdf_format == "rdfxml":  # entity expansion and nesting bounded before the parser sees it
         check_xml(data, str(path))
+    parse = Parse(io.BytesIO(data), FORMATS[rdf_format].ox, str(path), base_iri=path.resolve().as_uri())
     try:
-        parse = Parse(io.BytesIO(data), FORMATS[rdf_format].ox, str(path), base_iri=path.resolve().as_uri())
         triples = [(_term(q.subject), q.predicate.value, _term(q.object)) for q in parse]
         prefixes = parse.prefixes
+    except MemoryError:
+        raise InputMemoryError(str(path), parse.line()) from None
     except SyntaxError as exc:
         raise syntax_error(exc, data, rdf_format, str(path)) from None
     except ParseError as exc:

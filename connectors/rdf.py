@@ -46,8 +46,8 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from fluxmat.connectors.rdf_guard import BOM, READ_ERRORS, Parse, printable
-from fluxmat.connectors.xml_guard import check_xml
-from fluxmat.engine.errors import ParseError
+from fluxmat.connectors.xml_guard import check_xml_stream
+from fluxmat.engine.errors import InputMemoryError, ParseError
 from fluxmat.engine.syntax import XSD_INTEGER, Iri, Pos, RdfLiteral, literal
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -219,15 +219,16 @@ def read_rdf(path: str | Path, fmt: str) -> list[tuple]:
     path = Path(path)
     terms = Terms(file_tag(path))
     fact = terms.fact
+    quads = None
     try:
+        if fmt == "rdfxml":  # entity expansion and nesting bounded before the parser sees it
+            with _open(path) as stream:
+                check_xml_stream(stream, str(path))
         with _open(path) as stream:
-            source = stream
-            if fmt == "rdfxml":  # entity expansion and nesting bounded before the parser sees it
-                data = stream.read()
-                check_xml(data, str(path))
-                source = io.BytesIO(data)
-            quads = Parse(source, FORMATS[fmt].ox, str(path), base_iri=path.resolve().as_uri())
+            quads = Parse(stream, FORMATS[fmt].ox, str(path), base_iri=path.resolve().as_uri())
             return [fact(q.subject, q.predicate, q.object) for q in quads]
+    except MemoryError:
+        raise InputMemoryError(str(path), None if quads is None else quads.line()) from None
     except FileNotFoundError:
         raise ParseError(f"{path}: no such file") from None
     except (IsADirectoryError, PermissionError, *READ_ERRORS) as exc:

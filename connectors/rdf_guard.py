@@ -13,6 +13,12 @@ parsing is then bounded by that limit (plus the triples already read).
 RDF does not allow it, every tool accepts it), and reports a stream that fails while it
 is read (a truncated or corrupt `.gz`) as an error instead of the triples read so far.
 
+Memory: pyoxigraph's own allocations abort the process when they fail (Rust does not
+raise), so when the process has an address-space limit (RLIMIT_AS, `ulimit -v`) `Parse`
+stops with a `MemoryError` once less than `MEMORY_MARGIN` of it is left (checked every
+`CHECK_EVERY` triples): the caller names the file and line instead of the process dying
+with "memory allocation of N bytes failed".
+
 `printable` escapes control characters (NUL, a BOM, the bytes of a binary file) in the
 parser's messages, so an error line is one readable line whatever the input held.
 """
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import resource
 import zlib
 
 import pyoxigraph as ox
@@ -33,6 +40,21 @@ CHUNK = 1 << 16
 BOM = b"\xef\xbb\xbf"
 READ_ERRORS = (OSError, EOFError, zlib.error, gzip.BadGzipFile)
 _SHOWN = {0x09, 0x20}  # tab and space stay as they are
+MEMORY_MARGIN = 32 << 20  # address space kept free under RLIMIT_AS while parsing
+CHECK_EVERY = 4096  # triples between two looks at the address space
+
+
+def address_space_left() -> int | None:
+    """Bytes of address space left under RLIMIT_AS (None: no limit, or not known)."""
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            used = int(fh.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return None
+    return soft - used
 
 
 def printable(text: str) -> str:
@@ -109,15 +131,22 @@ class Parse:
         self.reader = _Source(stream, self.limit)
         self.parser = ox.parse(self.reader, fmt, base_iri=base_iri)
 
+    def line(self) -> int:
+        """The line reading has reached (1-based)."""
+        return self.reader.lines + 1
+
     @property
     def prefixes(self) -> dict[str, str]:
         return dict(self.parser.prefixes)
 
     def __iter__(self):
         reader = self.reader
+        watch = address_space_left() is not None
         try:
-            for quad in self.parser:
+            for n, quad in enumerate(self.parser, start=1):
                 reader.mark = reader.pos
+                if watch and n % CHECK_EVERY == 0 and address_space_left() < MEMORY_MARGIN:
+                    raise MemoryError(f"less than {MEMORY_MARGIN >> 20} MiB of address space left")
                 yield quad
         except SyntaxError:
             self._check()

@@ -24,6 +24,7 @@ from fluxmat.engine.errors import (
     AlgorithmError,
     AnalysisError,
     FluxmatError,
+    InputMemoryError,
     ParseError,
     UpdateError,
 )
@@ -40,7 +41,7 @@ from fluxmat.engine.wire import fact_from_json
 
 __all__ = [
     "ALGORITHMS", "FULLY_DYNAMIC", "SAME_AS", "AlgorithmError", "Analysis", "AnalysisError", "EngineOptions",
-    "FactLimitExceeded", "Fed", "FeedResult", "FluxmatError", "Iri", "LimitExceeded", "Limits",
+    "FactLimitExceeded", "Fed", "FeedResult", "FluxmatError", "InputMemoryError", "Iri", "LimitExceeded", "Limits",
     "Maintainer", "ParseError", "Program", "Reasoner", "Report", "StateChanges", "StateMismatch",
     "StateColumns", "StateSnapshot", "UpdateError", "VALUE_SPACES", "WorkLimitExceeded", "analyse", "atom_to_fact", "create",
     "fact_from_json", "parse_facts", "parse_program", "read_source",

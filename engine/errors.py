@@ -37,3 +37,15 @@ class UpdateError(FluxmatError):
 
 class AlgorithmError(FluxmatError):
     """An algorithm that does not apply to the program (e.g. counting on recursion)."""
+
+
+class InputMemoryError(MemoryError):
+    """Memory ran out while reading an input file: names the file, and the line when known.
+
+    A MemoryError (not a FluxmatError): the command line reports it as memory
+    used up, prefixed with `file:line`.
+    """
+
+    def __init__(self, source: str, line: int | None = None):
+        self.source, self.line = source, line
+        super().__init__(source if line is None else f"{source}:{line}")

@@ -20,7 +20,15 @@ from pathlib import Path
 
 from fluxmat.connectors.files import read_facts, read_updates
 from fluxmat.connectors.redact import redact
-from fluxmat.engine import ALGORITHMS, EngineOptions, Fed, FluxmatError, Reasoner, Report
+from fluxmat.engine import (
+    ALGORITHMS,
+    EngineOptions,
+    Fed,
+    FluxmatError,
+    InputMemoryError,
+    Reasoner,
+    Report,
+)
 from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, LimitExceeded, Limits
 from fluxmat.engine.options import CORES
 from fluxmat.engine.printer import FactPrinter
@@ -462,6 +470,8 @@ def _limit_hit(exc: BaseException) -> str:
     soft = resource.getrlimit(resource.RLIMIT_AS)[0]
     limit = ("the memory available to the process" if soft == resource.RLIM_INFINITY
              else f"the address-space limit of {soft // 2**20} MiB (ulimit -v)")  # fmt: skip
+    if isinstance(exc, InputMemoryError):  # named the file it was reading (and the line)
+        return f"{exc}: out of memory while reading it: {limit} was used up"
     return f"out of memory: {limit} was used up"
 
 

@@ -354,6 +354,10 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
         client.close()
         check_end(info, program, maker, reader, broker.bootstrap)
     except BaseException:
+        if sampler is not None and sampler.rows:  # a long run's samples are kept even when it fails
+            out.mkdir(parents=True, exist_ok=True)
+            write_csv(out / "soak-partial.csv", sampler.rows)
+            say(f"{len(sampler.rows)} samples so far kept in {out / 'soak-partial.csv'}")
         if job_log.exists():
             kept = Path(tempfile.gettempdir()) / f"fluxmat-soak-job-{os.getpid()}.log"
             kept.write_bytes(job_log.read_bytes())
@@ -379,7 +383,10 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
     write_csv(out / "soak.csv", rows)
     title = (f"soak: {minutes:g} min at {rate:,.0f} fact ops/s offered, LUBM-1 (2 departments), fd-counting; "
              f"load average {info['loadavg_start'][0]:.1f} -> {info['loadavg_end'][0]:.1f} on {info['cpus']} CPUs")
-    plot(out / "soak.png", rows, events, title)
+    try:
+        plot(out / "soak.png", rows, events, title)
+    except ImportError as exc:  # no matplotlib: the CSV and the verdicts are still reported
+        info["plot"] = f"not drawn: {exc}"
     return info
 
 

@@ -5,9 +5,10 @@ here by a local S3 endpoint, moto's server), so what was published survives
 the broker process, as with any durable Kafka. The keyed job (a Redis Cluster
 of three nodes) reads updates and publishes deltas across the restart; per key
 the folded deltas must equal `remat`, batch ids only grow and a re-sent delta
-is identical (tests.stream.test_pipeline_keyed.check). If the job gives up while the
-broker is away it is started again, as an operator or an orchestrator would:
-nothing may be lost or applied twice either way.
+is identical (tests.support.keyed_job.check). If the job gives up while the
+broker is away, or fails after it (tansu refused a producer id right after its
+restart), it is started again, as an operator or an orchestrator would: nothing
+may be lost or applied twice either way.
 """
 
 from __future__ import annotations
@@ -57,9 +58,6 @@ def test_the_broker_keeps_its_topics_across_a_restart(s3_env, tmp_path):
         assert read_deltas(broker.bootstrap, "kept", timeout=30) == [{"n": i} for i in range(4)]
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "seen on a loaded machine: after tansu (S3 storage) restarted, reading the deltas topic stalled below the "
-    "high watermark on two partitions (offset 24 of 36, 25 of 37) for 30 s; not yet understood"))  # fmt: skip
 def test_keyed_job_rides_through_a_broker_restart(s3_env, tmp_path):
     n = 6
     broker = EmbeddedBroker(log_path=tmp_path / "tansu.log", storage="s3://tansu/", env=s3_env).start()
@@ -76,7 +74,8 @@ def test_keyed_job_rides_through_a_broker_restart(s3_env, tmp_path):
         last = {k: u[-1]["id"] for k, u in plan.items()}
         if job.returncode is not None:  # it gave up while the broker was away: start it again
             jobs.append(Proc(cmd, tmp_path, "after-restart", job_env()))
-        msgs = wait_done(broker.bootstrap, f"kdeltas{n}", jobs[-1], last)
+        again = lambda name: Proc(cmd, tmp_path, name, job_env())  # noqa: E731
+        msgs = until_done(broker.bootstrap, f"kdeltas{n}", jobs, last, again)
         assert jobs[-1].terminate() == 0, jobs[-1].tail()
     finally:
         for job in jobs:
@@ -84,4 +83,19 @@ def test_keyed_job_rides_through_a_broker_restart(s3_env, tmp_path):
         cluster.stop()
         broker.stop()
     check(msgs, plan)
-    print(f"the job {'was started again' if jobs[-1].name == 'after-restart' else 'rode through'}")
+    print(f"the job {'rode through' if len(jobs) == 1 else f'was started {len(jobs) - 1} more time(s)'}")
+
+
+def until_done(bootstrap: str, topic: str, jobs: list[Proc], last: dict[str, str], start, restarts: int = 3):
+    """`wait_done`, starting the job again when it exits (as an orchestrator would), at most `restarts` times.
+
+    After the restart tansu may refuse the job's first producer id (InitProducerId: UnknownError); the
+    job then stops with "restarting the job retries it", and it is restarted like any failed job.
+    """
+    for attempt in range(restarts + 1):
+        try:
+            return wait_done(bootstrap, topic, jobs[-1], last)
+        except pytest.fail.Exception:
+            if jobs[-1].returncode is None or attempt == restarts:
+                raise
+            jobs.append(start(f"restart{attempt}"))
