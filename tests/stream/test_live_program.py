@@ -1,0 +1,137 @@
+"""Program messages applied by the streaming job's batch processor on the arrays core (stream.live_program).
+
+A program change is applied at its place in the batch (the updates before it
+integrated first); the batch's delta is the net change; the program in force
+is committed with the state, so a restart rebuilds with it, and a batch re-run
+after a crash before its commit applies the change once. A change that fails
+validation is a dead letter and changes nothing. With a MemoryStateStore and a
+real redis-server.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fluxmat.connectors.state import MemoryStateStore, RedisStateStore
+from fluxmat.engine import EngineOptions, Reasoner, StateMismatch
+from fluxmat.stream.batch import BatchProcessor
+from tests.support.shared import DeadLetters
+
+PROGRAM = "path(X, Y) :- edge(X, Y).\n"
+CLOSURE = "path(X, Z) :- path(X, Y), edge(Y, Z)."
+INITIAL = [("edge", "a", "b")]
+BATCH = [{"add": [["edge", "b", "c"]]}, {"program": {"add": CLOSURE}, "id": "v2"},
+         {"add": [["edge", "c", "d"]]}, {"del": [["edge", "a", "b"]]}]  # fmt: skip
+
+
+def _rows(items, first: int = 0) -> list[tuple]:
+    values = [json.dumps(item) for item in items]
+    return [(0, first + i, None, v, None, True, len(v)) for i, v in enumerate(values)]
+
+
+def _reasoner(text: str = PROGRAM) -> Reasoner:
+    return Reasoner.from_text(text, options=EngineOptions("fd-counting", core="arrays"))
+
+
+def _processor(store, publisher=None) -> BatchProcessor:
+    p = BatchProcessor(_reasoner(), store, publisher or DeadLetters())
+    p.start(INITIAL)
+    return p
+
+
+def _scratch(text: str, explicit) -> set[tuple]:
+    r = Reasoner.from_text(text)
+    r.load(explicit)
+    return r.facts()
+
+
+def _fold(facts: set, output: dict) -> set:
+    added = {tuple(f) for f in output["added"]}
+    removed = {tuple(f) for f in output["removed"]}
+    assert not added & removed
+    return (facts - removed) | added
+
+
+def _change_restart_replay(open_store) -> None:
+    p = _processor(open_store())
+    seen = {tuple(f) for f in p.initial.output["added"]}
+    seen = _fold(seen, p.process(0, _rows(BATCH)).output)
+    explicit = {("edge", "b", "c"), ("edge", "c", "d")}
+    assert seen == _scratch(PROGRAM + CLOSURE, explicit) == p.facts()
+    assert ("path", "b", "d") in seen and p.reasoner.program_version == 2
+    restarted = _processor(open_store())  # configured with PROGRAM: the stored program wins
+    assert restarted.reasoner.program_version == 2
+    assert restarted.reasoner.program_text() == p.reasoner.program_text()
+    assert restarted.reasoner.program_history == p.reasoner.program_history
+    later = _rows([{"add": [["edge", "d", "e"]]}], 4)
+    out = restarted.process(1, later).output
+    seen = _fold(seen, out)
+    assert seen == _scratch(PROGRAM + CLOSURE, explicit | {("edge", "d", "e")})
+    again = _processor(open_store())
+    replay = again.process(1, later)
+    assert replay.replayed and replay.output is None
+    assert again.store.output(1) == out and again.reasoner.program_version == 2
+
+
+def test_a_program_change_mid_batch_is_applied_in_order_kept_on_restart_and_replayed_once():
+    store = MemoryStateStore()
+    _change_restart_replay(lambda: store)
+
+
+def test_the_program_in_force_survives_a_restart_from_redis(redis_server):
+    namespace = "live-program"
+    _change_restart_replay(lambda: RedisStateStore(redis_server.url, namespace))
+
+
+class _CrashingStore(MemoryStateStore):
+    """Fails the commit of one batch once, as a crash before the commit would."""
+
+    def __init__(self, batch: int):
+        super().__init__()
+        self.crash = batch
+
+    def commit(self, batch, changes, output):
+        if batch == self.crash:
+            self.crash = None
+            raise RuntimeError("crash before the commit")
+        return super().commit(batch, changes, output)
+
+
+def test_a_batch_rerun_after_a_crash_before_its_commit_applies_the_change_once():
+    store = _CrashingStore(0)
+    with pytest.raises(RuntimeError):
+        _processor(store).process(0, _rows(BATCH))
+    p = _processor(store)  # restarted: the state as of batch -1
+    assert p.reasoner.program_version == 1
+    seen = _fold({tuple(f) for f in store.output(-1)["added"]}, p.process(0, _rows(BATCH)).output)
+    assert seen == _scratch(PROGRAM + CLOSURE, {("edge", "b", "c"), ("edge", "c", "d")})
+    assert p.reasoner.program_version == 2 and store.state_meta()["program_version"] == 2
+
+
+def test_a_program_change_that_fails_validation_is_a_dead_letter_and_changes_nothing():
+    store, publisher = MemoryStateStore(), DeadLetters()
+    p = _processor(store, publisher)
+    before = store.state_meta()["program"]
+    items = [{"add": [["q", "a", "b"]]}, {"program": {"add": "q(X) :- edge(X, Y)."}},
+             {"program": {"add": "path(X, Y) :- edge(X, Y"}}, {"add": [["edge", "b", "c"]]}]  # fmt: skip
+    out = p.process(0, _rows(items)).output
+    assert [offset for _, offset in publisher.dead] == [1, 2]
+    assert "arity" in publisher.dead[0][0] and "<input>" not in publisher.dead[0][0]
+    explicit = {("edge", "a", "b"), ("edge", "b", "c"), ("q", "a", "b")}
+    assert _fold({tuple(f) for f in p.initial.output["added"]}, out) == _scratch(PROGRAM, explicit)
+    assert p.reasoner.program_version == 1 and store.state_meta()["program"] == before
+    assert store.state_meta()["program_version"] == 1
+
+
+def test_a_changed_state_is_refused_by_a_job_of_another_program_and_taken_by_one_of_the_new_program():
+    store = MemoryStateStore()
+    changed = _processor(store)
+    changed.process(0, _rows(BATCH))
+    other = BatchProcessor(_reasoner("path(X, Y) :- edge(Y, X).\n"), store, DeadLetters())
+    with pytest.raises(StateMismatch, match="another program"):
+        other.start(INITIAL)
+    redeployed = BatchProcessor(_reasoner(changed.reasoner.program_text()), store, DeadLetters())
+    redeployed.start(INITIAL)
+    assert redeployed.facts() == changed.facts()
