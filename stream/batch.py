@@ -520,7 +520,7 @@ class BatchProcessor:
         except LimitExceeded as exc:  # quarantined as an update is (the engine is left mid-way)
             raise _Breach(i, str(exc)) from None
         except FluxmatError as exc:
-            letter(i, str(exc))
+            letter(i, f"{update.where}: {exc}; nothing was changed")
 
     def _own(self, delete: tuple, outcome: BatchOutcome) -> tuple:
         """An update's deletions without those of shared facts (a key cannot delete what F holds)."""

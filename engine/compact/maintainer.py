@@ -73,6 +73,14 @@ class CompactMaintainer(Maintainer):
         self.small = SmallPath()
         self.core = self._new_core()
 
+    @property
+    def core_algorithm(self) -> str:
+        """The algorithm the core runs (what `unsupported` is asked about)."""
+        return self.name
+
+    def rules_changed(self) -> None:
+        """Told after a program change replaced `analysis` (engine.compact.program), before its update."""
+
     def _new_core(self) -> ArraysCore:
         comps, plans, masks = compile_program(self.analysis, self.dictionary.intern, self.closures)
         core = ArraysCore(comps, plans, masks, self.arity, self._work, self.check_limits)
