@@ -255,7 +255,8 @@ class BatchProcessor:
         self._fed: dict[int, object] = {}  # the last feed's engine seq -> row index (BatchOutcome.causes)
         self.initial: BatchOutcome | None = None  # start()'s initial materialisation (batch -1), when published
         self.committed: int | None = None  # the committed batch the engine holds (after start and each commit)
-        self.origin = live_program.origin(reasoner.program)  # the configured program (stream.live_program)
+        # the configured program's digest and metadata (stream.live_program)
+        self.origin = live_program.origin(reasoner.program)
         self._configured = live_program.program_meta(reasoner, self.origin)
 
     # ------------------------------------------------------------ start

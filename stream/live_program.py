@@ -54,4 +54,5 @@ def rebuilt(reasoner: Reasoner, meta: dict) -> Reasoner:
 def apply(reasoner: Reasoner, update: Update) -> Report:
     """Apply a program message (FluxmatError when it fails validation: nothing changed)."""
     change = update.program
-    return reasoner.change_program(change.add, change.delete, change.whole, update.where or "<program>")
+    where = update.where or "<program>"
+    return reasoner.change_program(change.add, change.delete, change.whole, where)

@@ -141,7 +141,7 @@ class FedMaintainer(CompactMaintainer):
         self.journal = Journal()
         self.stats = FDStats()
         self.terms = None  # the stored state's term ids (engine.compact.state)
-        self._flipped: dict[str, np.ndarray] = {}  # the last run's flipped rows (a program change's report)
+        self._flipped: dict[str, np.ndarray] = {}  # the last run's flipped rows
         self.rules_changed()
 
     @property
@@ -208,7 +208,7 @@ class FedMaintainer(CompactMaintainer):
         self.last_seq, uid = entries[-1][0], entries[-1][1]
         self.last_id = uid if uid is not None else self.last_seq
         self.changes.unseen(net)  # also when the run changed nothing in the end
-        if not net.add and not net.delete and self.core.change is None:  # (a program change always runs)
+        if not net.add and not net.delete and self.core.change is None:  # a program change runs
             return len(entries)
         flipped = self._flipped = self._apply(net)
         self.journal.explicit.update(net.toggles)

@@ -118,8 +118,10 @@ def test_a_program_change_that_fails_validation_is_a_dead_letter_and_changes_not
              {"program": {"add": "path(X, Y) :- edge(X, Y"}}, {"add": [["edge", "b", "c"]]}]  # fmt: skip
     out = p.process(0, _rows(items)).output
     assert [offset for _, offset in publisher.dead] == [1, 2]
-    assert publisher.dead[0][0] == ("partition 0 offset 1: <add>:1:1: predicate q has 1 arguments here but 2 in "
-                                    "the materialisation; nothing was changed")
+    assert publisher.dead[0][0] == (
+        "partition 0 offset 1: <add>:1:1: predicate q has 1 arguments here but 2 in "
+        "the materialisation; nothing was changed"
+    )
     explicit = {("edge", "a", "b"), ("edge", "b", "c"), ("q", "a", "b")}
     assert _fold({tuple(f) for f in p.initial.output["added"]}, out) == _scratch(PROGRAM, explicit)
     assert p.reasoner.program_version == 1 and store.state_meta()["program"] == before
