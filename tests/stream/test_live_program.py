@@ -16,6 +16,7 @@ import pytest
 
 from fluxmat.connectors.state import MemoryStateStore, RedisStateStore
 from fluxmat.engine import EngineOptions, Reasoner, StateMismatch
+from fluxmat.engine.limits import Limits
 from fluxmat.stream.batch import BatchProcessor
 from tests.support.shared import DeadLetters
 
@@ -138,3 +139,18 @@ def test_a_changed_state_is_refused_by_a_job_of_another_program_and_taken_by_one
     redeployed = BatchProcessor(_reasoner(changed.reasoner.program_text()), store, DeadLetters())
     redeployed.start(INITIAL)
     assert redeployed.facts() == changed.facts()
+
+
+def test_a_batch_rerun_for_a_quarantined_update_starts_again_from_the_committed_program():
+    store, publisher = MemoryStateStore(), DeadLetters()
+    p = BatchProcessor(_reasoner(), store, publisher, limits=Limits(work=50))
+    p.start(INITIAL)
+    nodes = [["node", f"n{i}"] for i in range(100)]
+    items = [{"program": {"add": "seen(X) :- node(X)."}}, {"add": nodes}, {"add": [["node", "m"]]}]
+    out = p.process(0, _rows(items)).output
+    assert [offset for _, offset in publisher.dead] == [1]
+    assert publisher.dead[0][0].startswith("work limit exceeded")
+    explicit = {("edge", "a", "b"), ("node", "m")}
+    expected = _scratch(PROGRAM + "seen(X) :- node(X).", explicit)
+    assert _fold({tuple(f) for f in p.initial.output["added"]}, out) == expected == p.facts()
+    assert p.reasoner.program_version == 2 and store.state_meta()["program_version"] == 2
