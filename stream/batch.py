@@ -335,13 +335,17 @@ class BatchProcessor:
     def _changes(self):
         """The state's changes to commit, with the program in force in their metadata."""
         changes = self.reasoner.export_changes()
-        changes.meta.update(live_program.program_meta(self.reasoner, self.origin))
+        if live_program.changeable(self.reasoner):
+            changes.meta.update(live_program.program_meta(self.reasoner, self.origin))
         return changes
 
     def _rollback(self) -> None:
         """Back to the last committed state (or, before the first commit, to the initial facts)."""
         snap = self.store.load()
-        self._adopt(snap.meta if snap is not None else self._configured)
+        meta = snap.meta if snap is not None else self._configured
+        if live_program.changeable(self.reasoner) and meta.get("program") is not None:
+            # the batch's program changes are undone too (one that ran out of a limit left the engine half-changed)
+            self.reasoner = live_program.rebuilt(self.reasoner, meta)
         if snap is None and self.fresh is not None:
             self.reasoner.load(self.fresh)
         else:

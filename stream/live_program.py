@@ -32,6 +32,11 @@ def origin(program) -> str:
     return hashlib.sha256(str(program).encode("utf-8")).hexdigest()[:16]
 
 
+def changeable(reasoner: Reasoner) -> bool:
+    """Whether the job can change this reasoner's program (the arrays core, not over triples)."""
+    return reasoner.core == "arrays" and not reasoner.triples
+
+
 def program_meta(reasoner: Reasoner, start: str) -> dict[str, object]:
     """The state metadata that names the program in force (module docstring)."""
     return {"program": reasoner.program_text(), "program_version": reasoner.program_version,

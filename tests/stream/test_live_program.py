@@ -154,3 +154,15 @@ def test_a_batch_rerun_for_a_quarantined_update_starts_again_from_the_committed_
     expected = _scratch(PROGRAM + "seen(X) :- node(X).", explicit)
     assert _fold({tuple(f) for f in p.initial.output["added"]}, out) == expected == p.facts()
     assert p.reasoner.program_version == 2 and store.state_meta()["program_version"] == 2
+
+
+def test_a_program_change_that_runs_out_of_the_work_limit_is_quarantined():
+    store, publisher = MemoryStateStore(), DeadLetters()
+    p = BatchProcessor(_reasoner(), store, publisher, limits=Limits(work=20))
+    p.start([("node", f"n{i}") for i in range(50)])
+    items = [{"add": [["edge", "b", "c"]]}, {"program": {"add": "seen(X) :- node(X)."}}]
+    p.process(0, _rows(items))
+    assert [offset for _, offset in publisher.dead] == [1]
+    assert publisher.dead[0][0].startswith("work limit exceeded")
+    assert p.reasoner.program_version == 1 and ("edge", "b", "c") in p.facts()
+    assert not any(f[0] == "seen" for f in p.facts())
