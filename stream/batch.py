@@ -46,6 +46,13 @@ same as `remat` over those updates, as if the quarantined ones had never
 arrived. A breach costs rebuilding from the store and losing the batch's
 overlap; batches without one run as before.
 
+Program messages (`{"program": ...}`, the arrays core only; stream.live_program):
+applied at their place in the batch, after the updates before them are
+integrated; the batch's delta includes what they changed. One that fails
+validation is a dead letter; one that runs out of a limit is quarantined. The
+program in force is committed in the state's metadata, and a restart (or a
+re-run) rebuilds the engine with the committed program before the facts.
+
 The first output (batch -1) is the initial materialisation of `--facts`.
 """
 
