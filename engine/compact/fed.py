@@ -367,13 +367,7 @@ class FedMaintainer(CompactMaintainer):
         self._flipped = {}
         self.submit_encoded(update.plus, update.minus)
         self.run()
-        for p, rows in self._flipped.items():
-            if p in self.analysis.internal or not len(rows):
-                continue
-            rel = self.core.rels[p]
-            alive = rel.alive[rows] != 0
-            report.note(p, set(map(tuple, rel.cols[rows[alive]].tolist())),
-                        set(map(tuple, rel.cols[rows[~alive]].tolist())))  # fmt: skip
+        self.report_flips(self._flipped, report)
 
     def log_size(self) -> int:
         return 0

@@ -119,6 +119,10 @@ class CompactMaintainer(Maintainer):
         report.noop_adds = self._explicit_count(add)
         report.noop_deletes = sum(len(a) for a in delete.values()) - self._explicit_count(delete)
         flipped = self.small.update(add, delete)  # small: one compiled call; else set-at-a-time
+        self.report_flips(flipped, report)
+
+    def report_flips(self, flipped: dict[str, np.ndarray], report: Report) -> None:
+        """Note the rows an update flipped (per relation) in its report: present now added, else removed."""
         for p, rows in flipped.items():
             if p in self.analysis.internal or not len(rows):
                 continue

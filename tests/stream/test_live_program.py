@@ -19,6 +19,7 @@ from fluxmat.engine import EngineOptions, Reasoner, StateMismatch
 from fluxmat.engine.limits import Limits
 from fluxmat.stream.batch import BatchProcessor
 from tests.support.shared import DeadLetters
+from tests.support.state import FlakyStore
 
 PROGRAM = "path(X, Y) :- edge(X, Y).\n"
 CLOSURE = "path(X, Z) :- path(X, Y), edge(Y, Z)."
@@ -86,23 +87,9 @@ def test_the_program_in_force_survives_a_restart_from_redis(redis_server):
     _change_restart_replay(lambda: RedisStateStore(redis_server.url, namespace))
 
 
-class _CrashingStore(MemoryStateStore):
-    """Fails the commit of one batch once, as a crash before the commit would."""
-
-    def __init__(self, batch: int):
-        super().__init__()
-        self.crash = batch
-
-    def commit(self, batch, changes, output):
-        if batch == self.crash:
-            self.crash = None
-            raise RuntimeError("crash before the commit")
-        return super().commit(batch, changes, output)
-
-
 def test_a_batch_rerun_after_a_crash_before_its_commit_applies_the_change_once():
-    store = _CrashingStore(0)
-    with pytest.raises(RuntimeError):
+    store = FlakyStore(fail_at=0)
+    with pytest.raises(ConnectionError):
         _processor(store).process(0, _rows(BATCH))
     p = _processor(store)  # restarted: the state as of batch -1
     assert p.reasoner.program_version == 1
