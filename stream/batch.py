@@ -46,6 +46,13 @@ same as `remat` over those updates, as if the quarantined ones had never
 arrived. A breach costs rebuilding from the store and losing the batch's
 overlap; batches without one run as before.
 
+Program messages (`{"program": ...}`, the arrays core only; stream.live_program):
+applied at their place in the batch, after the updates before them are
+integrated; the batch's delta includes what they changed. One that fails
+validation is a dead letter; one that runs out of a limit is quarantined. The
+program in force is committed in the state's metadata, and a restart (or a
+re-run) rebuilds the engine with the committed program before the facts.
+
 The first output (batch -1) is the initial materialisation of `--facts`.
 """
 
@@ -63,6 +70,7 @@ from fluxmat.connectors.message import Message
 from fluxmat.connectors.state import INITIAL
 from fluxmat.engine import Fed, FluxmatError, Reasoner, StateMismatch
 from fluxmat.engine.limits import LimitExceeded, Limits
+from fluxmat.stream import live_program
 
 INITIAL_BATCH = INITIAL  # the initial materialisation's batch id
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB
@@ -254,6 +262,9 @@ class BatchProcessor:
         self._fed: dict[int, object] = {}  # the last feed's engine seq -> row index (BatchOutcome.causes)
         self.initial: BatchOutcome | None = None  # start()'s initial materialisation (batch -1), when published
         self.committed: int | None = None  # the committed batch the engine holds (after start and each commit)
+        # the configured program's digest and metadata (stream.live_program)
+        self.origin = live_program.origin(reasoner.program)
+        self._configured = live_program.program_meta(reasoner, self.origin)
 
     # ------------------------------------------------------------ start
     def start(self, initial_facts: list[tuple], say: Callable[[str], None] | None = None,
@@ -272,6 +283,7 @@ class BatchProcessor:
                 state, is larger than the fact limit.
         """
         started = time.perf_counter()
+        self._adopt(self.store.state_meta())
         stored = None if snapshots is None else snapshots.restore(self.store, self.reasoner)
         if stored is not None:
             self.base, self.committed = int(stored.get("base", 0) or 0), int(stored["batch"])
@@ -293,7 +305,7 @@ class BatchProcessor:
         self.reasoner.load(initial_facts)
         added = [self.codec.encode(f) for f in self.reasoner.facts()]
         output = {"through": None, "added": added, "removed": [], "dead": []}
-        self.store.commit(INITIAL_BATCH, self.reasoner.export_changes(), output)
+        self.store.commit(INITIAL_BATCH, self._changes(), output)
         self.committed = INITIAL_BATCH
         self.initial = BatchOutcome(INITIAL_BATCH, added=len(added), output=output)
         self.initial.published = self._publish(INITIAL_BATCH, output)
@@ -309,6 +321,7 @@ class BatchProcessor:
         """
         snap = self.store.load()
         if snap is not None:
+            self._adopt(snap.meta)
             self.reasoner.restore(snap)
             self.base = int(snap.meta.get("base", 0) or 0)
             self.fresh = None
@@ -317,9 +330,29 @@ class BatchProcessor:
         self.fresh = list(initial_facts)
         return False
 
+    def _adopt(self, meta: dict) -> None:
+        """Rebuild the reasoner for the stored program when it descends from the configured one (stream.live_program).
+
+        Before the facts are restored: a state is restored by the reasoner of its program.
+        """
+        if meta.get("program_origin") == self.origin and meta.get("program") is not None:
+            if int(meta.get("program_version") or 1) != self.reasoner.program_version:
+                self.reasoner = live_program.rebuilt(self.reasoner, meta)
+
+    def _changes(self):
+        """The state's changes to commit, with the program in force in their metadata."""
+        changes = self.reasoner.export_changes()
+        if live_program.changeable(self.reasoner):
+            changes.meta.update(live_program.program_meta(self.reasoner, self.origin))
+        return changes
+
     def _rollback(self) -> None:
         """Back to the last committed state (or, before the first commit, to the initial facts)."""
         snap = self.store.load()
+        meta = snap.meta if snap is not None else self._configured
+        if live_program.changeable(self.reasoner) and meta.get("program") is not None:
+            # the batch's program changes are undone too (one that ran out of a limit left the engine half-changed)
+            self.reasoner = live_program.rebuilt(self.reasoner, meta)
         if snap is None and self.fresh is not None:
             self.reasoner.load(self.fresh)
         else:
@@ -362,6 +395,7 @@ class BatchProcessor:
                 phase("restore")
                 self._rollback()
                 phase("engine")
+        reasoner = self.reasoner  # a rollback may have rebuilt it (another program)
         point = reasoner.poll()
         clock.lap("engine")
         if self.fresh is None:
@@ -378,7 +412,7 @@ class BatchProcessor:
         if runs:
             output["causes"] = runs  # stored with the output: a replay re-publishes them
         phase("export")
-        changes = reasoner.export_changes()
+        changes = self._changes()
         clock.lap("export")
         _crash_point("before-commit", batch)
         phase("commit")
@@ -418,10 +452,8 @@ class BatchProcessor:
             return str(exc)
         except Exception as exc:  # whatever one message does, it stops only itself
             return f"cannot decode the message: {type(exc).__name__}: {exc}"
-        if update.program is not None:  # applied by replay (ops.cli) and the door; not by the job yet
-            need = ("need the arrays core (--core arrays)" if self.reasoner.core != "arrays"
-                    else "are not applied by the streaming job yet")  # fmt: skip
-            return f"{where}: program changes {need}; nothing was changed"
+        if update.program is not None and self.reasoner.core != "arrays":
+            return f"{where}: program changes need the arrays core (--core arrays); nothing was changed"
         return update
 
     def _apply(self, outcome: BatchOutcome, rows: list[Message], decoded: list,
@@ -441,8 +473,9 @@ class BatchProcessor:
             m = rows[i]
             dead.append(DeadLetter.of(reason, m.partition, m.offset, m.value, m.size).stored())
 
-        def updates():
-            for i, (row, upd) in enumerate(zip(rows, decoded, strict=True)):
+        def updates(lo: int, hi: int):
+            for i in range(lo, hi):
+                row, upd = rows[i], decoded[i]
                 reason = quarantined.get(i, upd if isinstance(upd, str) else None)
                 if reason is not None:
                     letter(i, reason)
@@ -464,17 +497,42 @@ class BatchProcessor:
             if self.progress is not None:
                 self.progress(self.reasoner.pending)
 
+        self._fed = {}
+        lo = 0
+        for cut in [*self._program_rows(decoded, quarantined), len(rows)]:
+            self._feed(outcome, updates(lo, cut), rejected, after_each, alone)
+            if cut < len(rows):  # a program message: the updates before it are integrated
+                self._change_program(cut, decoded[cut], letter)
+            lo = cut + 1
+        if self.progress is not None:
+            self.progress(0)
+        return dead
+
+    @staticmethod
+    def _program_rows(decoded: list, quarantined: dict[int, str]) -> list[int]:
+        """The rows holding program changes (applied between the updates before and after them)."""
+        return [i for i, u in enumerate(decoded)
+                if isinstance(u, Update) and u.program is not None and i not in quarantined]  # fmt: skip
+
+    def _feed(self, outcome: BatchOutcome, updates, rejected, after_each, alone: bool) -> None:
+        """Submit updates to the engine and work until quiescent (`_Breach`: one ran out of a limit)."""
         try:
-            fed = self.reasoner.feed(updates(), rejected, after_each, overlap=not alone)
+            fed = self.reasoner.feed(updates, rejected, after_each, overlap=not alone)
         except LimitExceeded as exc:
             if exc.key is None:
                 raise
             raise _Breach(exc.key, str(exc)) from None
         outcome.peak_pending = max(outcome.peak_pending, fed.peak_pending)
-        self._fed = fed.keys
-        if self.progress is not None:
-            self.progress(0)
-        return dead
+        self._fed.update(fed.keys)
+
+    def _change_program(self, i: int, update: Update, letter) -> None:
+        """Apply row `i`'s program change to the quiescent engine; one that fails validation is a dead letter."""
+        try:
+            live_program.apply(self.reasoner, update)
+        except LimitExceeded as exc:  # quarantined as an update is (the engine is left mid-way)
+            raise _Breach(i, str(exc)) from None
+        except FluxmatError as exc:
+            letter(i, f"{update.where}: {exc}; nothing was changed")
 
     def _own(self, delete: tuple, outcome: BatchOutcome) -> tuple:
         """An update's deletions without those of shared facts (a key cannot delete what F holds)."""

@@ -141,9 +141,18 @@ class FedMaintainer(CompactMaintainer):
         self.journal = Journal()
         self.stats = FDStats()
         self.terms = None  # the stored state's term ids (engine.compact.state)
-        self.heads = {r.head.pred for r in analysis.rules}
+        self._flipped: dict[str, np.ndarray] = {}  # the last run's flipped rows
+        self.rules_changed()
+
+    @property
+    def core_algorithm(self) -> str:
+        return "dredc"  # what create_fed asks `unsupported` about
+
+    def rules_changed(self) -> None:
+        """The rules' heads and body predicates (the causes' cones), from `analysis`."""
+        self.heads = {r.head.pred for r in self.analysis.rules}
         self.body: dict[str, set[str]] = {}
-        for r in analysis.rules:
+        for r in self.analysis.rules:
             self.body.setdefault(r.head.pred, set()).update(
                 a.pred for a in (*r.positives, *r.negatives)
             )
@@ -199,9 +208,9 @@ class FedMaintainer(CompactMaintainer):
         self.last_seq, uid = entries[-1][0], entries[-1][1]
         self.last_id = uid if uid is not None else self.last_seq
         self.changes.unseen(net)  # also when the run changed nothing in the end
-        if not net.add and not net.delete:
+        if not net.add and not net.delete and self.core.change is None:  # a program change runs
             return len(entries)
-        flipped = self._apply(net)
+        flipped = self._flipped = self._apply(net)
         self.journal.explicit.update(net.toggles)
         for pred, rows in flipped.items():
             if len(rows) and pred not in self.analysis.internal:
@@ -332,7 +341,15 @@ class FedMaintainer(CompactMaintainer):
 
     # ------------------------------------------------------------ the Maintainer interface
     def maintain(self, update: Update, report: Report) -> None:
-        """Submit one update and run it (the classic interface; it polls, as the objects engine does)."""
+        """Submit one update and run it (the classic interface; it polls, as the objects engine does).
+
+        A program change's update (engine.compact.program) does not poll: its
+        flips stay in the changes since the last poll (a batch's net delta
+        includes them); its report is its own run's flips.
+        """
+        if self.core.change is not None:
+            self._program_run(update, report)
+            return
         self.submit_encoded(update.plus, update.minus)
         self.run()
         point = self.poll()
@@ -344,6 +361,13 @@ class FedMaintainer(CompactMaintainer):
                 pred, f = self.encode(fact)
                 into.setdefault(pred, set()).add(f)
         report.added, report.removed = len(point.added), len(point.removed)
+
+    def _program_run(self, update: Update, report: Report) -> None:
+        """Run a program change's update; report the rows it flipped, without polling."""
+        self._flipped = {}
+        self.submit_encoded(update.plus, update.minus)
+        self.run()
+        self.report_flips(self._flipped, report)
 
     def log_size(self) -> int:
         return 0

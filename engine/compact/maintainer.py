@@ -73,6 +73,14 @@ class CompactMaintainer(Maintainer):
         self.small = SmallPath()
         self.core = self._new_core()
 
+    @property
+    def core_algorithm(self) -> str:
+        """The algorithm the core runs (what `unsupported` is asked about)."""
+        return self.name
+
+    def rules_changed(self) -> None:
+        """Told after a program change replaced `analysis` (engine.compact.program), before its update."""
+
     def _new_core(self) -> ArraysCore:
         comps, plans, masks = compile_program(self.analysis, self.dictionary.intern, self.closures)
         core = ArraysCore(comps, plans, masks, self.arity, self._work, self.check_limits)
@@ -111,6 +119,10 @@ class CompactMaintainer(Maintainer):
         report.noop_adds = self._explicit_count(add)
         report.noop_deletes = sum(len(a) for a in delete.values()) - self._explicit_count(delete)
         flipped = self.small.update(add, delete)  # small: one compiled call; else set-at-a-time
+        self.report_flips(flipped, report)
+
+    def report_flips(self, flipped: dict[str, np.ndarray], report: Report) -> None:
+        """Note the rows an update flipped (per relation) in its report: present now added, else removed."""
         for p, rows in flipped.items():
             if p in self.analysis.internal or not len(rows):
                 continue

@@ -111,7 +111,7 @@ def where(program: Program, pred: str) -> Pos | None:
 
 def check(m: CompactMaintainer, new: Analysis, changes: RuleChanges) -> None:
     """Refuse a change the arrays core cannot apply, before anything changes."""
-    missing = unsupported(new, m.name, "off")
+    missing = unsupported(new, m.core_algorithm, "off")
     if missing is not None:
         raise AlgorithmError(f"core=arrays does not support {missing} yet; use core=objects")
     for p, a in new.arity.items():
@@ -190,6 +190,7 @@ def change_program(m: CompactMaintainer, new: Analysis) -> Report:
         new, internal=new.internal | dropped
     )  # auxiliary relations stay unreported
     m.arity = {**{p: rel.arity for p, rel in m.core.rels.items()}, **new.arity}
+    m.rules_changed()
     m.core.change = change
     report = m.update(_facts(changes.facts_added), _facts(changes.facts_removed))
     if m.core.change is not None or m.core.epoch == 0:  # an update path that skipped core.update

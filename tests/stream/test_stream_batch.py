@@ -13,6 +13,7 @@ import pytest
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import FluxmatError, Reasoner
 from fluxmat.stream.batch import BatchProcessor, StateMismatch
+from tests.support.state import FlakyStore
 
 PROGRAM = "path(X, Y) :- edge(X, Y). path(X, Z) :- path(X, Y), edge(Y, Z). src(X) :- edge(X, _), not edge(_, X)."
 POOL = [["edge", x, y] for x in "abcde" for y in "abcde"]
@@ -30,18 +31,6 @@ class Publisher:
 
     def publish_dead_letter(self, reason, partition, offset, raw, truncated=False):
         self.dead.append((reason, partition, offset, raw))
-
-
-class FlakyStore(MemoryStateStore):
-    def __init__(self, fail_at: int | None = None):
-        super().__init__()
-        self.fail_at = fail_at
-
-    def commit(self, batch, changes, output):
-        if batch == self.fail_at:
-            self.fail_at = None
-            raise ConnectionError("redis lost")
-        super().commit(batch, changes, output)
 
 
 def processor(store, pub, alg="fd-counting", budget=2):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import Reasoner
 from fluxmat.engine.wire import value_from_json
 
@@ -43,3 +44,17 @@ def decoded(tables) -> dict[str, dict]:
     for name in ("explicit", "facts", "log"):  # no fact has two texts
         assert len(out[name]) == len(tables[name]), name
     return out
+
+
+class FlakyStore(MemoryStateStore):
+    """A memory store whose commit of batch `fail_at` fails once, as a crash before the commit would."""
+
+    def __init__(self, fail_at: int | None = None):
+        super().__init__()
+        self.fail_at = fail_at
+
+    def commit(self, batch, changes, output):
+        if batch == self.fail_at:
+            self.fail_at = None
+            raise ConnectionError("redis lost")
+        super().commit(batch, changes, output)
