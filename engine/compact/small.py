@@ -201,8 +201,9 @@ class SmallPath:
         self.entry = None  # the compiled cascade for these argument types (see `_call`)
 
     def small(self, add: dict, delete: dict) -> bool:
+        """Whether the compiled call serves this update (a core without relations has nothing to call on)."""
         n = sum(map(len, add.values())) + sum(map(len, delete.values()))
-        return n <= self.threshold
+        return n <= self.threshold and bool(self.core.rels)
 
     def update(self, add: dict, delete: dict, start: bool = True) -> dict[str, np.ndarray]:
         """Apply explicit adds and deletes (ArraysCore.update): the rows that flipped, per predicate.

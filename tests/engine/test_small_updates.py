@@ -158,3 +158,13 @@ def test_small_update_reports_rule_instances():
         reports.append(r.update([("f", 3)], [("e", 1, 2)]))
     assert reports[0].rule_applications == reports[1].rule_applications
     assert reports[0].total_applications > 0
+
+
+def test_a_core_without_relations_takes_the_set_path():
+    """An empty program loaded with no facts has no relations for the compiled call to read."""
+    small.prepare(wait=True)
+    r = Reasoner.from_text("", options=EngineOptions("counting", core="arrays"))
+    r.load([])
+    r.change_program(add="q(X) :- e(X, X).")
+    r.update(add=[("e", 1, 1)])
+    assert r.facts() == {("e", 1, 1), ("q", 1)}
