@@ -26,6 +26,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from fluxmat.connectors.message import Message
@@ -36,19 +37,19 @@ from fluxmat.stream.keyed import KeyedDriver
 from fluxmat.stream.observe import JobObserver
 
 
-class MicroBatches:
+class MicroBatches(ABC):
     """What the job asks of the thing that processes its micro-batches."""
 
     first_phase = "collect"  # the phase a batch starts in (stream.inflight.PHASES)
     base = 0  # added to Spark's batch ids (connectors.state: rebase)
 
+    @abstractmethod
     def apply(self, df, batch_id: int) -> BatchOutcome:
         """Process Spark's micro-batch `batch_id` (a DataFrame of `Message` rows): commit and publish it."""
-        raise NotImplementedError
 
+    @abstractmethod
     def report(self, outcome: BatchOutcome, observer: JobObserver, store) -> None:
         """Hand a processed batch's outcome to the observer (with what this kind knows besides)."""
-        raise NotImplementedError
 
 
 class WholeStream(MicroBatches):
