@@ -16,8 +16,6 @@ import signal
 import subprocess
 import sys
 
-import pytest
-
 from fluxmat.client import open_store
 from tests.support.messages import read_deltas
 from tests.support.pipeline import (
@@ -34,18 +32,8 @@ from tests.support.pipeline import (
     wait_for_batch,
     wait_for_through,
 )
-from tests.support.servers import RedisServer
 
 CRASH_BATCH = 3
-
-
-@pytest.fixture(scope="module")
-def redis_srv(tmp_path_factory):
-    server = RedisServer(tmp_path_factory.mktemp("redis-follow")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def follow(url: str, s, *extra: str) -> subprocess.Popen:
@@ -59,7 +47,7 @@ def kill(proc: subprocess.Popen) -> str:
     return proc.communicate(timeout=30)[0]
 
 
-def test_job_and_followers_killed_and_restarted_keep_exact_tables(broker, redis_srv, postgres, tmp_path):  # noqa: F811
+def test_job_and_followers_killed_and_restarted_keep_exact_tables(broker, redis_srv, postgres, tmp_path):
     s = make_setup(broker, redis_srv, tmp_path)
     urls = {"sqlite": f"sqlite:///{tmp_path / 'view.db'}", "postgresql": postgres.create_database("pipeline")}
     rnd = random.Random(28)

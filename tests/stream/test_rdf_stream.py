@@ -21,7 +21,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pyoxigraph as ox
-import pytest
 
 from fluxmat.connectors.broker import ensure_topics
 from fluxmat.connectors.files import parse_update
@@ -39,7 +38,6 @@ from tests.support.pipeline import (
     produce,
     wait_for_through,
 )
-from tests.support.servers import RedisServer
 
 RDF_DIR = Path(__file__).parent.parent / "rdf"
 EX = "http://example.org/"
@@ -71,15 +69,6 @@ UPDATES = [
      "del": nt(f"<{EX}ann> <{EX}parent> <{EX}bob>")},
     {"id": "u4", "add": [[f"<{EX}parent>", f"<{EX}eve>", f"<{EX}bob>"]]},  # JSON beside RDF
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def redis_srv(tmp_path_factory):
-    server = RedisServer(tmp_path_factory.mktemp("redis-rdf")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def expected(program, prefixes: dict) -> tuple[set[str], set[str]]:
