@@ -28,6 +28,7 @@ from pathlib import Path
 
 from fluxmat.engine.algorithms import FULLY_DYNAMIC, Maintainer, Report, create
 from fluxmat.engine.analysis import analyse
+from fluxmat.engine.compact.readview import FactsView
 from fluxmat.engine.errors import AlgorithmError, FluxmatError
 from fluxmat.engine.evaluate import Evaluator
 from fluxmat.engine.fd.columns import StateColumns, restore_columns, take
@@ -403,14 +404,10 @@ class Reasoner:
         """How facts are kept: "objects" or "arrays" (engine.options)."""
         return self.options.core
 
-    def _objects_only(self, what: str) -> None:
-        if self.options.core != "objects":
-            raise AlgorithmError(f"core={self.options.core} does not support {what} yet; use core=objects")
-
     def explain(self, fact: PyFact, max_facts: int = 200_000) -> Proof | None:
         """A well-founded proof of `fact`, visiting at most `max_facts` facts (engine.why)."""
-        self._objects_only("explaining facts (why)")
-        return Explainer(self.maintainer, max_facts, program=self.program).explain(fact_in(fact) if self.triples else fact)
+        state = FactsView(self.maintainer) if self.options.core == "arrays" else self.maintainer
+        return Explainer(state, max_facts, program=self.program).explain(fact_in(fact) if self.triples else fact)
 
     def sizes(self) -> dict[str, int]:
         """Facts in the materialisation and explicit facts; `log`: derivation-log entries.

@@ -153,11 +153,9 @@ def test_refusals_name_what_is_unsupported(name):
     assert what in str(err.value) and "use core=objects" in str(err.value)
 
 
-def test_explain_is_refused_and_the_state_needs_a_fully_dynamic_algorithm():
+def test_the_state_needs_a_fully_dynamic_algorithm():
     r = _arrays("p(X) :- q(X).")
     r.load([("q", 1)])
-    with pytest.raises(AlgorithmError, match="core=arrays does not support"):
-        r.explain(("p", 1))
     for call in (r.export_changes, r.state_meta):  # fd-counting and fd-dred keep it (engine.compact.state)
         with pytest.raises(FluxmatError, match="needs a fully dynamic algorithm"):
             call()
