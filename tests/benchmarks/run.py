@@ -3,6 +3,7 @@
     python3 -m tests.benchmarks.run [--suite | --workload NAME] [--scale F] [--cap SECONDS]
                                     [--out DIR] [--json OUT.json] [--markdown] [--repeat N]
                                     [--no-peers] [--no-plots] [--stream-cap SECONDS]
+                                    [--systems WORDS]
 
 `--suite` (the default, also `--workload all`; `make bench`) runs every
 workload of tests/benchmarks/workloads.py at `--scale` (dag-small, dag,
@@ -19,7 +20,8 @@ delete+insert 1,000 (1,000 explicit facts out, 1,000 held-out facts in);
 delete 25%. Systems: fluxmat `remat`, `dred`, `dredc`, `bf`, `counting`
 (non-recursive programs only), `fd-dred`, `fd-counting`, all plain (no tc/stc
 modules, no hypertree decompositions), and `remat+opt` / `dredc+opt` with both
-on; peers clingo and
+on; `arrays/remat+opt` and `arrays/fd-counting+opt`, the arrays core
+(`core="arrays"`) with its closure modules; peers clingo and
 DuckDB (from scratch), Pathway (incremental), PyDBSP (incremental, small sizes,
 Python 3.12), owlrl (LUBM). Each system runs in its own child process
 (isolate.py): its peak RSS is reported, and a missing package or a crash
@@ -154,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap", type=float, default=60.0, help="seconds per task before giving up")
     ap.add_argument("--no-peers", action="store_true", help="fluxmat only")
     ap.add_argument("--no-plots", action="store_true", help="no PNGs")
+    ap.add_argument("--systems", metavar="WORDS", default=None,
+                    help="only the systems whose name holds one of these comma-separated words "
+                    "(e.g. arrays,duckdb; fluxmat/remat, the ratios' base, always runs)")
     ap.add_argument("--lubm-universities", type=int, default=LUBM_UNIVERSITIES, metavar="N")
     ap.add_argument("--lubm-departments", type=int, default=LUBM_DEPARTMENTS, metavar="N",
                     help="departments per university before --scale")  # fmt: skip
@@ -168,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     names = list(SUITE) if suite else [] if args.workload in (STREAMS, EQUALITY) else [args.workload]
     infos, rows = [], []
     for e in entries(names, args.scale, args):
-        info, rs = run_entry(e, args.cap, args.repeat, peers=not args.no_peers)
+        systems = tuple(w for w in args.systems.split(",") if w) if args.systems else None
+        info, rs = run_entry(e, args.cap, args.repeat, peers=not args.no_peers, systems=systems)
         infos.append(info)
         rows += rs
         print(f"\n## {_describe(info)}\n")

@@ -29,6 +29,9 @@ FLUXMAT_SYSTEMS = (
     ("fd-dred+opt", "fd-dred", True), ("fd-counting", "fd-counting", False),
     ("fd-counting+opt", "fd-counting", True),
 )  # fmt: skip
+# the arrays core (engine.compact; every algorithm name runs counting + DRed^c there), with
+# its closure modules: (label, algorithm, modules)
+ARRAYS_SYSTEMS = (("arrays/remat+opt", "remat", True), ("arrays/fd-counting+opt", "fd-counting", True))
 MEMORY_ENTRIES = ("lubm", "stc")  # labels
 
 
@@ -97,8 +100,13 @@ def _collect(results: list[dict], label: str, system: str, ref: dict, digests: b
     return rows
 
 
+def _chosen(system: str, systems: tuple[str, ...] | None) -> bool:
+    """Whether `--systems` keeps this system (fluxmat/remat, the ratios' base, always)."""
+    return systems is None or system == "fluxmat/remat" or any(w in system for w in systems)
+
+
 def run_entry(
-    e: Entry, cap_s: float, repeat: int = 1, peers: bool = True
+    e: Entry, cap_s: float, repeat: int = 1, peers: bool = True, systems: tuple[str, ...] | None = None
 ) -> tuple[dict, list[Row]]:
     arg = {"workload": e.workload, "options": e.options, "cap": cap_s}
     _log(f"# {e.label}: reference (remat from scratch per explicit set)")
@@ -114,14 +122,21 @@ def run_entry(
     for label, algorithm, optimised in FLUXMAT_SYSTEMS:
         if optimised and not engine_options():
             continue
-        if algorithm == "counting" and info["recursive"]:
+        if (algorithm == "counting" and info["recursive"]) or not _chosen(f"fluxmat/{label}", systems):
             continue
         a = {**arg, "algorithm": algorithm, "optimised": optimised}
         _log(f"#   fluxmat/{label}")
         results = [isolated(run_fluxmat, a, timeout=cap_s * n_tasks + 60) for _ in range(repeat)]
         rows += _collect(results, e.label, f"fluxmat/{label}", ref, digests=True)
+    for label, algorithm, modules in ARRAYS_SYSTEMS:
+        if not _chosen(f"fluxmat/{label}", systems):
+            continue
+        a = {**arg, "algorithm": algorithm, "optimised": modules, "core": "arrays"}
+        _log(f"#   fluxmat/{label}")
+        results = [isolated(run_fluxmat, a, timeout=cap_s * n_tasks + 300) for _ in range(repeat)]
+        rows += _collect(results, e.label, f"fluxmat/{label}", ref, digests=True)
     if peers:
-        for peer in PEERS:
+        for peer in (p for p in PEERS if _chosen(p, systems)):
             _log(f"#   {peer}")
             a = {**arg, "peer": peer}
             results = [isolated(run_peer, a, timeout=cap_s * n_tasks + 120)]

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from hashlib import blake2b
 
-from fluxmat.engine import Reasoner
+from fluxmat.engine import EngineOptions, Reasoner
 from tests.benchmarks.isolate import Capped, cap, deep_size, status_kb
 from tests.benchmarks.workloads import SEED, WORKLOADS, Workload
 
@@ -94,9 +94,12 @@ def workload(arg: dict) -> Workload:
 _OPTIONS = {"modules", "hypertree", "levels"} & set(inspect.signature(Reasoner.__init__).parameters)
 
 
-def reasoner(w: Workload, algorithm: str, optimised: bool = False) -> Reasoner:
+def reasoner(w: Workload, algorithm: str, optimised: bool = False, core: str = "objects") -> Reasoner:
     """A reasoner, plain or `optimised`: the engine's tc/stc modules and hypertree
-    decompositions on (where it has them); plain turns both off."""
+    decompositions on (where it has them); plain turns both off. `core="arrays"`:
+    the arrays core, with its closure modules as `optimised` says."""
+    if core != "objects":
+        return Reasoner(w.program, options=EngineOptions(algorithm, core=core, modules=optimised))
     if optimised and not _OPTIONS:
         raise ValueError("this engine has no modules nor hypertree decompositions")
     return Reasoner(w.program, algorithm, **{k: optimised for k in _OPTIONS})
@@ -163,7 +166,7 @@ def run_fluxmat(arg: dict) -> dict:
     tasks, _ = plan(w)
     algorithm, optimised, cap_s = arg["algorithm"], arg.get("optimised", False), arg["cap"]
     base_kb = status_kb("VmRSS")
-    r = reasoner(w, algorithm, optimised)
+    r = reasoner(w, algorithm, optimised, arg.get("core", "objects"))
     steps = [(t.name, t) for t in tasks]
     if algorithm == "remat":
         steps.insert(1, (WARM, tasks[0]))
