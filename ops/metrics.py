@@ -32,7 +32,7 @@ from fluxmat.engine import atom_to_fact
 from fluxmat.engine.wire import fact_from_json
 from fluxmat.ops.metric_names import METRICS
 from fluxmat.ops.sizes import read_sizes
-from fluxmat.ops.status import HEALTH_STATES, JobStatus, history_point
+from fluxmat.ops.status import HEALTH_STATES, JobStatus, history_point, program_in_force
 from fluxmat.stream.batch import DeadLetter, dead_letter_kind
 from fluxmat.stream.inflight import PHASES, InFlight, Work
 from fluxmat.stream.observe import JobObserver
@@ -181,6 +181,7 @@ class JobMetrics(JobObserver):
                 self._published(processor.initial)
             self._gauges(read)
             self.state.now.update(last_batch=batch, through=processor.reasoner.last_id, last_commit=time.time())
+            self._program(processor)
             self.c["fluxmat_last_consistency_point_batch"].set(batch if batch is not None else -1)
             self.c["fluxmat_last_consistency_point_timestamp_seconds"].set(time.time())
 
@@ -238,6 +239,7 @@ class JobMetrics(JobObserver):
             self._gauges(read)
             self._rule_work(outcome, processor)
             self.state.now.update(last_batch=outcome.batch, through=outcome.through, last_commit=now)
+            self._program(processor)
             self.state.batches.append({
                 "batch": outcome.batch, "t": now, "seconds": round(outcome.seconds, 4),
                 "latency": None if latency is None else round(latency, 4),
@@ -246,6 +248,12 @@ class JobMetrics(JobObserver):
             })  # fmt: skip
             if processor is not None and output is not None and (output["added"] or output["removed"]):
                 self.state.deltas.append(delta_entry(outcome.batch, output, now, fact_text(processor.reasoner), outcome))
+
+    def _program(self, processor) -> None:
+        """The program version in force and its changes (a program message changes them; stream.live_program)."""
+        if processor is not None:  # with --partition-by, each key's state holds its own
+            reasoner = processor.reasoner
+            self.state.now["program"] = program_in_force(reasoner.program_version, reasoner.program_history)
 
     def _rule_work(self, outcome, processor) -> None:
         """Work per rule of a batch: the bounded fluxmat_rule_* series and the page's top rules."""

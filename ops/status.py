@@ -29,6 +29,7 @@ HEALTH_STATES = ("healthy", "degraded", "failing")  # fluxmat_health_state is th
 TIME_LAG_UNKNOWN = "time lag unknown: the timestamp of the oldest waiting update could not be read"
 DEGRADED_WINDOW = 60  # seconds: dead letters or a growing lag within it make the job degraded
 KEYS_SHOWN = 10  # the largest and the busiest keys the dashboard lists
+PROGRAM_CHANGES_SHOWN = 20  # the last program changes the dashboard lists
 TOTALS = ("updates", "adds", "deletes", "batches", "replayed", "deltas", "added", "removed",
           "dead_letters", "failures", "cancelled", "recursion_stops", "rederivations")  # fmt: skip
 
@@ -41,6 +42,11 @@ def history_point(totals: dict, now: dict) -> dict:
         "facts": now["facts"], "pending": now["pending"], "lag": sum(now["lag"].values()),
         "time_lag": now.get("time_lag"),
     }  # fmt: skip
+
+
+def program_in_force(version, history) -> dict:
+    """The program version in force and its last changes (stream.live_program's metadata), as the page shows them."""
+    return {"version": int(version or 1), "history": list(history or [])[-PROGRAM_CHANGES_SHOWN:]}
 
 
 class Keys:
@@ -81,7 +87,8 @@ class JobStatus:
                                        "state_entries": 0, "state_bytes": None, "redis_bytes": None, "lag": {},
                                        "last_batch": None, "through": None, "last_commit": None,
                                        "verified": None, "time_lag": 0.0,
-                                       "inconsistencies": 0, "inconsistent": []}  # fmt: skip
+                                       "inconsistencies": 0, "inconsistent": [],
+                                       "program": None}  # fmt: skip
         self.history: deque[dict] = deque(maxlen=900)  # one sample per second: 15 minutes
         self.batches: deque[dict] = deque(maxlen=120)
         self.deltas: deque[dict] = deque(maxlen=20)
