@@ -56,8 +56,8 @@ from fluxmat.connectors.redact import redact
 from fluxmat.connectors.state import INITIAL, KEEP_OUTPUTS
 from fluxmat.engine import FluxmatError
 from fluxmat.ops.inspect import Busy, StateView, from_store, json_text
-from fluxmat.ops.metrics import delta_entry, fact_text
-from fluxmat.ops.status import JobStatus, history_point, program_in_force
+from fluxmat.ops.series import delta_entry, fact_text, history_point
+from fluxmat.ops.status import JobStatus, program_in_force
 
 PAGE = Path(__file__).with_name("dashboard.html")
 DEFAULT_LIMIT = 1000

@@ -119,6 +119,9 @@ def test_the_page_apart_tells_what_the_job_reports(pair):
     assert apart["now"]["through"] == job["now"]["through"] == "u3"
     assert apart["health"] == job["health"] and job["health"]["state"] == "degraded"
     assert apart["deltas"] and apart["deltas"][-1]["batch"] == 0
+    pair.metrics.set_lag_unknown()  # the job cannot read the oldest update's age: unknown, never 0
+    apart = _get(f"{pair.apart}/api/status")[1]
+    assert apart["now"]["time_lag"] is None and apart["now"]["time_lag_unknown"] is True
 
 
 def test_the_health_is_told_one_way_through_degraded_failing_and_a_job_gone(pair):
