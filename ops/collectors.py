@@ -113,7 +113,7 @@ class Collectors:
 
     def applied(self, outcome, t: float, dead_kinds: list[str]) -> None:
         """An applied batch: what it consumed, its dead letters by kind, its engine work and its times."""
-        c = self.c
+        c, stats = self.c, outcome.stats
         c["fluxmat_batches_total"].labels(outcome="applied").inc()
         c["fluxmat_updates_consumed_total"].inc(outcome.updates)
         c["fluxmat_fact_operations_total"].labels(op="add").inc(outcome.adds)
@@ -121,19 +121,11 @@ class Collectors:
         c["fluxmat_dead_letters_total"].inc(outcome.dead)
         for kind in dead_kinds:
             c["fluxmat_dead_letters_by_reason_total"].labels(reason=kind).inc()
-        self._engine_work(outcome.stats)
-        self._times(outcome, t)
-
-    def _engine_work(self, stats: dict) -> None:
-        c = self.c
         c["fluxmat_shared_fact_deletes_total"].inc(stats.get("shared_deletes", 0))
         for key in ENGINE_WORK:
             c["fluxmat_engine_work_total"].labels(kind=key).inc(stats.get(key, 0))
         for key, metric in ENGINE_EVENTS:
             c[metric].inc(stats.get(key, 0))
-
-    def _times(self, outcome, t: float) -> None:
-        c = self.c
         c["fluxmat_batch_duration_seconds"].observe(outcome.seconds)
         for phase, seconds in outcome.phases.items():
             c["fluxmat_batch_phase_seconds"].labels(phase=phase).observe(seconds)

@@ -113,7 +113,11 @@ class JobMetrics(JobObserver):
             self._sizes(read)
             self._rule_work(outcome, processor)
             self._consistency_point(outcome.batch, outcome.through, now, processor)
-            self._page_rows(outcome, processor, now)
+            self.state.batches.append(series.batch_row(outcome, now))
+            output = outcome.output
+            if processor is not None and output is not None and (output["added"] or output["removed"]):
+                show = fact_text(processor.reasoner)
+                self.state.deltas.append(delta_entry(outcome.batch, output, now, show, outcome))
 
     def _applied(self, outcome, now: float) -> None:
         """An applied batch's counts: to the collectors and the totals, its dead letters to the page."""
@@ -127,14 +131,6 @@ class JobMetrics(JobObserver):
             t[key] += outcome.stats.get(key, 0)
         t["batches"] += 1
         t["dead_letters"] += outcome.dead
-
-    def _page_rows(self, outcome, processor, now: float) -> None:
-        """The batch and its delta, as rows of the page's series."""
-        self.state.batches.append(series.batch_row(outcome, now))
-        output = outcome.output
-        if processor is not None and output is not None and (output["added"] or output["removed"]):
-            show = fact_text(processor.reasoner)
-            self.state.deltas.append(delta_entry(outcome.batch, output, now, show, outcome))
 
     def _rule_work(self, outcome, processor) -> None:
         """Work per rule of a batch: the bounded fluxmat_rule_* series and the page's top rules."""
