@@ -81,8 +81,10 @@ class JobMetrics(JobObserver):
         """A batch committed (or the state restored): where the job stands, and the program in force."""
         self.collectors.consistency_point(batch, t)
         self.state.now.update(last_batch=batch, through=through, last_commit=t)
-        if processor is not None:  # with --partition-by, each key's state holds its own program
-            reasoner = processor.reasoner
+        if processor is None:  # with --partition-by, each key's state holds its own program
+            return
+        reasoner, shown = processor.reasoner, self.state.now["program"]
+        if shown is None or shown["version"] != reasoner.program_version:  # a program message changed it
             self.state.now["program"] = program_in_force(reasoner.program_version, reasoner.program_history)
 
     def on_start(self, processor, store) -> None:
