@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import math
+import json
 import threading
 import time
 import urllib.request
@@ -56,8 +56,8 @@ from fluxmat.connectors.redact import redact
 from fluxmat.connectors.state import INITIAL, KEEP_OUTPUTS
 from fluxmat.engine import FluxmatError
 from fluxmat.ops.inspect import Busy, StateView, from_store, json_text
-from fluxmat.ops.metrics import delta_entry, fact_text
-from fluxmat.ops.status import history_point
+from fluxmat.ops.series import delta_entry, fact_text, history_point
+from fluxmat.ops.status import JobStatus, program_in_force
 
 PAGE = Path(__file__).with_name("dashboard.html")
 DEFAULT_LIMIT = 1000
@@ -121,12 +121,6 @@ def _one_state(key: str | None) -> None:
                            "(fluxmat dashboard --key K reads one key of a --partition-by job)")  # fmt: skip
 
 
-
-def _time_lag(scraped: float | None) -> dict:
-    """The job's time lag as the dashboard shows it: NaN (the job could not read it) is unknown."""
-    if scraped is not None and math.isnan(scraped):
-        return {"time_lag": None, "time_lag_unknown": True}
-    return {"time_lag": scraped, "time_lag_unknown": False}
 
 class LiveSource:
     """The running job: its metrics and its engine (questions wait for the job's lock)."""
@@ -211,18 +205,25 @@ class Unavailable(FluxmatError):
 class StoredSource:
     """The job's Redis state, for a dashboard running apart from the job.
 
-    Redis commands time out after `STORE_TIMEOUT` seconds and are not retried:
-    with Redis down every answer is a quick 503 naming the problem.
+    What the job reports about itself (totals, lag, pending work, its health,
+    recent batches and dead letters) is its one status value, read from the
+    job's own `/api/status` (`status_url`, with `status_token` when the job's
+    dashboard wants one): the page apart shows what the job's page shows. The
+    state as committed (sizes, the last batch, the program in force, the
+    deltas) is read from Redis. Redis commands time out after `STORE_TIMEOUT`
+    seconds and are not retried: with Redis down every answer is a quick 503
+    naming the problem.
     """
 
     def __init__(self, program: str, url: str, namespace: str = "default",
-                 metrics_url: str | None = None, ontologies: tuple[str, ...] = (),
-                 key: str | None = None, cluster: bool = False, owl_rules: str = "axioms"):  # fmt: skip
+                 status_url: str | None = None, ontologies: tuple[str, ...] = (),
+                 key: str | None = None, cluster: bool = False, owl_rules: str = "axioms",
+                 status_token: str | None = None):  # fmt: skip
         from fluxmat.connectors.state import RedisStateStore, redis_client
 
         self.owl_rules = owl_rules
         self.program, self.url, self.namespace = program, url, namespace
-        self.metrics_url = metrics_url
+        self.job = JobStatusReader(status_url, status_token)
         self.ontologies = tuple(ontologies)
         self.key = key
         client = redis_client(url, cluster, STORE_TIMEOUT)
@@ -230,9 +231,8 @@ class StoredSource:
         self._view: StateView | None = None
         self._view_batch: int | None = None
         self._lock = threading.Lock()
-        self.started = time.time()
-        self.history: deque[dict] = deque(maxlen=900)
-        self.errors: deque[dict] = deque(maxlen=20)
+        self.alone = JobStatus(program, None, namespace, None)  # what is shown when no job status is read
+        self.alone.now.update(time_lag=None)
 
     @contextmanager
     def _store(self):
@@ -249,13 +249,13 @@ class StoredSource:
         return fact_text(view.reasoner) if view is not None else None
 
     def health(self) -> tuple[str, str]:
-        """Failing when the state store does not answer; the job's own health is on its page."""
+        """Failing when the state store does not answer; else the job's own health (`JobStatusReader.health`)."""
         try:
             with self._store() as store:
                 store.last_batch()
         except Unavailable as exc:
             return "failing", str(exc)
-        return "healthy", "the stored state answers"
+        return self.job.health(self.job.read())
 
     def prefixes(self) -> dict[str, str]:
         """The program's prefixes, once the state has been loaded (the page shows IRIs with them)."""
@@ -279,73 +279,84 @@ class StoredSource:
             self._lock.release()
 
     def status(self) -> dict:
+        """The job's status (`/api/status` of the job, or `alone`), with the state as committed in Redis."""
         with self._store():
-            return self._status()
+            meta = self.store.meta()
+            job = self.job.read()
+            status = job if job is not None else self._alone(meta)
+            state, reason = self.job.health(job)
+            return {
+                **status, "mode": "stored", "now": {**status["now"], **self._committed(meta)},
+                "deltas": self._deltas(meta.get("batch")), "errors": [*status["errors"], *self.job.errors],
+                "health": {"state": state, "reason": reason},
+            }  # fmt: skip
 
-    def _scrape(self) -> dict[str, float]:
-        if not self.metrics_url:
-            return {}
-        from prometheus_client.parser import text_string_to_metric_families
+    def _alone(self, meta: dict) -> dict:
+        """The status shown without the job's: nothing counted, the history of the committed sizes."""
+        self.alone.info["algorithm"] = meta.get("algorithm")
+        self.alone.now.update(self._committed(meta))
+        self.alone.history.append(history_point(self.alone.totals, self.alone.now))
+        status = self.alone.as_dict()
+        status["now"].pop("in_flight", None)  # unknown without the job
+        return status
 
-        try:
-            with urllib.request.urlopen(self.metrics_url, timeout=1) as resp:
-                text = resp.read().decode("utf-8")
-        except (OSError, ValueError) as exc:
-            self.errors.append({"t": time.time(),
-                                "message": redact(f"scraping {self.metrics_url}: {exc}")})  # fmt: skip
-            return {}
-        values: dict[str, float] = {}
-        for family in text_string_to_metric_families(text):
-            for s in family.samples:
-                key = s.name + "".join(f"|{k}={v}" for k, v in sorted(s.labels.items()) if k != "namespace")
-                values[key] = s.value
-        return values
-
-    def _status(self) -> dict:
-        meta = self.store.meta()
-        batch = meta.get("batch")
-        scraped = self._scrape()
-
-        def metric(name: str, **labels) -> int:
-            key = name + "".join(f"|{k}={v}" for k, v in sorted(labels.items()))
-            return int(scraped.get(key, 0))
-
-        lag = {k.split("partition=")[1].split("|")[0]: int(v) for k, v in scraped.items()
-               if k.startswith("fluxmat_consumer_lag_messages|")}  # fmt: skip
-        totals = {
-            "updates": metric("fluxmat_updates_consumed_total"),
-            "adds": metric("fluxmat_fact_operations_total", op="add"),
-            "deletes": metric("fluxmat_fact_operations_total", op="delete"),
-            "deltas": metric("fluxmat_delta_messages_total"),
-            "dead_letters": metric("fluxmat_dead_letters_total"),
-            "failures": metric("fluxmat_batch_failures_total"),
-            "recursion_stops": metric("fluxmat_recursion_stops_total"),
-            "rederivations": metric("fluxmat_rederivations_total"),
-            "cancelled": metric("fluxmat_operations_cancelled_total"),
-        }
-        now = {
+    def _committed(self, meta: dict) -> dict:
+        """What the state in Redis tells as of the last committed batch (sizes, program in force)."""
+        store = self.store
+        return {
             "facts": int(meta.get("facts", 0)), "explicit": int(meta.get("explicit", 0)),
-            "log": int(meta.get("log", 0)), "pending": metric("fluxmat_pending_operations"),
-            "state_entries": self.store.size(), "state_bytes": self.store.namespace_bytes(),
-            "redis_bytes": self.store.memory_bytes(), "lag": lag,
-            "last_batch": batch, "through": meta.get("through"), "last_commit": None,
-            **_time_lag(scraped.get("fluxmat_time_lag_seconds")),
+            "log": int(meta.get("log", 0)), "state_entries": store.size(),
+            "state_bytes": store.namespace_bytes(), "redis_bytes": store.memory_bytes(),
+            "last_batch": meta.get("batch"), "through": meta.get("through"),
+            "program": program_in_force(meta.get("program_version"), meta.get("program_history")),
         }  # fmt: skip
-        self.history.append(history_point(totals, now))
+
+    def _deltas(self, batch: int | None) -> list[dict]:
+        """The stored outputs of the last batches that changed something, oldest first."""
         deltas = []
         if batch is not None:
             for b in range(batch, max(batch - KEEP_OUTPUTS, INITIAL - 1), -1):
                 out = self.store.output(b)
                 if out and (out["added"] or out["removed"]):
                     deltas.append(delta_entry(b, out, None, self._fact_text()))
-        return {
-            "mode": "stored",
-            "job": {"program": self.program, "algorithm": meta.get("algorithm"),
-                    "namespace": self.namespace, "topic": None, "started": self.started,
-                    "uptime": time.time() - self.started},  # fmt: skip
-            "totals": totals, "now": now, "history": list(self.history), "batches": [],
-            "deltas": deltas[::-1], "errors": list(self.errors),
-        }  # fmt: skip
+        return deltas[::-1]
+
+
+class JobStatusReader:
+    """The running job's one status value, read from its dashboard's `/api/status` (ops.status.JobStatus).
+
+    `read()` answers the job's status, or None when no URL was given or the job
+    does not answer (why, in `errors` and `problem`), within `timeout` seconds.
+    """
+
+    def __init__(self, url: str | None, token: str | None = None, timeout: float = 1.0):
+        self.url, self.token, self.timeout = url, token, timeout
+        self.errors: deque[dict] = deque(maxlen=20)
+        self.problem: str | None = None
+
+    def read(self) -> dict | None:
+        if not self.url:
+            return None
+        request = urllib.request.Request(self.url)
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as resp:
+                status = json.loads(resp.read())
+        except (OSError, ValueError) as exc:
+            self.problem = redact(f"the job's status at {self.url} does not answer: {exc}")
+            self.errors.append({"t": time.time(), "message": self.problem})
+            return None
+        self.problem = None
+        return status
+
+    def health(self, status: dict | None) -> tuple[str, str]:
+        """The job's health as it reports it; degraded when its status cannot be read."""
+        if status is not None:
+            return status["health"]["state"], status["health"]["reason"]
+        if self.url:
+            return "degraded", self.problem or f"the job's status at {self.url} was not read"
+        return "healthy", "the stored state answers (the job's own health: --status-url)"
 
 
 def _handler(source, token: str | None, bound: str, request_timeout: float):

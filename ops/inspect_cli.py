@@ -73,8 +73,12 @@ def add_parsers(sub) -> None:
     d.add_argument("--namespace", default=os.environ.get("FLUXMAT_NAMESPACE", "default"),
                    help="the job's namespace (env FLUXMAT_NAMESPACE; default: %(default)s)")
     _key_flags(d)
-    d.add_argument("--metrics-url", default=os.environ.get("FLUXMAT_METRICS_URL"),
-                   help="the job's /metrics URL, for live counters and lag (env FLUXMAT_METRICS_URL)")
+    d.add_argument("--status-url", default=os.environ.get("FLUXMAT_STATUS_URL"),
+                   help="the job's status, http://JOB:PORT/api/status of its dashboard: its counters, lag and "
+                        "health, as the job's page shows them (env FLUXMAT_STATUS_URL)")
+    d.add_argument("--status-token", default=os.environ.get("FLUXMAT_STATUS_TOKEN"),
+                   help="the auth token of the job's dashboard, for --status-url (env FLUXMAT_STATUS_TOKEN)")
+    d.add_argument("--metrics-url", help=argparse.SUPPRESS)  # replaced by --status-url: a clear error
     d.add_argument("--host", default=os.environ.get("FLUXMAT_DASHBOARD_HOST", "127.0.0.1"),
                    help="address to bind (env FLUXMAT_DASHBOARD_HOST; default: %(default)s)")
     d.add_argument("--port", type=int, default=int(os.environ.get("FLUXMAT_DASHBOARD_PORT", 8088)),
@@ -129,8 +133,12 @@ def cmd_dashboard(ns: argparse.Namespace) -> None:
 
     if not 0 <= ns.port <= 65535:
         raise FluxmatError(f"--port must be a port number from 0 to 65535, got {ns.port}")
-    source = StoredSource(ns.program, ns.redis, ns.namespace, ns.metrics_url, tuple(ns.ontology),
-                          key=ns.key, cluster=ns.redis_cluster, owl_rules=ns.owl_rules)  # fmt: skip
+    if ns.metrics_url:
+        raise FluxmatError("--metrics-url is gone: the dashboard reads the job's status, "
+                           "give --status-url http://JOB:DASHBOARD-PORT/api/status (and --status-token)")
+    source = StoredSource(ns.program, ns.redis, ns.namespace, ns.status_url, tuple(ns.ontology),
+                          key=ns.key, cluster=ns.redis_cluster, owl_rules=ns.owl_rules,
+                          status_token=ns.status_token)  # fmt: skip
     source.view()  # load (and check) the state before announcing the page
     server = serve(source, ns.host, ns.port, ns.auth_token)
     host, port = server.server_address[:2]

@@ -6,7 +6,7 @@ sizes and OWL inconsistencies. Called outside the metrics' lock: a Redis call
 that is retried reports through `JobMetrics.on_retry`, which takes the lock
 (a stall right after a commit must not block /healthz).
 
-Not here: the gauges themselves (ops.metrics), the status value (ops.status).
+Not here: the gauges themselves (ops.collectors), the status value (ops.status).
 """
 
 from __future__ import annotations

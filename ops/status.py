@@ -4,43 +4,39 @@
 totals, its current values (`now`), the page's short histories (ring buffers
 of points, batches, deltas, errors, dead letters, retries), its keys (`Keys`,
 with `--partition-by`) and the conditions
-its health is judged by. `health()` is the health state machine (healthy,
-degraded, failing, with the reason); `as_dict()` is the JSON of
-`/api/status`. `ops.metrics.JobMetrics` owns one, feeds it from the job's
-events and sets its gauges from it (`fluxmat_health_state` is `health()`'s
-state), the live dashboard serves it, so the page, `/healthz` and the metrics
-cannot tell different stories.
+its health is judged by. `health()` answers the health state machine's
+verdict (ops.health: healthy, degraded, failing, with the reason); `as_dict()`
+is the JSON of `/api/status`, which the dashboard apart from the job reads
+too. `ops.metrics.JobMetrics` owns one, feeds it from the job's events (the
+rows of the page's series: ops.series) and sets its gauges from it
+(`fluxmat_health_state` is `health()`'s state), the live dashboard serves it,
+so the page, `/healthz` and the metrics cannot tell different stories.
 
 Thread-safety: none of its own; its owner (JobMetrics) holds one lock around
 every read and write.
 
-Not here: Prometheus collectors (ops.metrics), HTTP (ops.dashboard).
+Not here: Prometheus collectors (ops.collectors), the health checks (ops.health), HTTP (ops.dashboard).
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from itertools import pairwise
 
+from fluxmat.ops.health import HEALTH_STATES, judge
 from fluxmat.stream.inflight import InFlight, Work
 
-HEALTH_STATES = ("healthy", "degraded", "failing")  # fluxmat_health_state is the index
-TIME_LAG_UNKNOWN = "time lag unknown: the timestamp of the oldest waiting update could not be read"
-DEGRADED_WINDOW = 60  # seconds: dead letters or a growing lag within it make the job degraded
+__all__ = ["HEALTH_STATES", "JobStatus", "Keys", "program_in_force"]
+
 KEYS_SHOWN = 10  # the largest and the busiest keys the dashboard lists
+PROGRAM_CHANGES_SHOWN = 20  # the last program changes the dashboard lists
 TOTALS = ("updates", "adds", "deletes", "batches", "replayed", "deltas", "added", "removed",
           "dead_letters", "failures", "cancelled", "recursion_stops", "rederivations")  # fmt: skip
 
 
-def history_point(totals: dict, now: dict) -> dict:
-    """One point of the dashboard's per-second history (cumulative counters and sizes)."""
-    return {
-        "t": round(time.time(), 3), "updates": totals["updates"],
-        "fact_ops": totals["adds"] + totals["deletes"], "deltas": totals["deltas"],
-        "facts": now["facts"], "pending": now["pending"], "lag": sum(now["lag"].values()),
-        "time_lag": now.get("time_lag"),
-    }  # fmt: skip
+def program_in_force(version, history) -> dict:
+    """The program version in force and its last changes (stream.live_program's metadata), as the page shows them."""
+    return {"version": int(version or 1), "history": list(history or [])[-PROGRAM_CHANGES_SHOWN:]}
 
 
 class Keys:
@@ -81,7 +77,8 @@ class JobStatus:
                                        "state_entries": 0, "state_bytes": None, "redis_bytes": None, "lag": {},
                                        "last_batch": None, "through": None, "last_commit": None,
                                        "verified": None, "time_lag": 0.0,
-                                       "inconsistencies": 0, "inconsistent": []}  # fmt: skip
+                                       "inconsistencies": 0, "inconsistent": [],
+                                       "program": None}  # fmt: skip
         self.history: deque[dict] = deque(maxlen=900)  # one sample per second: 15 minutes
         self.batches: deque[dict] = deque(maxlen=120)
         self.deltas: deque[dict] = deque(maxlen=20)
@@ -110,38 +107,8 @@ class JobStatus:
         return not sum(self.now["lag"].values()) and not self.now["pending"]
 
     def health(self) -> tuple[str, str]:
-        """(state, reason): `healthy`, `degraded` or `failing` (see `HEALTH_STATES`)."""
-        if self.failing:
-            return "failing", self.failing
-        if self.verify_failing:
-            return "failing", self.verify_failing
-        since = time.time() - DEGRADED_WINDOW  # retries count until a batch commits after them
-        since = max(since, self.now["last_commit"] or since)
-        retried = [(target, why) for t, target, why in self.retries if t >= since]
-        if retried:
-            target, why = retried[-1]
-            name = "Redis" if target == "redis" else "the broker"
-            return "degraded", f"retrying {name} ({len(retried)} retries in the last {DEGRADED_WINDOW} s): {why}"
-        work = self.in_flight()
-        if work is not None and work.seconds >= self.stall_seconds:
-            return "degraded", work.text
-        if self.redis_problem:
-            return "degraded", self.redis_problem
-        recent = [b for b in self.batches if b["t"] >= time.time() - DEGRADED_WINDOW]
-        dead = sum(b["dead"] for b in recent)
-        if dead:
-            return "degraded", f"{dead} dead letter{'s' if dead != 1 else ''} in the last {DEGRADED_WINDOW} s"
-        if self.now["inconsistencies"]:  # the ontology and the data contradict each other
-            n, first = self.now["inconsistencies"], self.now["inconsistent"]
-            return "degraded", (f"{n} OWL inconsistenc{'ies' if n != 1 else 'y'} (fluxmat_owl_inconsistencies): "
-                                + "; ".join(first))
-        lags = [p["lag"] for p in self.history if p["t"] >= time.time() - DEGRADED_WINDOW]
-        growing = all(b >= a for a, b in pairwise(lags)) and len(lags) >= 10 and lags[-1] > lags[0]
-        if growing:
-            return "degraded", f"the consumer lag grew from {lags[0]} to {lags[-1]} messages in {len(lags)} s"
-        if self.time_lag_unknown:
-            return "healthy", f"applying updates; {TIME_LAG_UNKNOWN}"
-        return "healthy", "idle: nothing to do" if self.idle() else "applying updates"
+        """(state, reason): `healthy`, `degraded` or `failing` (the state machine of ops.health)."""
+        return judge(self)
 
     def as_dict(self) -> dict:
         """Everything the dashboard shows, as one JSON-ready dict (`/api/status`)."""

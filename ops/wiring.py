@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import threading
 
+from fluxmat.ops.collectors import serve_metrics
 from fluxmat.ops.dashboard import KeyedLiveSource, LiveSource, check_binding, serve
 from fluxmat.ops.inspect import StateView
-from fluxmat.ops.metrics import JobMetrics, serve_metrics
+from fluxmat.ops.metrics import JobMetrics
 from fluxmat.stream import observe
 
 

@@ -213,7 +213,7 @@ class Job:
         if cfg.keyed:
             return open_keyed(cfg, store, publisher, rebase, self.inflight, self.log)
         snapshots = self.snapshots = self._snapshots()
-        verifier = self.verifier = Verifier(cfg.verify_every, self._verified)
+        verifier = Verifier(cfg.verify_every, self._verified) if cfg.verify_every > 0 else None
         batches = open_whole_stream(cfg, reasoner, facts, store, publisher, rebase, self.metrics,
                                     lock=self.lock, inflight=self.inflight, verifier=verifier,
                                     snapshots=snapshots, consumed=consumed, log=self.log)  # fmt: skip

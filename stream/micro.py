@@ -61,10 +61,7 @@ class WholeStream(MicroBatches):
         self.verifier, self.snapshots = verifier, snapshots
         self.consumed = consumed  # partition -> the next offset to read (the lag's baseline)
         self.log = log
-
-    @property
-    def base(self) -> int:
-        return self.processor.base
+        self.base = processor.base  # numbered by now: restored or rebased before the first batch
 
     def apply(self, df, batch_id: int) -> BatchOutcome:
         started = time.perf_counter()
@@ -75,8 +72,9 @@ class WholeStream(MicroBatches):
             outcome = processor.process(batch_id, rows)
             outcome.phases = {"collect": collected, **outcome.phases}
             if not outcome.replayed:
-                inflight.enter("verify")
-                self.verifier.after_batch(outcome.batch, processor.reasoner)
+                if self.verifier is not None:  # --verify-every
+                    inflight.enter("verify")
+                    self.verifier.after_batch(outcome.batch, processor.reasoner)
                 if self.snapshots is not None:
                     inflight.enter("snapshot")
                     self.snapshots.after_batch(processor.committed, processor.reasoner)
@@ -100,10 +98,7 @@ class Keyed(MicroBatches):
     def __init__(self, driver: KeyedDriver):
         self.driver = driver
         self.last = None  # the last batch's stream.keyed.KeyedBatch (its keys and tasks)
-
-    @property
-    def base(self) -> int:
-        return self.driver.base
+        self.base = driver.base  # numbered by now (open_keyed)
 
     def apply(self, df, batch_id: int) -> BatchOutcome:
         self.last = self.driver.process(df, batch_id)

@@ -218,7 +218,8 @@ def test_standalone_dashboard_over_redis(live):
     s = live.s
     port = free_port()
     proc = Proc([sys.executable, "-m", "fluxmat.ops.cli", "dashboard", str(s.program), "--redis", s.redis_url,
-                 "--namespace", s.namespace, "--port", str(port), "--metrics-url", live.metrics_url],
+                 "--namespace", s.namespace, "--port", str(port), "--status-url", live.base + "/api/status",
+                 "--status-token", TOKEN],
                 s.logs, "standalone-dashboard", job_env())  # fmt: skip
     try:
         wait_for_log(proc, "dashboard on http://127.0.0.1:", timeout=60)
@@ -228,6 +229,7 @@ def test_standalone_dashboard_over_redis(live):
         assert status["now"]["through"] == "last"
         assert status["totals"]["updates"] == live.counts["updates"]
         assert status["now"]["lag"] == {"0": 0, "1": 0}
+        assert status["health"]["state"] == live.get("/api/status")["health"]["state"]  # the job's own status
         q = urllib.parse.quote("path(n0, ?X)")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/query?pattern={q}", timeout=30) as resp:
             assert json.loads(resp.read())["count"] == sum(

@@ -99,10 +99,3 @@ def test_a_lag_lookup_that_does_not_answer_reads_unknown_never_zero(tmp_path):
     state, reason = m.health()
     assert "time lag unknown" in reason, (state, reason)
 
-
-def test_the_stored_dashboard_reads_a_scraped_nan_time_lag_as_unknown():
-    from fluxmat.ops.dashboard import _time_lag
-
-    assert _time_lag(math.nan) == {"time_lag": None, "time_lag_unknown": True}
-    assert _time_lag(12.5) == {"time_lag": 12.5, "time_lag_unknown": False}
-    assert _time_lag(None) == {"time_lag": None, "time_lag_unknown": False}

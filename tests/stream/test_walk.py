@@ -1,0 +1,32 @@
+"""The walk of one update, from the job's batch function to its delta message: fewer hops, each with a reason.
+
+One update (`{"add": [["e", "b", "c"]]}`) through a whole-stream job's
+micro-batch (tests/support/walk.py: `Job._one_batch` over the job's
+`WholeStream`, a real redis-server, no Spark), every fluxmat function entered
+recorded. The bounds are the walk as it stands: a change that adds a hop on
+the way to the delta message makes this fail; lower a bound when a hop goes,
+raise one only for a hop with a reason (docs say which). Run with `-s` to see
+the functions on the walk.
+"""
+
+from __future__ import annotations
+
+from tests.support.walk import walk_one_update
+
+TO_THE_DELTA = {"functions": 51, "engine's door": 15, "layer crossings": 21, "stream -> engine": 7,
+                "engine -> stream": 2}  # fmt: skip
+
+
+def test_the_walk_to_the_delta_message_takes_no_more_hops_than_it_did(redis_server):
+    to_delta, whole = walk_one_update(redis_server.url)
+    print(
+        "to the delta message:", to_delta.text(), "the whole micro-batch:", whole.text(), sep="\n"
+    )
+    counts = to_delta.counts()
+    assert all(counts[k] <= n for k, n in TO_THE_DELTA.items()), (counts, TO_THE_DELTA)
+    assert (
+        "stream/micro.py:WholeStream.base" not in to_delta.functions
+    )  # a number fixed before the first batch
+    assert not any(
+        f.startswith("stream/verify.py") for f in whole.functions
+    )  # no --verify-every: no call
