@@ -129,8 +129,11 @@ def capped_steps(r: Reasoner, steps, cap_s: float, rows: list[dict]):
                 start = time.perf_counter()
                 report = r.load(t.add) if t.name == INITIAL else r.update(t.add, t.delete)
                 row["wall"] = time.perf_counter() - start
-        except Capped as exc:
-            row["check"], stop = str(exc), f"{name} capped"
+        except (Capped, SystemError) as exc:
+            capped = exc if isinstance(exc, Capped) else exc.__cause__ or exc.__context__
+            if not isinstance(capped, Capped):  # the cap's signal inside a numba call arrives wrapped
+                raise
+            row["check"], stop = str(capped), f"{name} capped"
             continue
         yield row, t, report
 
