@@ -170,7 +170,8 @@ class BatchOutcome:
     stats: dict[str, int] = field(default_factory=dict)
     # work per rule (engine Reasoner.rules_since): file:line -> (applications, log growth, log entries now)
     rules: dict[str, tuple[int, int, int]] = field(default_factory=dict)
-    phases: dict[str, float] = field(default_factory=dict)  # seconds: decode, engine, export, commit, publish
+    # seconds: decode, engine (feed), poll (the delta and its causes), deltas (encoded), export, commit, publish
+    phases: dict[str, float] = field(default_factory=dict)
     # what was sent to the deltas topic for this batch (a replay re-sends): messages, added and removed facts
     published: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("messages", "added", "removed"), 0))
     # which update changed each fact of the output (parallel to output["added"] / ["removed"]): its id, or
@@ -396,12 +397,13 @@ class BatchProcessor:
                 self._rollback()
                 phase("engine")
         reasoner = self.reasoner  # a rollback may have rebuilt it (another program)
-        point = reasoner.poll()
         clock.lap("engine")
+        point = reasoner.poll()
         if self.fresh is None:
             added, removed = self._by_cause(point, rows, decoded, outcome)
         else:  # a key's first batch: its whole materialisation, no causes
             added, removed = reasoner.facts(), ()
+        clock.lap("poll")
         output = {
             "through": reasoner.last_id,
             "added": [self.codec.encode(f) for f in added],
@@ -411,6 +413,7 @@ class BatchProcessor:
         runs = cause_runs(outcome.causes["added"] + outcome.causes["removed"]) if outcome.causes else []
         if runs:
             output["causes"] = runs  # stored with the output: a replay re-publishes them
+        clock.lap("deltas")
         phase("export")
         changes = self._changes()
         clock.lap("export")
