@@ -68,7 +68,7 @@ from fluxmat.connectors.delta_codec import DeltaCodec, grouped
 from fluxmat.connectors.files import Update, decode_json, parse_update
 from fluxmat.connectors.message import Message
 from fluxmat.connectors.state import INITIAL
-from fluxmat.engine import Fed, FluxmatError, Reasoner, StateMismatch
+from fluxmat.engine import Fed, FluxmatError, JsonFacts, Reasoner, StateMismatch
 from fluxmat.engine.limits import LimitExceeded, Limits
 from fluxmat.stream import live_program
 
@@ -256,6 +256,7 @@ class BatchProcessor:
         self.max_message_bytes = max_message_bytes
         self.base = 0  # added to Spark's batch ids (see connectors.state: rebase)
         self.codec = DeltaCodec(reasoner.program.prefixes, delta_format)  # facts as the deltas carry them
+        self.json_facts = JsonFacts(reasoner.prefixes)  # the updates' predicates and constants, read once
         self.key = key
         self.on_phase = on_phase or (lambda phase: None)
         self.shared = shared
@@ -450,7 +451,8 @@ class BatchProcessor:
         try:
             item = decode_json(value) if value is not None else None
             where = f"partition {message.partition} offset {message.offset}"
-            update = parse_update(item, self.reasoner.prefixes, where)
+            self.json_facts = self.json_facts.of(self.reasoner.prefixes)  # terms read once per stream
+            update = parse_update(item, self.reasoner.prefixes, where, self.json_facts)
         except FluxmatError as exc:
             return str(exc)
         except Exception as exc:  # whatever one message does, it stops only itself
