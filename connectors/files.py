@@ -222,6 +222,9 @@ def _jsonl_facts(text: str, path: str | Path, prefixes: dict[str, str]) -> list[
     return out
 
 
+_UPDATE_KEYS = frozenset(("add", "del", "id"))
+
+
 def parse_update(item: object, prefixes: dict[str, str], where: str, facts: JsonFacts | None = None) -> Update:
     """Validate one decoded JSON update.
 
@@ -235,8 +238,8 @@ def parse_update(item: object, prefixes: dict[str, str], where: str, facts: Json
         return Update(add, delete, item.get("id"), where)
     if "program" in item:
         return Update((), (), item.get("id"), where, program_change(item, where))
-    unknown = sorted(set(item) - {"add", "del", "id"})
-    if unknown:
+    if not item.keys() <= _UPDATE_KEYS:
+        unknown = sorted(set(item) - _UPDATE_KEYS)
         raise ParseError(
             f"{where}: unknown key '{unknown[0]}' in update (expected 'add', 'del', 'id' or 'program')"
         )
