@@ -90,6 +90,7 @@ from tests.benchmarks.pipeline_measure import (
     measure,
     phases_table,
     pipeline_table,
+    source_read,
     summary,
     to_json,
     uid,
@@ -359,6 +360,7 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
         jvms = [p for p in descendants(job.pid) if "java" in cmdline(p)]
         info["jvm_vmhwm_kb"] = sum(status_kb(p) or 0 for p in jvms) if jvms else None
         info["loadavg_end"] = os.getloadavg()
+        info["source_read"] = source_read(broker.bootstrap, UPDATES, seq)  # collect without Spark
 
         # correctness: deltas folded == remat over the final explicit facts
         final = set(maker.present)

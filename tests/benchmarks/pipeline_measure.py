@@ -192,6 +192,37 @@ class Phases:
         return {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0) > 0}
 
 
+def source_read(bootstrap: str, topic: str, end: int) -> dict[str, float]:
+    """The Kafka source's own read of offsets [0, end) of partition 0, outside Spark, in this process.
+
+    What `collect` costs without Spark: the source's `read` (kafka-python's
+    fetch and parse, the Arrow batches) and the Arrow columns as messages
+    (stream.micro.messages), in microseconds per message; read twice, the
+    second time with the consumer the first kept (as a Python worker keeps it
+    between micro-batches), which is the figure given.
+    """
+    import pyarrow as pa
+
+    from fluxmat.connectors.kafka_source import (
+        KafkaInputPartition,
+        KafkaStreamReader,
+        close_readers,
+    )
+    from fluxmat.stream.micro import messages
+
+    out = {"messages": end}
+    for label in ("cold", "read"):
+        reader = KafkaStreamReader({"bootstrap": bootstrap, "topic": topic})
+        started = time.perf_counter()
+        table = pa.Table.from_batches(list(reader.read(KafkaInputPartition(topic, 0, 0, end))))
+        out[f"{label}_us"] = 1e6 * (time.perf_counter() - started) / max(end, 1)
+    started = time.perf_counter()
+    out["messages"] = len(messages(table))
+    out["rows_us"] = 1e6 * (time.perf_counter() - started) / max(end, 1)
+    close_readers()
+    return out
+
+
 def fold(messages: list[tuple[float, dict]]) -> set[tuple]:
     current: set[tuple] = set()
     seen: set[tuple] = set()
@@ -288,10 +319,18 @@ def summary(info: dict) -> str:
         f"{mb(info.get('driver_vmhwm_kb'))}, Spark JVM {mb(info.get('jvm_vmhwm_kb'))}; "
         f"job start: initial materialisation committed after "
         f"{info.get('initial_seconds', '-')} s, warm after {info.get('startup_seconds', '-')} s; "
-        f"load average (1 min) "
+        f"{_source(info.get('source_read'))}load average (1 min) "
         f"{info['loadavg_start'][0]:.2f} -> {info.get('loadavg_end', (float('nan'),))[0]:.2f} "
         f"on {info['cpus']} CPUs"
     )
+
+
+def _source(read: dict | None) -> str:
+    if not read:
+        return ""
+    return (f"the source's read alone (outside Spark, a kept consumer): {read['read_us']:.0f} us per message "
+            f"({read['cold_us']:.0f} with a new one) + {read['rows_us']:.1f} us to messages "
+            f"({read['messages']:,} messages); ")  # fmt: skip
 
 
 def to_json(info: dict, rows: list[ScenarioRow]) -> dict:
