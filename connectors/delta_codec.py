@@ -27,7 +27,9 @@ import json
 
 from fluxmat.connectors.rdf import Triples
 from fluxmat.engine.printer import FactPrinter
-from fluxmat.engine.wire import fact_json
+from fluxmat.engine.wire import json_value, pred_json
+
+MAX_PREDS = 1 << 16  # predicates whose wire form is kept
 
 
 class DeltaCodec:
@@ -36,6 +38,7 @@ class DeltaCodec:
     def __init__(self, prefixes, delta_format: str = "json"):
         self.printer = FactPrinter(prefixes)
         self.triples = Triples() if delta_format == "ntriples" else None
+        self.preds: dict[str, str] = {}  # predicate -> as the wire writes it (pred_json), once per predicate
 
     def encode(self, fact: tuple) -> list | str:
         """A fact as on the wire: its N-Triples line (format ntriples, a triple), else its JSON array."""
@@ -43,7 +46,12 @@ class DeltaCodec:
             triple = self.triples.triple(fact)
             if triple is not None:
                 return f"{triple} ."
-        return fact_json(fact, self.printer)
+        pred = self.preds.get(fact[0])
+        if pred is None:
+            if len(self.preds) >= MAX_PREDS:
+                self.preds.clear()
+            pred = self.preds[fact[0]] = pred_json(fact[0], self.printer)
+        return [pred, *map(json_value, fact[1:])]  # = fact_json(fact, self.printer)
 
     def item(self, fact: tuple) -> str | tuple:
         """`encode(fact)`, hashable: a line, or the JSON array as a tuple."""

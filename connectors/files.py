@@ -35,7 +35,14 @@ from pathlib import Path
 import orjson
 
 from fluxmat.connectors.rdf import FORMATS, format_of, rdf_update, read_rdf
-from fluxmat.engine import atom_to_fact, fact_from_json, parse_facts, parse_program, read_source
+from fluxmat.engine import (
+    JsonFacts,
+    atom_to_fact,
+    fact_from_json,
+    parse_facts,
+    parse_program,
+    read_source,
+)
 from fluxmat.engine.errors import InputMemoryError, ParseError
 from fluxmat.engine.syntax import MAX_INT_DIGITS, Pos
 
@@ -215,8 +222,15 @@ def _jsonl_facts(text: str, path: str | Path, prefixes: dict[str, str]) -> list[
     return out
 
 
-def parse_update(item: object, prefixes: dict[str, str], where: str) -> Update:
-    """Validate one decoded JSON update."""
+_UPDATE_KEYS = frozenset(("add", "del", "id"))
+
+
+def parse_update(item: object, prefixes: dict[str, str], where: str, facts: JsonFacts | None = None) -> Update:
+    """Validate one decoded JSON update.
+
+    `facts`: a `JsonFacts` kept across updates (a stream's), so that their
+    predicates and constants are read once; it is used for `prefixes` only.
+    """
     if not isinstance(item, dict):
         raise ParseError(f"{where}: expected an update object {{\"add\": [...], \"del\": [...]}}")
     if "format" in item:
@@ -224,20 +238,21 @@ def parse_update(item: object, prefixes: dict[str, str], where: str) -> Update:
         return Update(add, delete, item.get("id"), where)
     if "program" in item:
         return Update((), (), item.get("id"), where, program_change(item, where))
-    unknown = sorted(set(item) - {"add", "del", "id"})
-    if unknown:
+    if not item.keys() <= _UPDATE_KEYS:
+        unknown = sorted(set(item) - _UPDATE_KEYS)
         raise ParseError(
             f"{where}: unknown key '{unknown[0]}' in update (expected 'add', 'del', 'id' or 'program')"
         )
+    reader = JsonFacts(prefixes) if facts is None else facts.of(prefixes)
     lists = {}
     for key in ("add", "del"):
-        facts = item.get(key, [])
-        if not isinstance(facts, list):
+        items = item.get(key, [])
+        if not isinstance(items, list):
             raise ParseError(f"{where}: '{key}' must be a list of facts")
-        lists[key] = tuple(
-            atom_to_fact(fact_from_json(f, prefixes, f"{where}: {key}[{i}]"))
-            for i, f in enumerate(facts)
-        )
+        try:
+            lists[key] = tuple(map(reader.fact, items))
+        except ParseError:  # again, to say where
+            lists[key] = tuple(reader.fact(f, f"{where}: {key}[{i}]") for i, f in enumerate(items))
     return Update(lists["add"], lists["del"], item.get("id"), where)
 
 

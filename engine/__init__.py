@@ -37,11 +37,11 @@ from fluxmat.engine.options import EngineOptions
 from fluxmat.engine.parser import parse_facts, parse_program
 from fluxmat.engine.reasoner import Reasoner, atom_to_fact
 from fluxmat.engine.syntax import Iri, Program
-from fluxmat.engine.wire import fact_from_json
+from fluxmat.engine.wire import JsonFacts, fact_from_json
 
 __all__ = [
     "ALGORITHMS", "FULLY_DYNAMIC", "SAME_AS", "AlgorithmError", "Analysis", "AnalysisError", "EngineOptions",
-    "FactLimitExceeded", "Fed", "FeedResult", "FluxmatError", "InputMemoryError", "Iri", "LimitExceeded", "Limits",
+    "FactLimitExceeded", "Fed", "FeedResult", "FluxmatError", "InputMemoryError", "Iri", "JsonFacts", "LimitExceeded", "Limits",
     "Maintainer", "ParseError", "Program", "Reasoner", "Report", "StateChanges", "StateMismatch",
     "StateColumns", "StateSnapshot", "UpdateError", "VALUE_SPACES", "WorkLimitExceeded", "analyse", "atom_to_fact", "create",
     "fact_from_json", "parse_facts", "parse_program", "read_source",

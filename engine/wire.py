@@ -173,6 +173,67 @@ def fact_from_json(item: object, prefixes: dict[str, str], where: str = "") -> A
     return Atom(pred, tuple(args))
 
 
+
+class JsonFacts:
+    """`fact_from_json` for many facts under one program's `prefixes`, each predicate and string read once.
+
+    The facts of a stream repeat their predicates and constants. A fact whose
+    parts are all plain -- a predicate string, string arguments, integer
+    arguments within `MAX_INT_DIGITS` -- is built from the values kept for its
+    parts, without an AST atom; any other (a literal, a bad part) goes through
+    `fact_from_json`, which gives its value or its error, so `fact` returns
+    what `atom_to_fact(fact_from_json(item, prefixes, where))` returns, or
+    raises what it raises. At most `limit` kept strings (then it starts afresh).
+    """
+
+    __slots__ = ("prefixes", "limit", "preds", "args")
+
+    def __init__(self, prefixes: dict[str, str], limit: int = 1 << 20):
+        self.prefixes, self.limit = prefixes, limit
+        self.preds: dict[str, str] = {}
+        self.args: dict[str, object] = {}
+
+    def of(self, prefixes: dict[str, str]) -> JsonFacts:
+        """This reader when `prefixes` are its own (the same object), else a new one for them."""
+        return self if prefixes is self.prefixes else JsonFacts(prefixes)
+
+    def fact(self, item: object, where: str = "") -> tuple:
+        """The Python fact `(pred, *values)` of a JSON fact (`where` starts its error)."""
+        if type(item) is list and item and type(item[0]) is str:
+            pred = self.preds.get(item[0])
+            if pred is None and item[0]:
+                pred = self._pred(item[0])
+            args, out = self.args, [pred]
+            for arg in item[1:]:
+                t = type(arg)
+                if t is str:
+                    value = args.get(arg)
+                    if value is None:
+                        value = self._arg(arg)
+                elif t is int and int_in_range(arg):
+                    value = arg
+                else:
+                    break
+                out.append(value)
+            else:
+                if pred is not None:
+                    return tuple(out)
+        atom = fact_from_json(item, self.prefixes, where)
+        return (atom.pred, *(a.value for a in atom.args))  # type: ignore[union-attr]
+
+    def _pred(self, name: str) -> str:
+        if len(self.preds) >= self.limit:
+            self.preds.clear()
+        pred = self.preds[name] = fact_from_json([name], self.prefixes).pred
+        return pred
+
+    def _arg(self, text: str) -> object:
+        if len(self.args) >= self.limit:
+            self.args.clear()
+        value = self.args[text] = value_from_json(text)
+        return value
+
+
 def _json_text(value: object) -> str:
     try:
         text = json.dumps(value)

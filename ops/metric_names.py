@@ -96,7 +96,8 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "the rest 'other'); its growth is the log's growth per rule.", ("rule",)),
     "fluxmat_batch_phase_seconds": (
         HISTOGRAM, "Time per micro-batch in each of our phases: collect (the source read and the rows to "
-        "the driver), decode, engine, export (state changes), commit (Redis), publish (Kafka).", ("phase",)),
+        "the driver), rows (its Arrow columns as messages), decode, engine (feed), poll (the delta and its "
+        "causes), deltas (encoding them), export (state changes), commit (Redis), publish (Kafka).", ("phase",)),
     "fluxmat_spark_phase_seconds": (
         HISTOGRAM, "Spark's time per micro-batch by phase (lastProgress.durationMs: triggerExecution, "
         "addBatch, latestOffset, queryPlanning, walCommit, commitOffsets, getBatch).", ("phase",)),

@@ -68,7 +68,7 @@ from fluxmat.connectors.delta_codec import DeltaCodec, grouped
 from fluxmat.connectors.files import Update, decode_json, parse_update
 from fluxmat.connectors.message import Message
 from fluxmat.connectors.state import INITIAL
-from fluxmat.engine import Fed, FluxmatError, Reasoner, StateMismatch
+from fluxmat.engine import Fed, FluxmatError, JsonFacts, Reasoner, StateMismatch
 from fluxmat.engine.limits import LimitExceeded, Limits
 from fluxmat.stream import live_program
 
@@ -170,7 +170,8 @@ class BatchOutcome:
     stats: dict[str, int] = field(default_factory=dict)
     # work per rule (engine Reasoner.rules_since): file:line -> (applications, log growth, log entries now)
     rules: dict[str, tuple[int, int, int]] = field(default_factory=dict)
-    phases: dict[str, float] = field(default_factory=dict)  # seconds: decode, engine, export, commit, publish
+    # seconds: decode, engine (feed), poll (the delta and its causes), deltas (encoded), export, commit, publish
+    phases: dict[str, float] = field(default_factory=dict)
     # what was sent to the deltas topic for this batch (a replay re-sends): messages, added and removed facts
     published: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("messages", "added", "removed"), 0))
     # which update changed each fact of the output (parallel to output["added"] / ["removed"]): its id, or
@@ -255,6 +256,7 @@ class BatchProcessor:
         self.max_message_bytes = max_message_bytes
         self.base = 0  # added to Spark's batch ids (see connectors.state: rebase)
         self.codec = DeltaCodec(reasoner.program.prefixes, delta_format)  # facts as the deltas carry them
+        self.json_facts = JsonFacts(reasoner.prefixes)  # the updates' predicates and constants, read once
         self.key = key
         self.on_phase = on_phase or (lambda phase: None)
         self.shared = shared
@@ -396,12 +398,13 @@ class BatchProcessor:
                 self._rollback()
                 phase("engine")
         reasoner = self.reasoner  # a rollback may have rebuilt it (another program)
-        point = reasoner.poll()
         clock.lap("engine")
+        point = reasoner.poll()
         if self.fresh is None:
             added, removed = self._by_cause(point, rows, decoded, outcome)
         else:  # a key's first batch: its whole materialisation, no causes
             added, removed = reasoner.facts(), ()
+        clock.lap("poll")
         output = {
             "through": reasoner.last_id,
             "added": [self.codec.encode(f) for f in added],
@@ -411,6 +414,7 @@ class BatchProcessor:
         runs = cause_runs(outcome.causes["added"] + outcome.causes["removed"]) if outcome.causes else []
         if runs:
             output["causes"] = runs  # stored with the output: a replay re-publishes them
+        clock.lap("deltas")
         phase("export")
         changes = self._changes()
         clock.lap("export")
@@ -447,7 +451,8 @@ class BatchProcessor:
         try:
             item = decode_json(value) if value is not None else None
             where = f"partition {message.partition} offset {message.offset}"
-            update = parse_update(item, self.reasoner.prefixes, where)
+            self.json_facts = self.json_facts.of(self.reasoner.prefixes)  # terms read once per stream
+            update = parse_update(item, self.reasoner.prefixes, where, self.json_facts)
         except FluxmatError as exc:
             return str(exc)
         except Exception as exc:  # whatever one message does, it stops only itself

@@ -1,6 +1,7 @@
 """End-to-end pipeline benchmark: Kafka updates -> `fluxmat run` (Spark) -> Kafka deltas.
 
-    python3 -m tests.benchmarks.pipeline [--backlog N] [--rate OPS] [--steady-seconds S]
+    python3 -m tests.benchmarks.pipeline [--core objects|arrays|objects,arrays] [--backlog N]
+                                         [--rate OPS] [--steady-seconds S]
                                          [--redis-fsync everysec|always] [--universities N]
                                          [--markdown] [--json OUT]
     python3 -m tests.benchmarks.run --workload pipeline [--markdown] [--json OUT.json]
@@ -10,7 +11,10 @@ Needs real servers, so it is not part of `--workload all`. Starts, on 127.0.0.1:
 * an `EmbeddedBroker` (tansu, in-memory storage);
 * a `RedisServer` (tests/support/servers.py: AOF on; the job sets `--redis-fsync`,
   everysec unless told otherwise);
-* `fluxmat run` as a subprocess: `--algorithm fd-counting`, Redis state,
+* `fluxmat run` as a subprocess: `--core CORE` (`--core objects,arrays` runs the
+  whole benchmark once per core, one after the other, each with servers of its
+  own, and prints them in one table; the default is the job's default core),
+  `--algorithm fd-counting`, Redis state,
   `--trigger-interval 200ms`, no `--max-updates-per-batch` (a batch takes all
   that has arrived), metrics on a free port, the corpus program `lubm.dlog` and
   generated LUBM data (`lubm_gen.generate(1, 2)`, or with `--universities N`
@@ -70,9 +74,12 @@ import sys
 import tempfile
 import time
 from collections import deque
+from dataclasses import fields
 from pathlib import Path
 
 from fluxmat.connectors.broker import stop_process
+from fluxmat.engine.options import CORES
+from fluxmat.stream.config import JobConfig
 from tests.benchmarks.pipeline_measure import (
     WAIT_CAP,
     DeltaReader,
@@ -83,13 +90,14 @@ from tests.benchmarks.pipeline_measure import (
     measure,
     phases_table,
     pipeline_table,
+    source_read,
     summary,
     to_json,
     uid,
 )
 from tests.benchmarks.workloads import SEED, corpus_dir
 
-__all__ = ["HELD_OUT", "PROGRAM", "UpdateMaker", "cmdline", "descendants", "job_command", "phases_table",
+__all__ = ["DEFAULT_CORE", "HELD_OUT", "PROGRAM", "UpdateMaker", "cmdline", "descendants", "job_command", "phases_table",
            "pipeline_table", "run_pipeline", "status_kb", "summary", "to_json", "write_facts"]  # fmt: skip
 
 PROGRAM = Path("programs") / "lubm.dlog"
@@ -103,8 +111,9 @@ RATE = 5_000.0  # steady: offered fact operations per second (updates of 1 + 1)
 STEADY_SECONDS = 10.0
 TRIGGER = "200ms"
 NAMESPACE = "bench"
-START_CAP = 300.0  # seconds for the job to start and answer the warm-up update
+START_CAP = 600.0  # seconds for the job to start and answer the warm-up update
 UPDATES, DELTAS = "updates", "deltas"
+DEFAULT_CORE = next(f.default for f in fields(JobConfig) if f.name == "core")  # the job's default
 
 
 # ---------------------------------------------------------------- data
@@ -220,21 +229,21 @@ def job_command(program: Path, facts_file: Path, bootstrap: str, redis_url: str,
             "--metrics-port", str(metrics_port), *extra]  # fmt: skip
 
 
-def _scenarios(backlog: int, rate: float, steady_seconds: float) -> list[tuple[ScenarioRow, int, int, int, float]]:
+def _scenarios(backlog: int, rate: float, steady_seconds: float, core: str) -> list[tuple[ScenarioRow, int, int, int, float]]:
     """(row, updates, adds, deletes, seconds between two sends) per scenario."""
     steady = max(1, round(rate / 2 * steady_seconds))
     return [
-        (ScenarioRow("capacity", backlog, 2, "all at once"), backlog, 1, 1, 0.0),
-        (ScenarioRow("large", LARGE_UPDATES, LARGE_SIZE, "all at once"),
+        (ScenarioRow("capacity", backlog, 2, "all at once", core), backlog, 1, 1, 0.0),
+        (ScenarioRow("large", LARGE_UPDATES, LARGE_SIZE, "all at once", core),
          LARGE_UPDATES, LARGE_SIZE // 2, LARGE_SIZE - LARGE_SIZE // 2, 0.0),
-        (ScenarioRow("steady", steady, 2, f"{rate:,.0f} fact ops/s"), steady, 1, 1, 2.0 / rate),
+        (ScenarioRow("steady", steady, 2, f"{rate:,.0f} fact ops/s", core), steady, 1, 1, 2.0 / rate),
     ]  # fmt: skip
 
 
 def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: float = STEADY_SECONDS,
-                 redis_fsync: str = "everysec", log=None,
-                 universities: int | None = None) -> tuple[dict, list[ScenarioRow]]:  # fmt: skip
-    """Run the scenarios against one `fluxmat run`; returns (info, rows).
+                 redis_fsync: str = "everysec", log=None, universities: int | None = None,
+                 core: str = DEFAULT_CORE) -> tuple[dict, list[ScenarioRow]]:  # fmt: skip
+    """Run the scenarios against one `fluxmat run --core core`; returns (info, rows).
 
     `universities`: LUBM-N data (`generate(N)`, 15-25 departments each) instead
     of LUBM-1 with two departments.
@@ -258,6 +267,7 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
         f"{len(generated):,} generated, {HELD_OUT} held out",
         "initial_facts": len(maker.initial),
         "algorithm": "fd-counting",
+        "core": core,
         "trigger_interval": TRIGGER,
         "state": f"redis-server, AOF on (appendfsync {redis_fsync})",
         "broker": "EmbeddedBroker (tansu, in-memory)",
@@ -277,7 +287,8 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
             f"(pid {redis_srv.proc.pid})")  # fmt: skip
         ensure_topics(broker.bootstrap, {UPDATES: 1, DELTAS: 1})
         metrics_port = free_port()
-        cmd = job_command(program, facts_file, broker.bootstrap, redis_srv.url, root, redis_fsync, metrics_port)
+        cmd = job_command(program, facts_file, broker.bootstrap, redis_srv.url, root, redis_fsync, metrics_port,
+                          "--core", core)  # fmt: skip
         info["command"] = " ".join(cmd)
         started = time.monotonic()
         with job_log.open("wb") as out:
@@ -315,7 +326,7 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
         say(f"job up and warm after {info['startup_seconds']} s")
         phases.settled({}, 1)  # the warm-up batch's metrics, Spark's included, before any scenario
 
-        for row, n, n_add, n_del, gap in _scenarios(backlog, rate, steady_seconds):
+        for row, n, n_add, n_del, gap in _scenarios(backlog, rate, steady_seconds, core):
             ups = [maker.make(n_add, n_del) for _ in range(n)]  # prepared before timing
             ids = list(range(seq, seq + n))
             say(f"{row.scenario}: {n} updates of {n_add}+{n_del} facts, {row.rate}")
@@ -349,6 +360,7 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
         jvms = [p for p in descendants(job.pid) if "java" in cmdline(p)]
         info["jvm_vmhwm_kb"] = sum(status_kb(p) or 0 for p in jvms) if jvms else None
         info["loadavg_end"] = os.getloadavg()
+        info["source_read"] = source_read(broker.bootstrap, UPDATES, seq)  # collect without Spark
 
         # correctness: deltas folded == remat over the final explicit facts
         final = set(maker.present)
@@ -390,9 +402,21 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
     return info, rows
 
 
+def cores(text: str) -> list[str]:
+    """`--core`: one core, or several separated by commas (each runs the whole benchmark)."""
+    out = [c.strip() for c in text.split(",") if c.strip()]
+    bad = [c for c in out if c not in CORES]
+    if not out or bad:
+        raise argparse.ArgumentTypeError(f"expected {' or '.join(CORES)} (or both, comma-separated), got {text!r}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m tests.benchmarks.pipeline", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--core", type=cores, default=[DEFAULT_CORE], metavar="CORES",
+                    help=f"the job's --core: {' or '.join(CORES)}, or both comma-separated to compare them "
+                         f"in one run (default {DEFAULT_CORE}, the job's)")  # fmt: skip
     ap.add_argument("--backlog", type=int, default=BACKLOG, metavar="N",
                     help=f"capacity: updates of 1 + 1 produced at once (default {BACKLOG:,}; the issue asks 20,000)")
     ap.add_argument("--rate", type=float, default=RATE, metavar="OPS",
@@ -406,16 +430,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json", metavar="OUT.json")
     args = ap.parse_args(argv)
-    info, rows = run_pipeline(args.backlog, args.rate, args.steady_seconds, args.redis_fsync,
-                              universities=args.universities)  # fmt: skip
-    print(summary(info))
+    runs, failed = [], []
+    for core in args.core:  # a core whose run fails does not lose the others'
+        try:
+            runs.append(run_pipeline(args.backlog, args.rate, args.steady_seconds, args.redis_fsync,
+                                     universities=args.universities, core=core))  # fmt: skip
+        except Exception as exc:
+            failed.append(f"core {core}: FAILED: {type(exc).__name__}: {exc}")
+    rows = [r for _, core_rows in runs for r in core_rows]
+    for info, _ in runs:
+        print(summary(info))
+    print(*failed, sep="\n")
     print(pipeline_table(rows, args.markdown))
     print(phases_table(rows, args.markdown))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(to_json(info, rows), fh, indent=2)
+            json.dump([to_json(info, core_rows) for info, core_rows in runs], fh, indent=2)
             fh.write("\n")
-    return 1 if any(r.check.startswith("MISMATCH") for r in rows) else 0
+    return 1 if failed or any(r.check.startswith("MISMATCH") for r in rows) else 0
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from pathlib import Path
 from tests.benchmarks.workloads import render_table
 
 WAIT_CAP = 300.0  # seconds to wait for a scenario's last delta
-OURS = ("collect", "decode", "engine", "export", "commit", "publish")
+OURS = ("collect", "rows", "decode", "engine", "poll", "deltas", "export", "commit", "publish")
 SPARK = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch", "commitOffsets",
          "triggerExecution")  # fmt: skip
 
@@ -36,6 +36,7 @@ class ScenarioRow:
     updates: int
     facts_per_update: int
     rate: str  # produce schedule
+    core: str = ""  # the job's --core
     produce_seconds: float | None = None  # first -> last produce
     seconds: float | None = None  # first produce -> last update's delta
     facts_per_second: float | None = None
@@ -191,6 +192,37 @@ class Phases:
         return {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0) > 0}
 
 
+def source_read(bootstrap: str, topic: str, end: int) -> dict[str, float]:
+    """The Kafka source's own read of offsets [0, end) of partition 0, outside Spark, in this process.
+
+    What `collect` costs without Spark: the source's `read` (kafka-python's
+    fetch and parse, the Arrow batches) and the Arrow columns as messages
+    (stream.micro.messages), in microseconds per message; read twice, the
+    second time with the consumer the first kept (as a Python worker keeps it
+    between micro-batches), which is the figure given.
+    """
+    import pyarrow as pa
+
+    from fluxmat.connectors.kafka_source import (
+        KafkaInputPartition,
+        KafkaStreamReader,
+        close_readers,
+    )
+    from fluxmat.stream.micro import messages
+
+    out = {"messages": end}
+    for label in ("cold", "read"):
+        reader = KafkaStreamReader({"bootstrap": bootstrap, "topic": topic})
+        started = time.perf_counter()
+        table = pa.Table.from_batches(list(reader.read(KafkaInputPartition(topic, 0, 0, end))))
+        out[f"{label}_us"] = 1e6 * (time.perf_counter() - started) / max(end, 1)
+    started = time.perf_counter()
+    out["messages"] = len(messages(table))
+    out["rows_us"] = 1e6 * (time.perf_counter() - started) / max(end, 1)
+    close_readers()
+    return out
+
+
 def fold(messages: list[tuple[float, dict]]) -> set[tuple]:
     current: set[tuple] = set()
     seen: set[tuple] = set()
@@ -225,14 +257,14 @@ def _s(x: float | None) -> str:
     return "-" if x is None else f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
 
 
-HEADER = ("scenario", "updates", "facts/update", "produced at", "produce s", "total s",
+HEADER = ("core", "scenario", "updates", "facts/update", "produced at", "produce s", "total s",
           "fact ops/s", "latency p50", "latency p99", "latency max", "batches",
           "updates/batch", "check")  # fmt: skip
 
 
 def _cells(r: ScenarioRow) -> tuple[str, ...]:
     return (
-        r.scenario, f"{r.updates}", f"{r.facts_per_update}", r.rate,
+        r.core, r.scenario, f"{r.updates}", f"{r.facts_per_update}", r.rate,
         "-" if r.produce_seconds is None else f"{r.produce_seconds:.2f}",
         "-" if r.seconds is None else f"{r.seconds:.2f}",
         "-" if r.facts_per_second is None else f"{r.facts_per_second:,.0f}",
@@ -243,17 +275,22 @@ def _cells(r: ScenarioRow) -> tuple[str, ...]:
 
 
 def pipeline_table(rows: list[ScenarioRow], markdown: bool = False) -> str:
-    return render_table(HEADER, [_cells(r) for r in rows], set(range(1, 12)) - {3}, markdown)
+    return render_table(HEADER, [_cells(r) for r in rows], set(range(2, 13)) - {4}, markdown)
 
 
 def phases_table(rows: list[ScenarioRow], markdown: bool = False) -> str:
     """Seconds per micro-batch in each phase, per scenario: Spark's, then ours inside addBatch.
 
-    `collect` is `df.collect()` in foreachBatch (the source read on the executor
-    and the rows to the driver); `addBatch rest` is Spark's addBatch minus our
-    phases: Spark's own work around foreachBatch and the observer's bookkeeping.
+    `collect` is `df.toArrow()` in foreachBatch (the source read on the executor
+    and the Arrow batches to the driver), `rows` the Arrow columns as `Message`s;
+    then the processor's phases (stream.batch: decode and validate, engine =
+    feed, poll = the delta and its causes, deltas = encoding them, export = the
+    state changes, commit to Redis, publish to Kafka); `addBatch rest` is
+    Spark's addBatch minus ours: Spark's own work around foreachBatch and the
+    observer's bookkeeping.
     """
-    header = ("scenario", "batches", *(f"spark {p}" for p in SPARK[:-1]), "addBatch rest", *OURS, "trigger total")
+    header = ("core", "scenario", "batches", *(f"spark {p}" for p in SPARK[:-1]), "addBatch rest", *OURS,
+              "trigger total")  # fmt: skip
     out = []
     for r in rows:
         ph, n, sn = r.phases, r.phases.get("batches", 0), r.phases.get("spark.batches", 0)
@@ -262,15 +299,15 @@ def phases_table(rows: list[ScenarioRow], markdown: bool = False) -> str:
         ours = [ph.get(p, 0.0) / n for p in OURS]
         spark = [ph.get(f"spark.{p}", 0.0) / sn for p in SPARK]
         cells = [*spark[:-1], spark[4] - sum(ours), *ours, spark[-1]]  # addBatch - ours: Spark's own
-        out.append((r.scenario, f"{n:.0f}", *(f"{1000 * c:,.0f} ms" for c in cells)))
+        out.append((r.core, r.scenario, f"{n:.0f}", *(f"{1000 * c:,.0f} ms" for c in cells)))
     return ("per micro-batch, mean (Spark's durationMs phases; addBatch = addBatch rest + ours):\n"
-            + render_table(header, out, set(range(1, len(header))), markdown))  # fmt: skip
+            + render_table(header, out, set(range(2, len(header))), markdown))  # fmt: skip
 
 
 def summary(info: dict) -> str:
     mb = lambda kb: "-" if kb is None else f"{kb / 1024:,.0f} MiB"  # noqa: E731
     return (
-        f"pipeline: {info['source']}; {info['initial_facts']:,} initial facts, "
+        f"pipeline, core {info['core']}: {info['source']}; {info['initial_facts']:,} initial facts, "
         f"materialisation {info.get('initial_materialisation', 0):,} -> "
         f"{info.get('final_materialisation', 0):,} facts; {info['algorithm']}, trigger "
         f"{info['trigger_interval']}, {info['state']}, {info['broker']}\n"
@@ -282,10 +319,18 @@ def summary(info: dict) -> str:
         f"{mb(info.get('driver_vmhwm_kb'))}, Spark JVM {mb(info.get('jvm_vmhwm_kb'))}; "
         f"job start: initial materialisation committed after "
         f"{info.get('initial_seconds', '-')} s, warm after {info.get('startup_seconds', '-')} s; "
-        f"load average (1 min) "
+        f"{_source(info.get('source_read'))}load average (1 min) "
         f"{info['loadavg_start'][0]:.2f} -> {info.get('loadavg_end', (float('nan'),))[0]:.2f} "
         f"on {info['cpus']} CPUs"
     )
+
+
+def _source(read: dict | None) -> str:
+    if not read:
+        return ""
+    return (f"the source's read alone (outside Spark, a kept consumer): {read['read_us']:.0f} us per message "
+            f"({read['cold_us']:.0f} with a new one) + {read['rows_us']:.1f} us to messages "
+            f"({read['messages']:,} messages); ")  # fmt: skip
 
 
 def to_json(info: dict, rows: list[ScenarioRow]) -> dict:

@@ -6,11 +6,17 @@ must agree for every fact, a triple or not, in every delta format.
 """
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from fluxmat.connectors import delta_codec
 from fluxmat.connectors.delta_codec import DeltaCodec
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import Iri, Reasoner
+from fluxmat.engine.wire import fact_json
 from fluxmat.stream.batch import BatchProcessor
+from tests.support.gen import FACTS as GEN_FACTS
+from tests.support.gen import examples
 
 EX = "http://example.org/"
 PROGRAM = f"@prefix ex: <{EX}> .\nreach(X, Y) :- link(X, Y).\nreach(X, Z) :- reach(X, Y), link(Y, Z).\n"
@@ -55,3 +61,18 @@ def test_ntriples_sends_triples_as_lines_and_other_facts_as_json():
         f"<{EX}a> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{EX}Person> ."  # fmt: skip
     assert codec.encode(("link", Iri(f"{EX}b"), "c")) == ["link", f"<{EX}b>", "c"]
     assert DeltaCodec((("ex", EX),)).encode((f"{EX}knows", Iri(f"{EX}a"), "c")) == ["ex:knows", f"<{EX}a>", "c"]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(GEN_FACTS, min_size=1, max_size=6))
+def test_json_encoding_is_fact_json_also_from_the_kept_predicates(facts):
+    codec = DeltaCodec({"ex": EX, "p": "http://p/"}.items())
+    for _ in range(2):  # the second time from the predicates' kept wire forms
+        assert [codec.encode(f) for f in facts] == [fact_json(f, codec.printer) for f in facts]
+
+
+def test_kept_predicates_are_bounded(monkeypatch):
+    monkeypatch.setattr(delta_codec, "MAX_PREDS", 2)
+    codec = DeltaCodec({"ex": EX}.items())
+    for i in range(5):
+        assert codec.encode((f"{EX}p{i}", 1)) == [f"ex:p{i}", 1] and len(codec.preds) <= 2

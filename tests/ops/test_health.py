@@ -134,7 +134,7 @@ def test_a_batch_reports_where_its_time_went():
     p.start([])
     msg = json.dumps({"add": [["q", 1], ["q", 2]]})
     outcome = p.process(0, [(0, 0, None, msg, None, True, len(msg))])
-    assert list(outcome.phases) == ["decode", "engine", "export", "commit", "publish"]
+    assert list(outcome.phases) == ["decode", "engine", "poll", "deltas", "export", "commit", "publish"]
     assert all(v >= 0 for v in outcome.phases.values()) and sum(outcome.phases.values()) <= outcome.seconds
     m = JobMetrics("p.dl", "fd-counting", "default", "updates")
     m.on_batch(outcome, p, MemoryStateStore())

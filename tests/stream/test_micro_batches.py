@@ -66,3 +66,37 @@ def test_a_failed_batch_is_kept_and_reported_before_it_is_raised(tmp_path):
         job._one_batch(Batches(job, fail=True), None, df=None, batch_id=2)
     assert isinstance(job.failed, ConnectionError) and job.metrics.seen == [("error", "redis lost")]
     assert passed == [] and job.batches_done == 0 and job.inflight.now() is None
+
+
+def test_the_whole_stream_times_collecting_the_batch_and_its_arrow_columns_as_messages():
+    """A micro-batch arrives as Arrow (`df.toArrow()`: collect), becomes messages (rows), then is processed."""
+    import json
+    import threading
+
+    import pyarrow as pa
+
+    from fluxmat.connectors.message import Message
+    from fluxmat.connectors.state import MemoryStateStore
+    from fluxmat.engine import Reasoner
+    from fluxmat.stream.batch import BatchProcessor
+    from fluxmat.stream.inflight import InFlight
+    from fluxmat.stream.micro import WholeStream
+    from fluxmat.stream.verify import Verifier
+    from tests.support.shared import NullPublisher
+
+    processor = BatchProcessor(Reasoner.from_text("p(X) :- q(X).", "fd-counting"), MemoryStateStore(), NullPublisher())
+    processor.start([])
+    values = [json.dumps({"add": [["q", i]], "id": f"u{i}"}) for i in range(3)]
+    table = pa.table({"partition": [0, 0, 0], "offset": [5, 6, 7], "key": [None] * 3, "value": values,
+                      "timestamp": [1, 2, 3], "utf8": [True] * 3, "size": [len(v) for v in values]})  # fmt: skip
+
+    class Frame:  # what foreachBatch hands over: here only its Arrow form is read
+        def toArrow(self):
+            return table
+
+    consumed: dict[str, int] = {}
+    whole = WholeStream(processor, threading.Lock(), InFlight(), Verifier(0, print), None, consumed, print)
+    outcome = whole.apply(Frame(), 0)
+    assert list(outcome.phases)[:3] == ["collect", "rows", "decode"] and list(Message._fields) == table.column_names
+    assert (outcome.updates, outcome.through, consumed) == (3, "u2", {"0": 8})
+    assert processor.facts() == {("p", 0), ("p", 1), ("p", 2), ("q", 0), ("q", 1), ("q", 2)}

@@ -254,10 +254,10 @@ def test_any_exception_while_decoding_one_message_makes_it_a_dead_letter(monkeyp
     """Whatever decoding one message raises, that message alone is a dead letter."""
     real = batch_module.parse_update
 
-    def parse(item, prefixes, where):  # fault injection: this one message breaks the decoder
+    def parse(item, prefixes, where, *rest):  # fault injection: this one message breaks the decoder
         if isinstance(item, dict) and item.get("id") == "poison":
             raise error("injected")
-        return real(item, prefixes, where)
+        return real(item, prefixes, where, *rest)
 
     monkeypatch.setattr(batch_module, "parse_update", parse)
     store, pub = MemoryStateStore(), Recorder()
