@@ -49,6 +49,7 @@ from fluxmat.connectors.broker import stop_process
 from tests.benchmarks.pipeline import (
     DELTAS,
     HELD_OUT,
+    NAMESPACE,
     PROGRAM,
     START_CAP,
     UPDATES,
@@ -69,6 +70,7 @@ STALL = 20.0  # seconds of CLIENT PAUSE
 POISON_EVERY = 0.15  # a poison message every this fraction of the run
 MAX_MESSAGE_BYTES = 100_000
 DEAD = "dead"
+HEAP_EVERY = 60.0  # seconds between the driver's heap snapshots with --heap
 FIELDS = ("t", "driver_mib", "workers_mib", "jvm_mib", "redis_mib", "lag_messages", "time_lag_s",
           "ops_per_s", "health", "load1")  # fmt: skip
 FLAT = {"driver_mib": 8.0, "workers_mib": 8.0, "jvm_mib": 8.0, "redis_mib": 8.0}  # MiB a series may grow
@@ -287,8 +289,21 @@ def offer(load: Load, seconds: float, stall: float, redis_url: str, t0: float) -
     return events
 
 
-def check_end(info: dict, program: Path, maker: UpdateMaker, reader: DeltaReader, bootstrap: str) -> None:
-    """Deltas folded == remat over the final explicit facts; dead letters counted."""
+def compare(got: set[tuple], want: set[tuple]) -> str:
+    return "ok" if got == want else f"MISMATCH: {len(want - got)} missing, {len(got - want)} extra"
+
+
+def stored_state(program: Path, redis_url: str) -> set[tuple]:
+    """The whole materialisation the job keeps in Redis (`fluxmat export --all`), in the wire form."""
+    from fluxmat.ops.inspect import export_facts
+
+    _, lines = export_facts(str(program), redis_url, NAMESPACE, everything=True)
+    return {tuple(json.loads(line)) for line in lines}
+
+
+def check_end(info: dict, program: Path, maker: UpdateMaker, reader: DeltaReader, bootstrap: str,
+              redis_url: str) -> None:  # fmt: skip
+    """Deltas folded == remat == the state in Redis, over the final explicit facts; dead letters counted."""
     from fluxmat.connectors.kafka_sink import read_deltas
 
     with reader.cond:
@@ -296,11 +311,18 @@ def check_end(info: dict, program: Path, maker: UpdateMaker, reader: DeltaReader
     got, want = fold(msgs), expected(program, sorted(maker.present))
     info["final_explicit"], info["final_materialisation"] = len(maker.present), len(want)
     info["delta_messages"] = len(msgs)
-    info["check"] = "ok" if got == want else f"MISMATCH: {len(want - got)} missing, {len(got - want)} extra"
+    info["check_deltas"] = compare(got, want)
+    try:
+        info["check_state"] = compare(stored_state(program, redis_url), want)
+    except Exception as exc:  # noqa: BLE001 - reported, the other results still count
+        info["check_state"] = f"not read: {exc}"
+    ok = info["check_deltas"] == info["check_state"] == "ok"
+    info["check"] = "ok" if ok else f"deltas: {info['check_deltas']}; Redis state: {info['check_state']}"
     info["dead_letters"] = len(read_deltas(bootstrap, DEAD, timeout=60))
 
 
-def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path, say) -> dict:
+def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path, say,
+             heap: Path | None = None) -> dict:  # fmt: skip
     """Run the soak; returns info (check, verdicts, ...) and writes soak.csv / soak.png into `out`."""
     import redis
     from kafka import KafkaProducer
@@ -325,6 +347,9 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
         metrics_port = free_port()
         cmd = job_command(program, facts_file, broker.bootstrap, redis_srv.url, root, "everysec", metrics_port,
                           "--dead-letter-topic", DEAD, "--max-message-bytes", str(MAX_MESSAGE_BYTES))  # fmt: skip
+        if heap is not None:  # the driver under tracemalloc, a snapshot a minute (tests/benchmarks/heap_job.py)
+            cmd = [sys.executable, str(Path(__file__).with_name("heap_job.py")), "run", str(heap.resolve()),
+                   str(HEAP_EVERY), *cmd[1:]]  # fmt: skip
         info["command"] = " ".join(cmd)
         with job_log.open("wb") as fh:
             job = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=root)
@@ -352,7 +377,8 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
         client = redis.Redis.from_url(redis_srv.url)
         info["redis_used_memory_mib"] = round(client.info("memory")["used_memory"] / 2**20, 1)
         client.close()
-        check_end(info, program, maker, reader, broker.bootstrap)
+        check_end(info, program, maker, reader, broker.bootstrap, redis_srv.url)
+        say(f"check against remat: {info['check']}; dead letters {info['dead_letters']} of {info['poison_sent']}")
     except BaseException:
         if sampler is not None and sampler.rows:  # a long run's samples are kept even when it fails
             out.mkdir(parents=True, exist_ok=True)
@@ -392,8 +418,9 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
 
 def report(info: dict) -> str:
     lines = [f"soak: {info['minutes']:g} min, {info['updates']:,} updates, {info['fact_ops']:,} fact ops "
-             f"offered at {info['rate']:,.0f}/s; caught up: {info['caught_up']}; check: {info['check']} "
-             f"({info['final_materialisation']:,} facts); dead letters {info['dead_letters']} of "
+             f"offered at {info['rate']:,.0f}/s; caught up: {info['caught_up']}; check against remat: "
+             f"{info['check']} (folded deltas {info['check_deltas']}, state in Redis {info['check_state']}; "
+             f"{info['final_materialisation']:,} facts); dead letters {info['dead_letters']} of "
              f"{info['poison_sent']} poison messages; Redis used_memory at the end "
              f"{info['redis_used_memory_mib']} MiB; load average (1 min) {info['loadavg_start'][0]:.2f} -> "
              f"{info['loadavg_end'][0]:.2f} on {info['cpus']} CPUs; job exit {info.get('job_exit')}"]  # fmt: skip
@@ -415,9 +442,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stall-seconds", type=float, default=STALL, metavar="S",
                     help=f"length of the Redis pause (default {STALL:g})")
     ap.add_argument("--out", type=Path, default=Path("soak-out"), help="directory for soak.csv and soak.png")
+    ap.add_argument("--heap", type=Path, default=None, metavar="DIR",
+                    help="run the job's driver under tracemalloc and write a heap snapshot a minute into DIR "
+                         "(compare two with `python tests/benchmarks/heap_job.py diff A B`); costs memory and CPU")
     args = ap.parse_args(argv)
     say = lambda m: print(f"# soak: {m}", file=sys.stderr, flush=True)  # noqa: E731
-    info = run_soak(args.minutes, args.rate, args.sample_seconds, args.stall_seconds, args.out, say)
+    info = run_soak(args.minutes, args.rate, args.sample_seconds, args.stall_seconds, args.out, say, args.heap)
     print(report(info))
     with (args.out / "soak.json").open("w", encoding="utf-8") as fh:
         json.dump(info, fh, indent=2, default=str)
