@@ -3,9 +3,10 @@
     python tests/benchmarks/heap_job.py run DIR SECONDS <fluxmat arguments...>
     python tests/benchmarks/heap_job.py diff A.snap B.snap [--top N]
 
-`run` is what the soak starts instead of `fluxmat` with `--heap DIR`: after
-SECONDS it traces allocations (10 frames), and dumps `DIR/heap-NNN.snap` every
-SECONDS from then on (so only what was allocated after the first SECONDS is seen).
+`run` is what the soak starts instead of `fluxmat` with `--heap DIR`: once
+the soak signals (SIGUSR1) that the job is warm, it traces allocations (10
+frames) and dumps `DIR/heap-NNN.snap` and `DIR/types-NNN.json` (live objects
+by type) every SECONDS (so only what is allocated after the warm-up is seen).
 `diff` prints the allocation sites whose live memory grew most from A to B,
 grouped by their innermost line and by their whole traceback. Run as a script
 (not `-m`), so only the standard library and the installed fluxmat are imported.
@@ -13,6 +14,10 @@ grouped by their innermost line and by their whole traceback. Run as a script
 
 from __future__ import annotations
 
+import collections
+import gc
+import json
+import signal
 import sys
 import threading
 import time
@@ -22,21 +27,27 @@ from pathlib import Path
 FRAMES = 10
 
 
-def dump_every(out: Path, seconds: float) -> None:
-    """Start tracing after `seconds` (Spark's start-up runs at full speed), then dump every `seconds`."""
-    time.sleep(seconds)
+def dump_every(out: Path, seconds: float, go: threading.Event) -> None:
+    """Once `go` is set (SIGUSR1: the soak's warm-up is through), trace and dump every `seconds`.
+
+    Each dump: `heap-NNN.snap` (tracemalloc) and `types-NNN.json` (live objects by type, from the gc).
+    """
+    go.wait()
     tracemalloc.start(FRAMES)
     n = 0
     while True:
         time.sleep(seconds)
-        snap = tracemalloc.take_snapshot()
-        snap.dump(str(out / f"heap-{n:03d}.snap"))
+        tracemalloc.take_snapshot().dump(str(out / f"heap-{n:03d}.snap"))
+        counts = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+        (out / f"types-{n:03d}.json").write_text(json.dumps(counts.most_common(200)))
         n += 1
 
 
 def run(out: Path, seconds: float, args: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
-    threading.Thread(target=dump_every, args=(out, seconds), daemon=True, name="heap-snapshots").start()
+    go = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: go.set())
+    threading.Thread(target=dump_every, args=(out, seconds, go), daemon=True, name="heap-snapshots").start()
     from fluxmat.ops.cli import main
 
     return main(args)

@@ -37,6 +37,7 @@ import csv
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -60,7 +61,7 @@ from tests.benchmarks.pipeline import (
     status_kb,
     write_facts,
 )
-from tests.benchmarks.pipeline_measure import WAIT_CAP, DeltaReader, expected, fold, uid
+from tests.benchmarks.pipeline_measure import WAIT_CAP, DeltaReader, expected, fold, seq_of, uid
 from tests.benchmarks.workloads import SEED, corpus_dir
 from tests.support.shared import series
 
@@ -236,6 +237,7 @@ class Load:
         self.producer, self.maker, self.rate = producer, maker, rate
         self.rnd = random.Random(SEED + 11)
         self.cum_ops: list[int] = []  # fact ops in updates u000000 .. u<i>
+        self.sent: list[tuple[list, list]] = []  # (added, deleted) of update u<i>
         self.poisons = 0
 
     def send_update(self) -> int:
@@ -246,6 +248,7 @@ class Load:
         elif len(self.maker.absent) > 2 * HELD_OUT:
             n_add = n_del + 1
         add, dele = self.maker.make(n_add, n_del)
+        self.sent.append((add, dele))
         value = json.dumps({"id": uid(len(self.cum_ops)), "add": [list(f) for f in add],
                             "del": [list(f) for f in dele]}).encode()  # fmt: skip
         self.producer.send(UPDATES, value=value, partition=0)
@@ -256,6 +259,14 @@ class Load:
         pred = self.maker.initial[0]
         self.producer.send(UPDATES, value=poison(self.poisons, pred[0], len(pred) - 1), partition=0)
         self.poisons += 1
+
+    def explicit_through(self, seq: int) -> list[tuple]:
+        """The explicit facts once updates u000000 .. u<seq> are applied (the initial ones for -1)."""
+        facts = set(self.maker.initial)
+        for add, dele in self.sent[: seq + 1]:
+            facts.difference_update(dele)
+            facts.update(add)
+        return sorted(facts)
 
     def done_ops(self, reader: DeltaReader) -> int:
         seq = reader.max_seq
@@ -293,27 +304,37 @@ def compare(got: set[tuple], want: set[tuple]) -> str:
     return "ok" if got == want else f"MISMATCH: {len(want - got)} missing, {len(got - want)} extra"
 
 
-def stored_state(program: Path, redis_url: str) -> set[tuple]:
-    """The whole materialisation the job keeps in Redis (`fluxmat export --all`), in the wire form."""
+def stored_state(program: Path, redis_url: str) -> tuple[int, set[tuple]]:
+    """The update the job's state in Redis is through, and its whole materialisation (`fluxmat export --all`)."""
+    from fluxmat.connectors.state import open_store
     from fluxmat.ops.inspect import export_facts
 
     _, lines = export_facts(str(program), redis_url, NAMESPACE, everything=True)
-    return {tuple(json.loads(line)) for line in lines}
+    store = open_store(redis_url, NAMESPACE)
+    try:
+        through = store.meta().get("through")
+    finally:
+        store.close()
+    return seq_of(through), {tuple(json.loads(line)) for line in lines}
 
 
-def check_end(info: dict, program: Path, maker: UpdateMaker, reader: DeltaReader, bootstrap: str,
-              redis_url: str) -> None:  # fmt: skip
-    """Deltas folded == remat == the state in Redis, over the final explicit facts; dead letters counted."""
+def check_end(info: dict, program: Path, load: Load, reader: DeltaReader, bootstrap: str, redis_url: str) -> None:
+    """Deltas folded == remat, and the state in Redis == remat, each over the explicit facts of the update it
+    is through (the last one when the job caught up: else the check still holds for what it did); dead letters."""
     from fluxmat.connectors.kafka_sink import read_deltas
 
     with reader.cond:
         msgs = list(reader.messages)
-    got, want = fold(msgs), expected(program, sorted(maker.present))
-    info["final_explicit"], info["final_materialisation"] = len(maker.present), len(want)
+    seq = max((seq_of(m.get("through")) for _, m in msgs), default=-1)
+    want = expected(program, load.explicit_through(seq))
+    info["final_explicit"], info["final_materialisation"] = len(load.maker.present), len(want)
     info["delta_messages"] = len(msgs)
-    info["check_deltas"] = compare(got, want)
+    info["checked_through"] = {"deltas": uid(seq), "last_update": uid(len(load.sent) - 1)}
+    info["check_deltas"] = compare(fold(msgs), want)
     try:
-        info["check_state"] = compare(stored_state(program, redis_url), want)
+        at, state = stored_state(program, redis_url)
+        info["checked_through"]["state"] = uid(at)
+        info["check_state"] = compare(state, want if at == seq else expected(program, load.explicit_through(at)))
     except Exception as exc:  # noqa: BLE001 - reported, the other results still count
         info["check_state"] = f"not read: {exc}"
     ok = info["check_deltas"] == info["check_state"] == "ok"
@@ -365,6 +386,8 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
         if not reader.wait_for(0, START_CAP, alive):
             raise RuntimeError("no delta for the warm-up update")
         say(f"job warm; offering {rate:,.0f} fact ops/s for {minutes:g} min")
+        if heap is not None:
+            os.kill(job.pid, signal.SIGUSR1)  # heap_job.py: trace from now on
         sampler = Sampler(job.pid, metrics_port, redis_srv.url, lambda: load.done_ops(reader), every)
         sampler.start()
         events = offer(load, minutes * 60, stall, redis_srv.url, sampler.t0)
@@ -377,8 +400,10 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
         client = redis.Redis.from_url(redis_srv.url)
         info["redis_used_memory_mib"] = round(client.info("memory")["used_memory"] / 2**20, 1)
         client.close()
-        check_end(info, program, maker, reader, broker.bootstrap, redis_srv.url)
-        say(f"check against remat: {info['check']}; dead letters {info['dead_letters']} of {info['poison_sent']}")
+        info["job_exit"], job = stop_process(job, 30.0), None  # a state that no batch changes while read
+        time.sleep(2)  # the reader takes the last deltas
+        check_end(info, program, load, reader, broker.bootstrap, redis_srv.url)
+        say(f"check against remat: {info['check']} (through {info['checked_through']}); dead letters {info['dead_letters']} of {info['poison_sent']}")
     except BaseException:
         if sampler is not None and sampler.rows:  # a long run's samples are kept even when it fails
             out.mkdir(parents=True, exist_ok=True)
@@ -419,7 +444,8 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
 def report(info: dict) -> str:
     lines = [f"soak: {info['minutes']:g} min, {info['updates']:,} updates, {info['fact_ops']:,} fact ops "
              f"offered at {info['rate']:,.0f}/s; caught up: {info['caught_up']}; check against remat: "
-             f"{info['check']} (folded deltas {info['check_deltas']}, state in Redis {info['check_state']}; "
+             f"{info['check']} (folded deltas {info['check_deltas']}, state in Redis {info['check_state']}; through "
+             f"{info['checked_through']}; "
              f"{info['final_materialisation']:,} facts); dead letters {info['dead_letters']} of "
              f"{info['poison_sent']} poison messages; Redis used_memory at the end "
              f"{info['redis_used_memory_mib']} MiB; load average (1 min) {info['loadavg_start'][0]:.2f} -> "
