@@ -20,14 +20,20 @@ departments, fd-counting, trigger 200ms) plus a dead-letter topic, and then:
   consumer lag and time lag (the job's /metrics), and the throughput (fact
   operations whose delta arrived since the last sample).
 
-At the end it waits for the last update's delta, folds every delta message and
-compares with `remat` over the final explicit facts, writes `soak.csv` and
+At the end it waits for the last update's delta (at most 5 minutes), stops the
+job, and checks against `remat`: the folded delta messages, and the state in
+Redis (`fluxmat export --all`), each over the explicit facts of the update it
+is through (the last one when the job caught up). It writes `soak.csv` and
 `soak.png` into `--out`, and prints a verdict per series: the slope of a linear
 fit over the second half of the run (MiB/hour, messages/hour): memory is "flat"
 when the fitted growth over that half stays under 5% of its mean (at least 8
 MiB), the lag when it grows by less than the updates offered in 10 s. Exit code
 0 when the check is ok, every poison message became a dead letter and every
 series is flat.
+
+`--heap DIR` runs the job's driver under tracemalloc from the end of the
+warm-up on (tests/benchmarks/heap_job.py), with a heap snapshot and a count of
+live objects by type every minute; it slows the job down.
 """
 
 from __future__ import annotations
