@@ -92,6 +92,17 @@ except ImportError:  # pragma: no cover - depends on the installed pyspark
 
 _DISCOVER_TIMEOUT = 10.0
 _POLL_MS = 200
+# A read's fetches: its range's records are there (below the high watermark
+# planning saw), so the broker is asked to wait for nothing. A fetch that
+# reaches the end of the log (kafka-python sends the next one as it hands over
+# the last records) is held by the broker for this long, and the next
+# micro-batch's first poll waits for it: 100 ms (the old setting) was added to
+# micro-batches that came within 100 ms of the previous read.
+_READ_WAIT_MS = 5
+# After a fetch came back without the range's records: a broker slow to read
+# them (tansu on object storage answers nothing when its read of the store takes
+# longer than the fetch's wait, and again at the same wait) gets this long.
+_PATIENT_WAIT_MS = 500
 # The driver's lookup consumer: a fetch answers with a few KiB at most (and at
 # once when there is nothing new), so a high watermark costs the same with any backlog.
 _LOOKUP = {"max_partition_fetch_bytes": 1024, "fetch_max_bytes": 4096, "fetch_max_wait_ms": 5}
@@ -444,32 +455,48 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         tp = TopicPartition(partition.topic, partition.partition)
         key = (self.bootstrap, partition.topic, partition.partition)
-        consumer = _take_reader(key)
+        held = [_take_reader(key)]  # the consumer; `_records` may swap it for a patient one
         done = False
         try:
-            if consumer is None:
-                consumer = _consumer(self.bootstrap, self.kafka_config, max_poll_records=5000)
-                consumer.assign([tp])
-                consumer.seek(tp, partition.start)
-            elif consumer.position(tp) != partition.start:
-                consumer.seek(tp, partition.start)
+            if held[0] is None:
+                held[0] = self._reader(tp, partition.start, _READ_WAIT_MS)
+            elif held[0].position(tp) != partition.start:
+                held[0].seek(tp, partition.start)
             schema = _arrow_schema()
-            for rows in self._records(consumer, tp, partition):
+            for rows in self._records(held, tp, partition):
                 yield _batch(rows, schema)
             done = True
         finally:
-            if consumer is not None:
+            if held[0] is not None:
                 if done:
-                    _keep_reader(key, consumer)
+                    _keep_reader(key, held[0])
                 else:
-                    consumer.close()
+                    held[0].close()
 
-    def _records(self, consumer, tp, partition: KafkaInputPartition):
-        """The rows of [start, end), a list per poll that returned any."""
-        pos = partition.start
+    def _reader(self, tp, at: int, wait_ms: int):
+        """A consumer of `tp` at offset `at` whose fetches the broker holds at most `wait_ms`."""
+        consumer = _consumer(self.bootstrap, self.kafka_config, max_poll_records=5000, fetch_max_wait_ms=wait_ms)
+        consumer.assign([tp])
+        consumer.seek(tp, at)
+        return consumer
+
+    def _records(self, held: list, tp, partition: KafkaInputPartition):
+        """The rows of [start, end), a list per poll that returned any.
+
+        `held[0]` is the consumer. When a poll of a consumer with the short
+        wait comes back without records, it is replaced (in `held`) by one with
+        `_PATIENT_WAIT_MS`, which the worker then keeps.
+        """
+        pos, high = partition.start, None
         last_progress = time.monotonic()
         while pos < partition.end:
+            consumer = held[0]
             batch = consumer.poll(timeout_ms=_POLL_MS, max_records=partition.end - pos).get(tp, [])
+            high = consumer.highwater(tp) if consumer.highwater(tp) is not None else high
+            if not batch and consumer.config["fetch_max_wait_ms"] < _PATIENT_WAIT_MS:
+                held[0] = None
+                consumer.close()
+                held[0] = self._reader(tp, pos, _PATIENT_WAIT_MS)
             rows = []
             for rec in batch:
                 if rec.offset < pos:
@@ -492,7 +519,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 raise KafkaSourceError(
                     f"no progress reading {partition.topic}[{partition.partition}] at offset "
                     f"{pos} (batch range {partition.start}..{partition.end}, broker high "
-                    f"watermark {consumer.highwater(tp)}) for {self.stall_timeout:.0f} s: "
+                    f"watermark {high}) for {self.stall_timeout:.0f} s: "
                     "broker unreachable or the records were lost (in-memory broker "
                     "restarted under an old checkpoint?)")
 

@@ -197,6 +197,7 @@ class JobMetrics(JobObserver):
         with self._lock:
             self.collectors.lag(lag)
             self.state.now["lag"] = {str(p): int(n) for p, n in lag.items()}
+            self.state.now["lag_unknown"] = False
             waiting = sum(lag.values()) > 0
             self.state.oldest_ms = oldest_ms if waiting else None
             self.state.time_lag_unknown = waiting and oldest_ms is None
@@ -206,6 +207,7 @@ class JobMetrics(JobObserver):
         """The lag lookup failed: the time lag reads unknown (NaN) until it answers again."""
         with self._lock:
             self.state.time_lag_unknown = True
+            self.state.now["lag_unknown"] = True  # the page shows the last lag as unknown, not as now
             self._time_lag()
 
     def set_redis_problem(self, problem: str | None) -> None:

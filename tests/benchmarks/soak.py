@@ -20,14 +20,20 @@ departments, fd-counting, trigger 200ms) plus a dead-letter topic, and then:
   consumer lag and time lag (the job's /metrics), and the throughput (fact
   operations whose delta arrived since the last sample).
 
-At the end it waits for the last update's delta, folds every delta message and
-compares with `remat` over the final explicit facts, writes `soak.csv` and
+At the end it waits for the last update's delta (at most 5 minutes), stops the
+job, and checks against `remat`: the folded delta messages, and the state in
+Redis (`fluxmat export --all`), each over the explicit facts of the update it
+is through (the last one when the job caught up). It writes `soak.csv` and
 `soak.png` into `--out`, and prints a verdict per series: the slope of a linear
 fit over the second half of the run (MiB/hour, messages/hour): memory is "flat"
 when the fitted growth over that half stays under 5% of its mean (at least 8
 MiB), the lag when it grows by less than the updates offered in 10 s. Exit code
 0 when the check is ok, every poison message became a dead letter and every
 series is flat.
+
+`--heap DIR` runs the job's driver under tracemalloc from the end of the
+warm-up on (tests/benchmarks/heap_job.py), with a heap snapshot and a count of
+live objects by type every minute; it slows the job down.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import csv
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,6 +56,7 @@ from fluxmat.connectors.broker import stop_process
 from tests.benchmarks.pipeline import (
     DELTAS,
     HELD_OUT,
+    NAMESPACE,
     PROGRAM,
     START_CAP,
     UPDATES,
@@ -59,7 +67,7 @@ from tests.benchmarks.pipeline import (
     status_kb,
     write_facts,
 )
-from tests.benchmarks.pipeline_measure import WAIT_CAP, DeltaReader, expected, fold, uid
+from tests.benchmarks.pipeline_measure import WAIT_CAP, DeltaReader, expected, fold, seq_of, uid
 from tests.benchmarks.workloads import SEED, corpus_dir
 from tests.support.shared import series
 
@@ -69,6 +77,7 @@ STALL = 20.0  # seconds of CLIENT PAUSE
 POISON_EVERY = 0.15  # a poison message every this fraction of the run
 MAX_MESSAGE_BYTES = 100_000
 DEAD = "dead"
+HEAP_EVERY = 60.0  # seconds between the driver's heap snapshots with --heap
 FIELDS = ("t", "driver_mib", "workers_mib", "jvm_mib", "redis_mib", "lag_messages", "time_lag_s",
           "ops_per_s", "health", "load1")  # fmt: skip
 FLAT = {"driver_mib": 8.0, "workers_mib": 8.0, "jvm_mib": 8.0, "redis_mib": 8.0}  # MiB a series may grow
@@ -234,6 +243,7 @@ class Load:
         self.producer, self.maker, self.rate = producer, maker, rate
         self.rnd = random.Random(SEED + 11)
         self.cum_ops: list[int] = []  # fact ops in updates u000000 .. u<i>
+        self.sent: list[tuple[list, list]] = []  # (added, deleted) of update u<i>
         self.poisons = 0
 
     def send_update(self) -> int:
@@ -244,6 +254,7 @@ class Load:
         elif len(self.maker.absent) > 2 * HELD_OUT:
             n_add = n_del + 1
         add, dele = self.maker.make(n_add, n_del)
+        self.sent.append((add, dele))
         value = json.dumps({"id": uid(len(self.cum_ops)), "add": [list(f) for f in add],
                             "del": [list(f) for f in dele]}).encode()  # fmt: skip
         self.producer.send(UPDATES, value=value, partition=0)
@@ -254,6 +265,14 @@ class Load:
         pred = self.maker.initial[0]
         self.producer.send(UPDATES, value=poison(self.poisons, pred[0], len(pred) - 1), partition=0)
         self.poisons += 1
+
+    def explicit_through(self, seq: int) -> list[tuple]:
+        """The explicit facts once updates u000000 .. u<seq> are applied (the initial ones for -1)."""
+        facts = set(self.maker.initial)
+        for add, dele in self.sent[: seq + 1]:
+            facts.difference_update(dele)
+            facts.update(add)
+        return sorted(facts)
 
     def done_ops(self, reader: DeltaReader) -> int:
         seq = reader.max_seq
@@ -287,20 +306,50 @@ def offer(load: Load, seconds: float, stall: float, redis_url: str, t0: float) -
     return events
 
 
-def check_end(info: dict, program: Path, maker: UpdateMaker, reader: DeltaReader, bootstrap: str) -> None:
-    """Deltas folded == remat over the final explicit facts; dead letters counted."""
+def compare(got: set[tuple], want: set[tuple]) -> str:
+    return "ok" if got == want else f"MISMATCH: {len(want - got)} missing, {len(got - want)} extra"
+
+
+def stored_state(program: Path, redis_url: str) -> tuple[int, set[tuple]]:
+    """The update the job's state in Redis is through, and its whole materialisation (`fluxmat export --all`)."""
+    from fluxmat.connectors.state import open_store
+    from fluxmat.ops.inspect import export_facts
+
+    _, lines = export_facts(str(program), redis_url, NAMESPACE, everything=True)
+    store = open_store(redis_url, NAMESPACE)
+    try:
+        through = store.meta().get("through")
+    finally:
+        store.close()
+    return seq_of(through), {tuple(json.loads(line)) for line in lines}
+
+
+def check_end(info: dict, program: Path, load: Load, reader: DeltaReader, bootstrap: str, redis_url: str) -> None:
+    """Deltas folded == remat, and the state in Redis == remat, each over the explicit facts of the update it
+    is through (the last one when the job caught up: else the check still holds for what it did); dead letters."""
     from fluxmat.connectors.kafka_sink import read_deltas
 
     with reader.cond:
         msgs = list(reader.messages)
-    got, want = fold(msgs), expected(program, sorted(maker.present))
-    info["final_explicit"], info["final_materialisation"] = len(maker.present), len(want)
+    seq = max((seq_of(m.get("through")) for _, m in msgs), default=-1)
+    want = expected(program, load.explicit_through(seq))
+    info["final_explicit"], info["final_materialisation"] = len(load.maker.present), len(want)
     info["delta_messages"] = len(msgs)
-    info["check"] = "ok" if got == want else f"MISMATCH: {len(want - got)} missing, {len(got - want)} extra"
+    info["checked_through"] = {"deltas": uid(seq), "last_update": uid(len(load.sent) - 1)}
+    info["check_deltas"] = compare(fold(msgs), want)
+    try:
+        at, state = stored_state(program, redis_url)
+        info["checked_through"]["state"] = uid(at)
+        info["check_state"] = compare(state, want if at == seq else expected(program, load.explicit_through(at)))
+    except Exception as exc:  # noqa: BLE001 - reported, the other results still count
+        info["check_state"] = f"not read: {exc}"
+    ok = info["check_deltas"] == info["check_state"] == "ok"
+    info["check"] = "ok" if ok else f"deltas: {info['check_deltas']}; Redis state: {info['check_state']}"
     info["dead_letters"] = len(read_deltas(bootstrap, DEAD, timeout=60))
 
 
-def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path, say) -> dict:
+def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path, say,
+             heap: Path | None = None) -> dict:  # fmt: skip
     """Run the soak; returns info (check, verdicts, ...) and writes soak.csv / soak.png into `out`."""
     import redis
     from kafka import KafkaProducer
@@ -325,6 +374,9 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
         metrics_port = free_port()
         cmd = job_command(program, facts_file, broker.bootstrap, redis_srv.url, root, "everysec", metrics_port,
                           "--dead-letter-topic", DEAD, "--max-message-bytes", str(MAX_MESSAGE_BYTES))  # fmt: skip
+        if heap is not None:  # the driver under tracemalloc, a snapshot a minute (tests/benchmarks/heap_job.py)
+            cmd = [sys.executable, str(Path(__file__).with_name("heap_job.py")), "run", str(heap.resolve()),
+                   str(HEAP_EVERY), *cmd[1:]]  # fmt: skip
         info["command"] = " ".join(cmd)
         with job_log.open("wb") as fh:
             job = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=root)
@@ -340,6 +392,8 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
         if not reader.wait_for(0, START_CAP, alive):
             raise RuntimeError("no delta for the warm-up update")
         say(f"job warm; offering {rate:,.0f} fact ops/s for {minutes:g} min")
+        if heap is not None:
+            os.kill(job.pid, signal.SIGUSR1)  # heap_job.py: trace from now on
         sampler = Sampler(job.pid, metrics_port, redis_srv.url, lambda: load.done_ops(reader), every)
         sampler.start()
         events = offer(load, minutes * 60, stall, redis_srv.url, sampler.t0)
@@ -352,7 +406,10 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
         client = redis.Redis.from_url(redis_srv.url)
         info["redis_used_memory_mib"] = round(client.info("memory")["used_memory"] / 2**20, 1)
         client.close()
-        check_end(info, program, maker, reader, broker.bootstrap)
+        info["job_exit"], job = stop_process(job, 30.0), None  # a state that no batch changes while read
+        time.sleep(2)  # the reader takes the last deltas
+        check_end(info, program, load, reader, broker.bootstrap, redis_srv.url)
+        say(f"check against remat: {info['check']} (through {info['checked_through']}); dead letters {info['dead_letters']} of {info['poison_sent']}")
     except BaseException:
         if sampler is not None and sampler.rows:  # a long run's samples are kept even when it fails
             out.mkdir(parents=True, exist_ok=True)
@@ -392,8 +449,10 @@ def run_soak(minutes: float, rate: float, every: float, stall: float, out: Path,
 
 def report(info: dict) -> str:
     lines = [f"soak: {info['minutes']:g} min, {info['updates']:,} updates, {info['fact_ops']:,} fact ops "
-             f"offered at {info['rate']:,.0f}/s; caught up: {info['caught_up']}; check: {info['check']} "
-             f"({info['final_materialisation']:,} facts); dead letters {info['dead_letters']} of "
+             f"offered at {info['rate']:,.0f}/s; caught up: {info['caught_up']}; check against remat: "
+             f"{info['check']} (folded deltas {info['check_deltas']}, state in Redis {info['check_state']}; through "
+             f"{info['checked_through']}; "
+             f"{info['final_materialisation']:,} facts); dead letters {info['dead_letters']} of "
              f"{info['poison_sent']} poison messages; Redis used_memory at the end "
              f"{info['redis_used_memory_mib']} MiB; load average (1 min) {info['loadavg_start'][0]:.2f} -> "
              f"{info['loadavg_end'][0]:.2f} on {info['cpus']} CPUs; job exit {info.get('job_exit')}"]  # fmt: skip
@@ -415,9 +474,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stall-seconds", type=float, default=STALL, metavar="S",
                     help=f"length of the Redis pause (default {STALL:g})")
     ap.add_argument("--out", type=Path, default=Path("soak-out"), help="directory for soak.csv and soak.png")
+    ap.add_argument("--heap", type=Path, default=None, metavar="DIR",
+                    help="run the job's driver under tracemalloc and write a heap snapshot a minute into DIR "
+                         "(compare two with `python tests/benchmarks/heap_job.py diff A B`); costs memory and CPU")
     args = ap.parse_args(argv)
     say = lambda m: print(f"# soak: {m}", file=sys.stderr, flush=True)  # noqa: E731
-    info = run_soak(args.minutes, args.rate, args.sample_seconds, args.stall_seconds, args.out, say)
+    info = run_soak(args.minutes, args.rate, args.sample_seconds, args.stall_seconds, args.out, say, args.heap)
     print(report(info))
     with (args.out / "soak.json").open("w", encoding="utf-8") as fh:
         json.dump(info, fh, indent=2, default=str)

@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from fluxmat.connectors import kafka_source
 from fluxmat.connectors.broker import EmbeddedBroker, ensure_topics
 from fluxmat.connectors.kafka_sink import read_deltas
 from tests.support.keyed_job import produce
@@ -69,3 +70,24 @@ def test_a_topic_is_read_to_its_end_from_a_slow_object_store(tmp_path):
             for record in records:  # one batch each: a request to the store per batch read
                 produce(broker.bootstrap, "slow", [record])
             assert read_deltas(broker.bootstrap, "slow", timeout=60) == [r for _, r in records]
+
+
+def test_the_source_reads_a_range_from_a_slow_object_store(tmp_path):
+    """The job's source asks the broker to wait for nothing (its records are there); when a fetch comes
+    back empty below the range's end, it asks again with a longer wait, which the slow store needs."""
+    pytest.importorskip("pyspark")
+    from fluxmat.connectors.kafka_source import KafkaInputPartition, KafkaStreamReader
+
+    records = [(None, {"n": i}) for i in range(8)]
+    with SlowS3(LATENCY) as s3:
+        env = s3.env()
+        with EmbeddedBroker(log_path=tmp_path / "tansu.log", storage="s3://tansu/", env=env) as broker:
+            ensure_topics(broker.bootstrap, {"slow": 1})
+            for record in records:
+                produce(broker.bootstrap, "slow", [record])
+            reader = KafkaStreamReader({"bootstrap": broker.bootstrap, "topic": "slow", "stallTimeoutSeconds": "30"})
+            try:
+                batches = list(reader.read(KafkaInputPartition("slow", 0, 0, 8)))
+                assert [row for b in batches for row in b.column("offset").to_pylist()] == list(range(8))
+            finally:
+                kafka_source.close_readers()
