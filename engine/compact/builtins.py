@@ -43,7 +43,9 @@ from fluxmat.engine.rules import AnalysedRule, Assign, Filter, term_vars
 from fluxmat.engine.storage import Dictionary
 from fluxmat.engine.syntax import BinOp, Call, Const, RdfLiteral, Term, Var, postorder
 
-SAFE = 1 << 62  # integers below this in magnitude compute in int64 (sums and differences stay in range)
+SAFE = (
+    1 << 62
+)  # integers below this in magnitude compute in int64 (sums and differences stay in range)
 _MUL_SAFE = 1 << 31  # factors below this multiply in int64
 _NP_COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
                "=": np.equal, "!=": np.not_equal}  # fmt: skip
@@ -117,7 +119,9 @@ class Spec:
     var: str | None = None
 
     def inputs(self) -> set[str]:
-        return set(term_vars(self.left)) | (set(term_vars(self.right)) if self.right is not None else set())
+        return set(term_vars(self.left)) | (
+            set(term_vars(self.right)) if self.right is not None else set()
+        )
 
 
 def head_var(j: int) -> str:
@@ -132,7 +136,9 @@ def specs(rule: AnalysedRule) -> list[Spec]:
         if isinstance(b, Filter):
             out.append(Spec(b.op, b.left, b.right))
         else:
-            assert isinstance(b, Assign) and not b.check, "the analysis makes only plain assignments"
+            assert isinstance(b, Assign) and not b.check, (
+                "the analysis makes only plain assignments"
+            )
             out.append(Spec(":=", b.expr, var=b.var))
     for j, t in enumerate(rule.head.args):
         if isinstance(t, BinOp | Call):
@@ -160,7 +166,9 @@ def step(spec: Spec, slots: dict[str, int], rt: Runtime) -> BuiltinStep:
     left = _code(spec.left, slots, rt.intern)
     if spec.var is None:
         assert spec.right is not None
-        return BuiltinStep(rt, spec.op, left, _code(spec.right, slots, rt.intern), -1, False, str(spec))
+        return BuiltinStep(
+            rt, spec.op, left, _code(spec.right, slots, rt.intern), -1, False, str(spec)
+        )
     check = spec.var in slots
     if not check:
         slots[spec.var] = len(slots)

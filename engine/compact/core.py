@@ -125,7 +125,8 @@ class ArraysCore:
         start = self.rels[plan.start.pred]
         B, W = K.bind_rows(rows, weights, start.cols, plan.start.src, plan.start.cval, plan.start.outslot,
                            plan.nslots)  # fmt: skip
-        after = plan.after  # built-ins (engine.compact.builtins), by the number of steps before them
+        # built-ins (engine.compact.builtins), by the number of steps before them
+        after = plan.after
         for b in after.get(0, ()):
             B, W = b.apply(B, W)
         for i, step in enumerate(plan.steps, start=1):

@@ -48,6 +48,8 @@ def unsupported(analysis: Analysis, algorithm: str, equality: str) -> str | None
     if equality != "off":
         return f"equality={equality}"
     for r in analysis.rules:
+        if not r.positives:  # no atom whose delta starts its plans: it would never fire
+            return f"rules without a positive body atom (rule at {r.rule.pos}: {r.rule})"
         if any(isinstance(t, BinOp | Call) for a in (*r.positives, *r.negatives) for t in a.args):
             return f"expressions in body atoms (rule at {r.rule.pos}: {r.rule})"
     return None

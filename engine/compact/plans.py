@@ -198,9 +198,9 @@ def uses_builtins(rules) -> bool:
 
 def has_builtins(comps: list[Component]) -> bool:
     """Whether any plan of these components applies a built-in."""
-    return any(pl.after for c in comps for by in c.counted.values() for pls in by.values() for pl in pls) or any(
-        pl.after for c in comps for pl in (*c.rec_starts, *c.lower_starts, *c.head_plans)
-    )
+    return any(
+        pl.after for c in comps for by in c.counted.values() for pls in by.values() for pl in pls
+    ) or any(pl.after for c in comps for pl in (*c.rec_starts, *c.lower_starts, *c.head_plans))
 
 
 def _components(analysis: Analysis, stc: set[int]) -> tuple[list[Component], dict[str, int]]:

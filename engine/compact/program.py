@@ -36,10 +36,17 @@ from dataclasses import replace
 import numpy as np
 
 from fluxmat.engine.analysis import INTERNAL_PREFIX, Analysis
-from fluxmat.engine.compact.maintainer import CompactMaintainer, unsupported
 from fluxmat.engine.compact.builtins import Runtime
+from fluxmat.engine.compact.maintainer import CompactMaintainer, unsupported
 from fluxmat.engine.compact.plans import (
-    INDEX, Component, Plan, compile_program, literals, plan, rule_builtins, uses_builtins,
+    INDEX,
+    Component,
+    Plan,
+    compile_program,
+    literals,
+    plan,
+    rule_builtins,
+    uses_builtins,
 )  # fmt: skip
 from fluxmat.engine.compact.relation import Rel
 from fluxmat.engine.errors import AlgorithmError
