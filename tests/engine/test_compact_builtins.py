@@ -152,14 +152,13 @@ def test_path_lengths_recursive_arithmetic_deletes_and_rederives():
 def test_infinite_arithmetic_recursion_stops_at_the_fact_limit_on_both_cores():
     """`n(Y) :- n(X), Y = X + 1` has no end: the fact limit stops it, on a load and on an update."""
     text = "n(Y) :- n(X), s(S), Y = X + S.\n"
-    for options in (EngineOptions("dredc", core="arrays"), EngineOptions("dredc")):
+    limits = Limits.of(facts=300)
+    for options in (EngineOptions("dredc", core="arrays", limits=limits), EngineOptions("dredc", limits=limits)):
         r = Reasoner.from_text(text, options=options)
-        r.set_limits(Limits.of(facts=300))
         with pytest.raises(FactLimitExceeded, match=r"fact limit exceeded: .* \(limit 300\)"):
             r.load([("n", 0), ("s", 1)])
         r = Reasoner.from_text(text, options=options)
         r.load([("n", 0)])
-        r.set_limits(Limits.of(facts=300))
         with pytest.raises(FactLimitExceeded, match=r"fact limit exceeded: .* \(limit 300\)"):
             r.update([("s", 1)])
 
