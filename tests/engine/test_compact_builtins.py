@@ -178,8 +178,9 @@ def test_small_updates_of_programs_with_builtins_take_the_set_path():
     assert r.facts() == _scratch(text, now)
     plain = _arrays("p(X, Y) :- e(X, Y).\n")  # without built-ins the one call serves it
     plain.load(facts)
+    calls = plain.maintainer.small.taken["one call"]
     plain.update([("e", 2, 5)], [])
-    assert plain.maintainer.small.taken["one call"] == 1
+    assert plain.maintainer.small.taken["one call"] == calls + 1
 
 
 def test_program_change_adds_and_removes_rules_with_arithmetic():
