@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from fluxmat.engine import Reasoner
+from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.engine.syntax import RdfLiteral
 
 VALUES = (1, 2, "a", "b")  # ints and strings share the term dictionary
@@ -129,3 +129,35 @@ def builtin_programs(draw) -> str:
 def builtin_facts() -> list[tuple]:
     """Candidate explicit facts for `builtin_programs`: e and f over MIXED."""
     return [("e", x, y) for x in MIXED for y in MIXED] + [("f", x) for x in MIXED]
+
+
+# ---------------------------------------------------------------- the oracle
+
+
+def _reasoners(text: str, algorithm: str) -> tuple[Reasoner, Reasoner]:
+    arrays = Reasoner.from_text(text, options=EngineOptions(algorithm, core="arrays"))
+    return arrays, Reasoner.from_text(text, options=EngineOptions("dredc"))
+
+
+def scratch(text: str, explicit: set[tuple]) -> set[tuple]:
+    oracle = Reasoner.from_text(text, options=EngineOptions("remat", modules=False))
+    oracle.load(explicit)
+    return oracle.facts()
+
+
+def check_against_objects(text: str, algorithm: str, load: list[tuple], steps) -> None:
+    """After the load and every update: arrays == objects `dredc` == `remat` from scratch, same reports."""
+    arrays, objects = _reasoners(text, algorithm)
+    assert arrays.load(load).added == objects.load(load).added
+    current = set(load)
+    assert arrays.facts() == objects.facts() == scratch(text, current)
+    for n, (add, delete) in enumerate(steps, start=1):
+        delete = [f for f in delete if f not in add]
+        got, want = arrays.update(add, delete), objects.update(add, delete)
+        current = (current - set(delete)) | set(add)
+        where = f"update {n}: +{add} -{delete}"
+        assert arrays.facts() == scratch(text, current), where
+        assert arrays.facts() == objects.facts(), where
+        assert arrays.explicit() == objects.explicit() == current, where
+        assert (got.added, got.removed) == (want.added, want.removed), where
+        assert (got.noop_adds, got.noop_deletes) == (want.noop_adds, want.noop_deletes), where
