@@ -125,13 +125,19 @@ class ArraysCore:
         start = self.rels[plan.start.pred]
         B, W = K.bind_rows(rows, weights, start.cols, plan.start.src, plan.start.cval, plan.start.outslot,
                            plan.nslots)  # fmt: skip
-        for step in plan.steps:
+        # built-ins (engine.compact.builtins), by the number of steps before them
+        after = plan.after
+        for b in after.get(0, ()):
+            B, W = b.apply(B, W)
+        for i, step in enumerate(plan.steps, start=1):
             if len(B) == 0:
                 break
             rel = self.rels[step.pred]
             k = max(step.k, 0)
             B, W = K.join_step(B, W, step.src, step.cval, step.outslot, rel.cols, rel.n, rel.alive, rel.flip,
                                self.epoch, mode_of(step), rel.slots, rel.islots[k], rel.inext[k], step.how)  # fmt: skip
+            for b in after.get(i, ()):
+                B, W = b.apply(B, W)
         self.on_work(plan.rule, len(B))
         return K.project(B, plan.head_src, plan.head_cval), W
 

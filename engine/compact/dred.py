@@ -119,6 +119,7 @@ class DRed:
             for p, rows in nxt.items():
                 out.setdefault(p, []).append(rows)
             delta = nxt
+            self.core.after_component()  # limits between rounds: recursive arithmetic may never end
         return {p: np.concatenate(parts) for p, parts in out.items()}
 
     def _flips(self, deleted: dict, inserted: dict) -> None:

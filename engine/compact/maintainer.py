@@ -31,7 +31,7 @@ from fluxmat.engine.compact.small import SmallPath
 from fluxmat.engine.errors import AlgorithmError
 from fluxmat.engine.maintainer import Changes, Maintainer, Report, Update
 from fluxmat.engine.storage import Dictionary
-from fluxmat.engine.syntax import BinOp, PyFact
+from fluxmat.engine.syntax import BinOp, Call, PyFact
 
 ALGORITHMS = (
     "counting",
@@ -48,10 +48,10 @@ def unsupported(analysis: Analysis, algorithm: str, equality: str) -> str | None
     if equality != "off":
         return f"equality={equality}"
     for r in analysis.rules:
-        if r.builtins:
-            return f"comparisons and arithmetic (rule at {r.rule.pos}: {r.rule})"
-        if any(isinstance(t, BinOp) for a in (r.head, *r.positives, *r.negatives) for t in a.args):
-            return f"arithmetic (rule at {r.rule.pos}: {r.rule})"
+        if not r.positives:  # no atom whose delta starts its plans: it would never fire
+            return f"rules without a positive body atom (rule at {r.rule.pos}: {r.rule})"
+        if any(isinstance(t, BinOp | Call) for a in (*r.positives, *r.negatives) for t in a.args):
+            return f"expressions in body atoms (rule at {r.rule.pos}: {r.rule})"
     return None
 
 

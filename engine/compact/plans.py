@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fluxmat.engine.analysis import Analysis
+from fluxmat.engine.compact.builtins import BuiltinStep, Runtime, Spec, head_var, specs, step
 from fluxmat.engine.rules import AnalysedRule
-from fluxmat.engine.syntax import Atom, Var
+from fluxmat.engine.syntax import Atom, BinOp, Call, Var
 
 HEAD = -1  # the position of a plan that starts at the head
 FULL, INDEX, SCAN, ANTI = 0, 1, 2, 3  # how a step finds its rows (kernels.join_step)
@@ -55,6 +56,8 @@ class Plan:
     head_pred: str
     head_src: np.ndarray
     head_cval: np.ndarray
+    # built-ins to apply after the start (key 0) or after step i - 1 (key i) (engine.compact.builtins)
+    after: dict[int, list[BuiltinStep]] = field(default_factory=dict)
 
     @property
     def position(self) -> int:
@@ -115,36 +118,89 @@ def _rank(lit: Literal, slots) -> tuple[int, int]:
     return (2 if full else 1, b)
 
 
-def plan(rid: int, head: Literal, body: list[Literal], start: int) -> Plan:
-    """The rule's plan starting at body position `start` (or HEAD); `start` binds as a positive atom."""
+def _place(pending: list[Spec], slots: dict[str, int], rt: Runtime | None) -> list[BuiltinStep]:
+    """The built-ins whose inputs are bound now, in order (an assignment may make later ones ready)."""
+    out = []
+    progress = True
+    while progress:
+        progress = False
+        for spec in list(pending):
+            if spec.inputs() <= slots.keys():
+                assert rt is not None
+                out.append(step(spec, slots, rt))
+                pending.remove(spec)
+                progress = True
+    return out
+
+
+def plan(rid: int, head: Literal, body: list[Literal], start: int,
+         builtins: tuple[list[Spec], Runtime | None] = ([], None)) -> Plan:  # fmt: skip
+    """The rule's plan starting at body position `start` (or HEAD); `start` binds as a positive atom.
+
+    `builtins`: the rule's built-ins (engine.compact.builtins.specs) and their runtime; each
+    is placed as soon as its inputs are bound.
+    """
     slots: dict[str, int] = {}
+    pending, rt = list(builtins[0]), builtins[1]
     first_lit = head if start == HEAD else body[start]
     first = _step((first_lit[0], first_lit[1], False), start, slots)
     first.negated = start != HEAD and body[start][2]
+    after = {0: _place(pending, slots, rt)}
     rest = [(i, lit) for i, lit in enumerate(body) if i != start]
     steps = []
     while rest:
         best = max(range(len(rest)), key=lambda x: _rank(rest[x][1], slots))
         i, lit = rest.pop(best)
         steps.append(_step(lit, i, slots))
+        after[len(steps)] = _place(pending, slots, rt)
+    assert not pending, "the analysis binds every built-in's inputs"
     hp, hterms, _ = head
     hsrc = np.array([-1 if kind == "const" else slots[v] for kind, v in hterms], np.int64)
     hval = np.array([v if kind == "const" else 0 for kind, v in hterms], np.int64)
-    return Plan(rid, first, steps, max(len(slots), 1), hp, hsrc, hval)
+    after = {k: v for k, v in after.items() if v}
+    return Plan(rid, first, steps, max(len(slots), 1), hp, hsrc, hval, after)
 
 
 def literals(rule: AnalysedRule, term_id: Callable[[object], int]) -> tuple[Literal, list[Literal]]:
-    """A rule's head and body (positives, then negated atoms) as plan literals."""
+    """A rule's head and body (positives, then negated atoms) as plan literals.
+
+    A head expression is the hidden variable its assignment binds (engine.compact.builtins.specs).
+    """
+
+    def term(j: int, t) -> Term:
+        if isinstance(t, Var):
+            return ("var", t.name)
+        if isinstance(t, BinOp | Call):
+            return ("var", head_var(j))
+        return ("const", term_id(t.value))
 
     def lit(atom: Atom, negated: bool) -> Literal:
-        terms = tuple(
-            ("var", t.name) if isinstance(t, Var) else ("const", term_id(t.value))
-            for t in atom.args
-        )
-        return (atom.pred, terms, negated)
+        return (atom.pred, tuple(term(j, t) for j, t in enumerate(atom.args)), negated)
 
     body = [lit(a, False) for a in rule.positives] + [lit(a, True) for a in rule.negatives]
     return lit(rule.head, False), body
+
+
+def rule_builtins(rule: AnalysedRule, rt: Runtime | None) -> tuple[list[Spec], Runtime | None]:
+    """`plan`'s `builtins` argument for a rule (`rt` may be None when the program has none)."""
+    return specs(rule), rt
+
+
+def runtime(analysis: Analysis, term_id) -> Runtime | None:
+    """The built-ins' runtime for a program's plans, None when no rule has a built-in."""
+    return Runtime(term_id) if uses_builtins(analysis.rules) else None
+
+
+def uses_builtins(rules) -> bool:
+    """Whether any of these analysed rules has a comparison, an assignment or an expression in its head."""
+    return any(r.builtins or any(isinstance(t, BinOp | Call) for t in r.head.args) for r in rules)
+
+
+def has_builtins(comps: list[Component]) -> bool:
+    """Whether any plan of these components applies a built-in."""
+    return any(
+        pl.after for c in comps for by in c.counted.values() for pls in by.values() for pl in pls
+    ) or any(pl.after for c in comps for pl in (*c.rec_starts, *c.lower_starts, *c.head_plans))
 
 
 def _components(analysis: Analysis, stc: set[int]) -> tuple[list[Component], dict[str, int]]:
@@ -174,13 +230,15 @@ def compile_program(
     comps, comp_of = _components(analysis, closure_strata(analysis) if closures else set())
     masks: dict[str, list] = {c.preds[0]: [(0,), (1,)] for c in comps if c.stc}
     plans: list[Plan] = []
+    rt = runtime(analysis, term_id)
     for r in analysis.rules:
         head, body = literals(r, term_id)
+        bi = rule_builtins(r, rt)
         c = comps[comp_of[head[0]]]
         c.inputs.update(p for p, _, _ in body)
         inside = [comp_of[p] == comp_of[head[0]] for p, _, _ in body]
         for i in range(len(body)):
-            pl = plan(r.id, head, body, i)
+            pl = plan(r.id, head, body, i, bi)
             plans.append(pl)
             if not r.recursive:
                 c.counted.setdefault(head[0], {}).setdefault(pl.start.pred, []).append(pl)
@@ -189,7 +247,7 @@ def compile_program(
             else:
                 c.lower_starts.append(pl)
         if r.recursive:
-            plans.append(plan(r.id, head, body, HEAD))
+            plans.append(plan(r.id, head, body, HEAD, bi))
             c.head_plans.append(plans[-1])
     for pl in plans:
         for s in pl.steps:

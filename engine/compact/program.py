@@ -36,8 +36,18 @@ from dataclasses import replace
 import numpy as np
 
 from fluxmat.engine.analysis import INTERNAL_PREFIX, Analysis
+from fluxmat.engine.compact.builtins import Runtime
 from fluxmat.engine.compact.maintainer import CompactMaintainer, unsupported
-from fluxmat.engine.compact.plans import INDEX, Component, Plan, compile_program, literals, plan
+from fluxmat.engine.compact.plans import (
+    INDEX,
+    Component,
+    Plan,
+    compile_program,
+    literals,
+    plan,
+    rule_builtins,
+    uses_builtins,
+)  # fmt: skip
 from fluxmat.engine.compact.relation import Rel
 from fluxmat.engine.errors import AlgorithmError
 from fluxmat.engine.maintainer import Report
@@ -134,13 +144,13 @@ def check(m: CompactMaintainer, new: Analysis, changes: RuleChanges) -> None:
 def _full_plans(rules: list[AnalysedRule], term_id, rule_id=None) -> Plans:
     """Each rule's plan from its first positive atom, by head (engine.compact.core.ArraysCore.run_all)."""
     out: Plans = {}
+    rt = Runtime(term_id) if uses_builtins(rules) else None
     for r in rules:
         if not r.positives:  # derives nothing on the arrays core (`check` refuses adding one)
             continue
         head, body = literals(r, term_id)
-        out.setdefault(head[0], []).append(
-            (plan(r.id if rule_id is None else rule_id, head, body, 0), r.recursive)
-        )
+        pl = plan(r.id if rule_id is None else rule_id, head, body, 0, rule_builtins(r, rt))
+        out.setdefault(head[0], []).append((pl, r.recursive))
     return out
 
 

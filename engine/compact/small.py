@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit
 from numba.typed import List
 
+from fluxmat.engine.compact.plans import has_builtins
 from fluxmat.engine.compact.small_program import encode
 from fluxmat.engine.compact.small_rel import GROWN, KINDS, SEEN_GROWN
 from fluxmat.engine.compact.small_run import cascade
@@ -201,9 +202,14 @@ class SmallPath:
         self.entry = None  # the compiled cascade for these argument types (see `_call`)
 
     def small(self, add: dict, delete: dict) -> bool:
-        """Whether the compiled call serves this update (a core without relations has nothing to call on)."""
+        """Whether the compiled call serves this update.
+
+        A core without relations has nothing to call on; the interpreter has no
+        built-ins (comparisons, arithmetic: engine.compact.builtins), so a
+        program with them takes the set path.
+        """
         n = sum(map(len, add.values())) + sum(map(len, delete.values()))
-        return n <= self.threshold and bool(self.core.rels)
+        return n <= self.threshold and bool(self.core.rels) and not has_builtins(self.core.comps)
 
     def update(self, add: dict, delete: dict, start: bool = True) -> dict[str, np.ndarray]:
         """Apply explicit adds and deletes (ArraysCore.update): the rows that flipped, per predicate.

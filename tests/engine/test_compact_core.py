@@ -19,37 +19,19 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fluxmat.engine import AnalysisError, EngineOptions, Reasoner
-from tests.support.compact import EDGES, NODES, TC, candidate_facts, programs, updates
+from tests.support.compact import (
+    EDGES,
+    NODES,
+    TC,
+    candidate_facts,
+    check_against_objects,
+    programs,
+    scratch,
+    updates,
+)
 from tests.support.gen import examples
 
 ARRAYS_ALGORITHMS = ("counting", "dred", "dredc", "remat")
-def _reasoners(text: str, algorithm: str) -> tuple[Reasoner, Reasoner]:
-    arrays = Reasoner.from_text(text, options=EngineOptions(algorithm, core="arrays"))
-    return arrays, Reasoner.from_text(text, options=EngineOptions("dredc"))
-
-
-def _scratch(text: str, explicit: set[tuple]) -> set[tuple]:
-    oracle = Reasoner.from_text(text, options=EngineOptions("remat", modules=False))
-    oracle.load(explicit)
-    return oracle.facts()
-
-
-def check_against_objects(text: str, algorithm: str, load: list[tuple], steps) -> None:
-    """The oracle test of the module docstring, for one program and one update sequence."""
-    arrays, objects = _reasoners(text, algorithm)
-    assert arrays.load(load).added == objects.load(load).added
-    current = set(load)
-    assert arrays.facts() == objects.facts() == _scratch(text, current)
-    for n, (add, delete) in enumerate(steps, start=1):
-        delete = [f for f in delete if f not in add]
-        got, want = arrays.update(add, delete), objects.update(add, delete)
-        current = (current - set(delete)) | set(add)
-        where = f"update {n}: +{add} -{delete}"
-        assert arrays.facts() == _scratch(text, current), where
-        assert arrays.facts() == objects.facts(), where
-        assert arrays.explicit() == objects.explicit() == current, where
-        assert (got.added, got.removed) == (want.added, want.removed), where
-        assert (got.noop_adds, got.noop_deletes) == (want.noop_adds, want.noop_deletes), where
 
 
 @settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.filter_too_much,
@@ -102,4 +84,4 @@ def test_closure_module_and_generic_agree(modules):
     assert ("s", 3, 1) in r.facts() and ("s", 1, 4) not in r.facts()
     r.update([("e", 3, 4)], [("e", 1, 2)])
     assert ("s", 2, 5) in r.facts() and ("s", 1, 2) not in r.facts()
-    assert r.facts() == _scratch(text, {("e", 2, 3), ("e", 4, 5), ("e", 3, 4)})
+    assert r.facts() == scratch(text, {("e", 2, 3), ("e", 4, 5), ("e", 3, 4)})
