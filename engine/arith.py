@@ -62,7 +62,8 @@ def _mod(a, b):
 
 
 def _comparable(a, b) -> bool:
-    return type(a) is type(b) and a is not None
+    """Ordering is defined between two integers or two strings only (IRIs, blank nodes: false)."""
+    return type(a) is type(b) and type(a) in (int, str)
 
 
 def _lt(a, b):

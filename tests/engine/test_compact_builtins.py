@@ -183,3 +183,16 @@ def test_program_change_adds_and_removes_rules_with_arithmetic():
     assert r.facts() == scratch(start + rule, facts) and ("far", "d") in r.facts()
     r.change_program(delete=rule)
     assert r.facts() == scratch(start, facts) and ("far", "d") not in r.facts()
+
+
+@pytest.mark.parametrize("core", ["objects", "arrays"])
+def test_ordering_iris_is_false_not_a_crash(core):
+    """Ordering is defined between two integers or two strings only: IRIs and mixed
+    types compare false (the language reference); `<` between two IRIs raised TypeError."""
+    text = ('p(<http://a>). p(<http://b>). p(1). p(2). p("s"). p("t").\n'
+            "lt(X, Y) :- p(X), p(Y), X < Y.\nge(X, Y) :- p(X), p(Y), X >= Y.\n")  # fmt: skip
+    r = Reasoner.from_text(text, options=EngineOptions("dredc", core=core))
+    r.load()
+    facts = set(r.facts())
+    assert {f[1:] for f in facts if f[0] == "lt"} == {(1, 2), ("s", "t")}
+    assert {f[1:] for f in facts if f[0] == "ge"} == {(1, 1), (2, 2), (2, 1), ("s", "s"), ("t", "t"), ("t", "s")}
