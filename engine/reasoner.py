@@ -182,6 +182,8 @@ class Reasoner:
             raise AlgorithmError("program changes need the arrays core (--core arrays)")
         if self.triples:
             raise AlgorithmError("program changes are not supported for programs over triples yet")
+        if self.options.equality != "off":
+            raise AlgorithmError("program changes are not supported with equality=rewrite yet")
         from fluxmat.engine.compact.program import change_program  # numba only with the arrays core
 
         program = changed_program(self.program, add, delete, whole, source)

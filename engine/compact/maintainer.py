@@ -45,7 +45,7 @@ def unsupported(analysis: Analysis, algorithm: str, equality: str) -> str | None
     """What of this program or these options the arrays core cannot do yet (None: it can do all)."""
     if algorithm not in ALGORITHMS:
         return f"algorithm '{algorithm}' (it runs {', '.join(ALGORITHMS)})"
-    if equality != "off":
+    if equality not in ("off", "rewrite"):  # rewrite: engine.compact.equality
         return f"equality={equality}"
     for r in analysis.rules:
         if r.builtins:
@@ -201,6 +201,10 @@ def create_compact(
     analysis: Analysis, algorithm: str, modules: bool, equality: str
 ) -> CompactMaintainer:
     """The arrays core for `analysis`, or `AlgorithmError` naming what it cannot do yet."""
+    if equality == "rewrite":  # imported here: engine.compact.equality builds on this module
+        from fluxmat.engine.compact.equality import create_equality
+
+        return create_equality(analysis, algorithm, modules)  # type: ignore[return-value]
     missing = unsupported(analysis, algorithm, equality)
     if missing is not None:
         raise AlgorithmError(f"core=arrays does not support {missing} yet; use core=objects")
