@@ -42,7 +42,7 @@ class TermClasses:
             self.rep = np.concatenate([self.rep, np.arange(m, max(n, 2 * m), dtype=np.int64)])
 
     def image(self, cols: np.ndarray) -> np.ndarray:
-        """pi of a block of rows (every term id replaced by its representative)."""
+        """The image of a block of rows under pi (every term id replaced by its representative)."""
         self.grow()
         return self.rep[cols] if self.members else cols
 

@@ -104,9 +104,11 @@ class ArraysEquality(Maintainer):
         self.sigs = set(sigs)
         rules = (*self.program.rules, *reflexivity(self.sigs))
         program = Program(rules, (), self.program.prefixes, self.program.source)
-        self.inner = CompactMaintainer(analyse(program), self.algorithm, self.closures, self.dictionary)
+        self.inner = CompactMaintainer(
+            analyse(program), self.algorithm, self.closures, self.dictionary
+        )
         self.inner.counts = self.counts  # one work count: rule ids of P are kept
-        self.inner.limits = self.limits
+        self.inner.limits, self.inner._work_start = self.limits, self._work_start
         self.pi = TermClasses(self.dictionary)
         self.norm: dict[str, Rel] = {}  # normal rows of pi(E) and the constant facts
         self.pre: dict[str, np.ndarray] = {}  # per normal row, its preimages
@@ -184,7 +186,9 @@ class ArraysEquality(Maintainer):
 
     def maintain(self, update: Update, report: Report) -> None:
         self.inner.limits, self.inner._work_start = self.limits, self._work_start
-        add, delete, report.noop_adds, report.noop_deletes = self._change_e(update.plus, update.minus)
+        add, delete, report.noop_adds, report.noop_deletes = self._change_e(
+            update.plus, update.minus
+        )
         recomputed = 0
         if self._splits(add, delete):
             before = self._expanded()
@@ -216,7 +220,10 @@ class ArraysEquality(Maintainer):
             np.add.at(pre, a, 1)
             np.subtract.at(pre, d, 1)
             after = pre[touched] > 0
-            ins[p], outs[p] = norm.cols[touched[after & ~before]], norm.cols[touched[before & ~after]]
+            ins[p], outs[p] = (
+                norm.cols[touched[after & ~before]],
+                norm.cols[touched[before & ~after]],
+            )
         return self._run(ins, outs, flips, start)
 
     def _norm(self, p: str) -> Rel:
@@ -244,7 +251,9 @@ class ArraysEquality(Maintainer):
         flips.note(flipped, self.inner.core.rels)
         return flipped
 
-    def _saturate(self, flipped: Arrays, flips: Flips, start: bool = True) -> tuple[Members | None, list]:
+    def _saturate(
+        self, flipped: Arrays, flips: Flips, start: bool = True
+    ) -> tuple[Members | None, list]:
         """Merge the classes of every non-trivial sameAs derived and rewrite, until none.
 
         Returns the classes before the first merge (None: no merge) and the
@@ -300,7 +309,9 @@ class ArraysEquality(Maintainer):
             if terms is None:
                 changed = now != was
                 gone, new = rows[changed & was], rows[changed & now]
-                report.note(p, expand_rows(rel.cols[new], members), expand_rows(rel.cols[gone], members))
+                report.note(
+                    p, expand_rows(rel.cols[new], members), expand_rows(rel.cols[gone], members)
+                )
                 continue
             n = rel.n
             scope = np.isin(rel.cols[:n], terms).any(axis=1)
@@ -351,11 +362,15 @@ class ArraysEquality(Maintainer):
     @property
     def compact(self) -> set[PyFact]:
         """I as Python facts (as engine.equality.rewrite's `compact`)."""
-        return {f for p, rel in self._visible() for f in self._decoded(p, map(tuple, rel.present().tolist()))}
+        return {
+            f
+            for p, rel in self._visible()
+            for f in self._decoded(p, map(tuple, rel.present().tolist()))
+        }
 
     @property
     def classes(self) -> Classes:
-        """pi over values (engine.equality.Classes), for reading."""
+        """The classes over values (engine.equality.Classes), for reading."""
         out, values = Classes(), self.dictionary.values
         for rep, ms in self.pi.members.items():
             for m in ms:
