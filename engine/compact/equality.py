@@ -82,6 +82,14 @@ class Flips:
         return rows, was[first]
 
 
+class RewrittenCore(CompactMaintainer):
+    """The arrays core over pi(P), counting its work and checking limits as the maintainer it serves."""
+
+    def follow(self, counts, limits, work_start: int | None) -> None:
+        """Share `counts` (rule ids of P are kept), apply `limits` from `work_start` on."""
+        self.counts, self.limits, self._work_start = counts, limits, work_start
+
+
 class ArraysEquality(Maintainer):
     """The arrays core with owl:sameAs as equality (see the module docstring)."""
 
@@ -104,11 +112,8 @@ class ArraysEquality(Maintainer):
         self.sigs = set(sigs)
         rules = (*self.program.rules, *reflexivity(self.sigs))
         program = Program(rules, (), self.program.prefixes, self.program.source)
-        self.inner = CompactMaintainer(
-            analyse(program), self.algorithm, self.closures, self.dictionary
-        )
-        self.inner.counts = self.counts  # one work count: rule ids of P are kept
-        self.inner.limits, self.inner._work_start = self.limits, self._work_start
+        self.inner = RewrittenCore(analyse(program), self.algorithm, self.closures, self.dictionary)
+        self.inner.follow(self.counts, self.limits, self._work_start)
         self.pi = TermClasses(self.dictionary)
         self.norm: dict[str, Rel] = {}  # normal rows of pi(E) and the constant facts
         self.pre: dict[str, np.ndarray] = {}  # per normal row, its preimages
@@ -116,7 +121,7 @@ class ArraysEquality(Maintainer):
     def set_limits(self, limits) -> None:
         """Limits apply to the core holding I (engine.limits)."""
         super().set_limits(limits)
-        self.inner.limits = limits
+        self.inner.follow(self.counts, limits, self._work_start)
 
     @property
     def core(self):
@@ -185,7 +190,7 @@ class ArraysEquality(Maintainer):
         self._saturate(self._push(add, {}, flips, start), flips, start)
 
     def maintain(self, update: Update, report: Report) -> None:
-        self.inner.limits, self.inner._work_start = self.limits, self._work_start
+        self.inner.follow(self.counts, self.limits, self._work_start)
         add, delete, report.noop_adds, report.noop_deletes = self._change_e(
             update.plus, update.minus
         )
