@@ -147,3 +147,15 @@ def test_same_as_facts_with_new_constants_and_predicates(tmp_path):
     assert r.facts() == oracle(
         OWL + "p(X, Y) :- e(X, Y).", [("e", "a", "b"), (SAME_AS, "b", "z9"), ("g", "z9")]
     )
+
+
+@pytest.mark.parametrize("algorithm", ARRAYS)
+def test_a_rewritten_fact_stays_while_one_of_its_explicit_preimages_remains(algorithm):
+    text = OWL + "q(X) :- p(X)."
+    r = reasoner(text, algorithm, "arrays")
+    r.load([(SAME_AS, "a", "b"), ("p", "a"), ("p", "b")])  # both rewrite to p(a)
+    report = r.update(delete=[("p", "b")])
+    assert report.details["equality_recomputed"] == 0 and (report.added, report.removed) == (0, 0)
+    assert r.facts() == oracle(text, [(SAME_AS, "a", "b"), ("p", "a")])
+    report = r.update(delete=[("p", "a")])
+    assert report.removed == 4 and r.facts() == oracle(text, [(SAME_AS, "a", "b")])
