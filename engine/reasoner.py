@@ -363,9 +363,10 @@ class Reasoner:
             return self._arrays_state().meta(self._fd())
         return meta(self._fd())
 
-    @staticmethod
-    def _arrays_state():
+    def _arrays_state(self):
         """engine.compact.state, imported when the arrays core keeps the stream's state (numba)."""
+        if self.options.equality != "off":
+            raise AlgorithmError("core=arrays does not support the stored state with equality=rewrite yet")
         from fluxmat.engine.compact import state
 
         return state

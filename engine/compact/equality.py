@@ -420,10 +420,15 @@ class ArraysEquality(Maintainer):
         }
 
 
-def create_equality(analysis: Analysis, algorithm: str, modules: bool) -> ArraysEquality:
-    """The arrays core with equality=rewrite, or `AnalysisError`/`AlgorithmError` naming what it cannot do."""
+def refuse(analysis: Analysis, algorithm: str) -> None:
+    """Raise `AnalysisError`/`AlgorithmError` naming what equality on the arrays core cannot do."""
     check(analysis)
     missing = unsupported(analysis, algorithm, "off")
     if missing is not None:
         raise AlgorithmError(f"core=arrays does not support {missing} yet; use core=objects")
+
+
+def create_equality(analysis: Analysis, algorithm: str, modules: bool) -> ArraysEquality:
+    """The arrays core with equality=rewrite (`refuse` says what it cannot do)."""
+    refuse(analysis, algorithm)
     return ArraysEquality(analysis, algorithm, modules)

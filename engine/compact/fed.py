@@ -375,9 +375,11 @@ class FedMaintainer(CompactMaintainer):
 
 def create_fed(analysis: Analysis, algorithm: str, modules: bool, equality: str) -> FedMaintainer:
     """`fd-counting` or `fd-dred` on the arrays core, or `AlgorithmError` naming what it cannot do yet."""
+    if equality == "rewrite":  # imported here: engine.compact.eq_fed builds on engine.compact.equality
+        from fluxmat.engine.compact.eq_fed import create_equality_fed
+
+        return create_equality_fed(analysis, algorithm, modules)  # type: ignore[return-value]
     missing = unsupported(analysis, "dredc", equality)
-    if equality == "rewrite":
-        missing = "equality=rewrite with fd-counting or fd-dred (the arrays core runs it with counting, dred, dredc, remat)"
     if missing is not None:
         raise AlgorithmError(f"core=arrays does not support {missing} yet; use core=objects")
     return FedMaintainer(analysis, algorithm, modules)

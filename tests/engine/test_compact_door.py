@@ -138,7 +138,6 @@ def test_match_and_sizes_through_the_door():
 REFUSED = {
     "fd-counting comparison": ("p(X) :- q(X, Y), X != Y.", {"algorithm": "fd-counting"}, "comparisons"),
     "bf": ("p(X) :- q(X).", {"algorithm": "bf"}, "algorithm 'bf'"),
-    "fd equality": ("p(X) :- q(X).", {"equality": "rewrite", "algorithm": "fd-dred"}, "equality=rewrite with fd"),
     "comparison": ("p(X) :- q(X, Y), X != Y.", {}, "comparisons and arithmetic"),
     "arithmetic": ("p(X, Z) :- q(X, Y), Z = X + Y.", {}, "comparisons and arithmetic"),
     "head arithmetic": ("p(X, X + 1) :- q(X).", {}, "arithmetic"),

@@ -16,14 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from fluxmat.engine import EngineOptions, Reasoner
+from fluxmat.engine import AlgorithmError, EngineOptions, Reasoner
 from fluxmat.engine.equality import SAME_AS
+from fluxmat.engine.feed import Fed
 from fluxmat.engine.parser import parse_pattern
 from tests.support.cli import fluxmat, ok, write
 from tests.support.equality import CONSTS, OWL, oracle, scenarios
 from tests.support.gen import examples
 
 ARRAYS = ("counting", "dred", "dredc", "remat")
+FED = ("fd-counting", "fd-dred")
 PATTERNS = (
     "p(X, Y)",
     "p(X, a)",
@@ -159,3 +161,47 @@ def test_a_rewritten_fact_stays_while_one_of_its_explicit_preimages_remains(algo
     assert r.facts() == oracle(text, [(SAME_AS, "a", "b"), ("p", "a")])
     report = r.update(delete=[("p", "a")])
     assert report.removed == 4 and r.facts() == oracle(text, [(SAME_AS, "a", "b")])
+
+
+@SETTINGS
+@given(case=scenarios(), algorithm=st.sampled_from(FED), overlap=st.booleans())
+def test_fed_updates_with_equality_poll_the_net_delta_from_scratch(case, algorithm, overlap):
+    """fd-counting, fd-dred: a feed ends in the from-scratch state; the poll is the net change of J."""
+    text, initial, updates = case
+    note(text)
+    r = reasoner(text, algorithm, "arrays")
+    r.maintainer.load(initial)
+    before, explicit, changed = r.facts(), set(initial), {}
+    feeds = [
+        Fed(n, sorted(add), sorted(delete), id=f"u{n}")
+        for n, (add, delete) in enumerate(updates, 1)
+    ]
+    if overlap:  # one feed: the updates are submitted before they run
+        r.feed(feeds, overlap=True)
+    for fed in feeds if not overlap else ():
+        was = r.facts()
+        r.feed([fed], overlap=False)
+        for f in r.facts() ^ was:
+            changed[f] = fed.key if f not in changed else 0
+    for add, delete in updates:
+        explicit = (explicit - delete) | add
+    point = r.poll()
+    after = r.facts()
+    assert after == oracle(text, explicit) and r.explicit() == explicit
+    assert (set(point.added), set(point.removed)) == (after - before, before - after)
+    assert point.through == f"u{len(updates)}" and r.pending == 0
+    if not overlap:  # one update per feed: the cause is the one update that changed the fact
+        causes = dict(
+            zip(point.added + point.removed, point.added_by + point.removed_by, strict=True)
+        )
+        assert causes == {f: c for f, c in changed.items() if f in causes}
+
+
+def test_fed_update_reports_its_delta_and_the_state_is_refused():
+    r = reasoner(CHAIN, "fd-dred", "arrays")
+    r.load([("r", "a", "c"), ("r", "b", "d")])
+    report = r.update(add=[("r", "a", "b")])
+    assert report.algorithm == "fd-dred~" and ("r", "c", "d") in r.facts()
+    assert r.poll().added == [] and r.work_counts()["updates"] == 1
+    with pytest.raises(AlgorithmError, match="stored state with equality=rewrite"):
+        r.state_meta()
