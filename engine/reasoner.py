@@ -67,6 +67,10 @@ def atom_to_fact(atom: Atom) -> tuple:
 
 def _maintainer(analysis, o: EngineOptions) -> Maintainer:
     """The maintainer the options name: an object algorithm, or the arrays core (engine.compact)."""
+    if o.core == "arrays" and o.equality == "rewrite":  # owl:sameAs as equality (engine.compact.equality)
+        from fluxmat.engine.compact.eq_fed import create_arrays_equality
+
+        return create_arrays_equality(analysis, o.algorithm, o.modules)
     if o.core == "arrays" and o.algorithm in FULLY_DYNAMIC:  # imported here: numba is loaded only then
         from fluxmat.engine.compact.fed import create_fed
 

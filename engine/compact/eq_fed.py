@@ -19,8 +19,9 @@ which is refused with equality (engine.reasoner).
 
 from __future__ import annotations
 
+from fluxmat.engine.algorithms import FULLY_DYNAMIC
 from fluxmat.engine.analysis import Analysis
-from fluxmat.engine.compact.equality import ArraysEquality, refuse
+from fluxmat.engine.compact.equality import ArraysEquality, create_equality, refuse
 from fluxmat.engine.fd.records import ConsistencyPoint, FDStats
 from fluxmat.engine.limits import LimitExceeded
 from fluxmat.engine.maintainer import Changes, Report, Update
@@ -118,7 +119,9 @@ class EqualityFed(ArraysEquality):
         return 0
 
 
-def create_equality_fed(analysis: Analysis, algorithm: str, modules: bool) -> EqualityFed:
-    """`fd-counting` or `fd-dred` with equality=rewrite (refusals as `create_equality`'s)."""
-    refuse(analysis, "dredc")
-    return EqualityFed(analysis, algorithm, modules)
+def create_arrays_equality(analysis: Analysis, algorithm: str, modules: bool) -> ArraysEquality:
+    """The arrays core with equality=rewrite: fed (`fd-counting`, `fd-dred`) or not; refusals as `refuse`'s."""
+    if algorithm in FULLY_DYNAMIC:
+        refuse(analysis, "dredc")
+        return EqualityFed(analysis, algorithm, modules)
+    return create_equality(analysis, algorithm, modules)

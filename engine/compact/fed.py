@@ -375,10 +375,8 @@ class FedMaintainer(CompactMaintainer):
 
 def create_fed(analysis: Analysis, algorithm: str, modules: bool, equality: str) -> FedMaintainer:
     """`fd-counting` or `fd-dred` on the arrays core, or `AlgorithmError` naming what it cannot do yet."""
-    if equality == "rewrite":  # imported here: engine.compact.eq_fed builds on engine.compact.equality
-        from fluxmat.engine.compact.eq_fed import create_equality_fed
-
-        return create_equality_fed(analysis, algorithm, modules)  # type: ignore[return-value]
+    if equality == "rewrite":  # built by engine.compact.eq_fed.create_arrays_equality (the door's choice)
+        raise AlgorithmError("equality=rewrite: use engine.compact.eq_fed.create_arrays_equality")
     missing = unsupported(analysis, "dredc", equality)
     if missing is not None:
         raise AlgorithmError(f"core=arrays does not support {missing} yet; use core=objects")

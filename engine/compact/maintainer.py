@@ -201,10 +201,8 @@ def create_compact(
     analysis: Analysis, algorithm: str, modules: bool, equality: str
 ) -> CompactMaintainer:
     """The arrays core for `analysis`, or `AlgorithmError` naming what it cannot do yet."""
-    if equality == "rewrite":  # imported here: engine.compact.equality builds on this module
-        from fluxmat.engine.compact.equality import create_equality
-
-        return create_equality(analysis, algorithm, modules)  # type: ignore[return-value]
+    if equality == "rewrite":  # built by engine.compact.eq_fed.create_arrays_equality (the door's choice)
+        raise AlgorithmError("equality=rewrite: use engine.compact.eq_fed.create_arrays_equality")
     missing = unsupported(analysis, algorithm, equality)
     if missing is not None:
         raise AlgorithmError(f"core=arrays does not support {missing} yet; use core=objects")
