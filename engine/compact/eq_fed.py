@@ -22,12 +22,13 @@ from __future__ import annotations
 from fluxmat.engine.algorithms import FULLY_DYNAMIC
 from fluxmat.engine.analysis import Analysis
 from fluxmat.engine.compact.equality import ArraysEquality, create_equality, refuse
+from fluxmat.engine.compact.fed import Inbox
 from fluxmat.engine.fd.records import ConsistencyPoint, FDStats
 from fluxmat.engine.limits import LimitExceeded
 from fluxmat.engine.maintainer import Changes, Report, Update
 
 
-class EqualityFed(ArraysEquality):
+class EqualityFed(Inbox, ArraysEquality):
     """The arrays core with equality, fed update by update (see the module docstring)."""
 
     def __init__(self, analysis: Analysis, algorithm: str, modules: bool = True):
@@ -46,26 +47,6 @@ class EqualityFed(ArraysEquality):
         super().materialise(report)
         self.inbox.clear()
         self.changed = {}
-
-    @property
-    def pending(self) -> int:
-        return len(self.inbox)
-
-    @property
-    def quiescent(self) -> bool:
-        return not self.inbox
-
-    def submit_encoded(self, plus: Changes, minus: Changes, id: object = None) -> int:
-        self.seq += 1
-        self.inbox.append((self.seq, id, plus, minus))
-        return self.seq
-
-    def submit(self, add=(), delete=(), id: object = None) -> int:
-        return self.submit_encoded(*self.encode_update(add, delete), id)
-
-    def step(self, budget: int = 1) -> int:
-        """No work between submissions: `run` integrates the queued updates."""
-        return 0
 
     def run(self, max_units: int | None = None) -> int:
         """Integrate the queued updates, each on its own, in order; how many there were."""

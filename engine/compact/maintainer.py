@@ -201,7 +201,7 @@ def create_compact(
     analysis: Analysis, algorithm: str, modules: bool, equality: str
 ) -> CompactMaintainer:
     """The arrays core for `analysis`, or `AlgorithmError` naming what it cannot do yet."""
-    if equality == "rewrite":  # built by engine.compact.eq_fed.create_arrays_equality (the door's choice)
+    if equality == "rewrite":  # the door builds it: engine.compact.eq_fed
         raise AlgorithmError("equality=rewrite: use engine.compact.eq_fed.create_arrays_equality")
     missing = unsupported(analysis, algorithm, equality)
     if missing is not None:
