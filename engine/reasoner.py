@@ -4,8 +4,9 @@ A reasoner is a program, its analysis and one maintainer built from one
 `EngineOptions` (engine.options): an object algorithm (engine.algorithms,
 engine.fd) or, with `core="arrays"`, the arrays core (engine.compact; the
 fully dynamic algorithms and their state through engine.compact.fed and
-engine.compact.state), which refuses what it cannot do yet (equality,
-comparisons and arithmetic, `explain`) with an `AlgorithmError`. Everything outside engine/ goes through it:
+engine.compact.state; equality through engine.compact.equality and
+engine.compact.eq_fed), which refuses what it cannot do yet (comparisons and
+arithmetic, `explain`, `bf`) with an `AlgorithmError`. Everything outside engine/ goes through it:
 loading and updating (`load`, `update`), the fully dynamic driver (`feed`,
 `poll`, `work_counts`; engine.feed), the work per rule by its file:line
 (`rule_work`, `rules_since`, `rule_texts`), reading (`facts`, `lines`, `match`,
@@ -68,6 +69,10 @@ def atom_to_fact(atom: Atom) -> tuple:
 
 def _maintainer(analysis, o: EngineOptions) -> Maintainer:
     """The maintainer the options name: an object algorithm, or the arrays core (engine.compact)."""
+    if o.core == "arrays" and o.equality == "rewrite":  # owl:sameAs as equality (engine.compact.equality)
+        from fluxmat.engine.compact.eq_fed import create_arrays_equality
+
+        return create_arrays_equality(analysis, o.algorithm, o.modules)
     if o.core == "arrays" and o.algorithm in FULLY_DYNAMIC:  # imported here: numba is loaded only then
         from fluxmat.engine.compact.fed import create_fed
 
@@ -183,6 +188,8 @@ class Reasoner:
             raise AlgorithmError("program changes need the arrays core (--core arrays)")
         if self.triples:
             raise AlgorithmError("program changes are not supported for programs over triples yet")
+        if self.options.equality != "off":
+            raise AlgorithmError("program changes are not supported with equality=rewrite yet")
         from fluxmat.engine.compact.program import change_program  # numba only with the arrays core
 
         program = changed_program(self.program, add, delete, whole, source)
@@ -362,9 +369,10 @@ class Reasoner:
             return self._arrays_state().meta(self._fd())
         return meta(self._fd())
 
-    @staticmethod
-    def _arrays_state():
+    def _arrays_state(self):
         """engine.compact.state, imported when the arrays core keeps the stream's state (numba)."""
+        if self.options.equality != "off":
+            raise AlgorithmError("core=arrays does not support the stored state with equality=rewrite yet")
         from fluxmat.engine.compact import state
 
         return state

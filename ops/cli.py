@@ -78,8 +78,9 @@ class Config:
     def from_args(cls, ns: argparse.Namespace) -> Config:
         values = {k: v for k, v in vars(ns).items() if k in cls.__dataclass_fields__}
         values["ontology"] = tuple(values.get("ontology") or ())
-        if values.get("algorithm", "") is None:  # the default depends on --equality
-            values["algorithm"] = "bf" if values.get("equality") == "rewrite" else "dredc"
+        if values.get("algorithm", "") is None:  # the default depends on --equality and --core
+            bf = values.get("equality") == "rewrite" and values.get("core") != "arrays"
+            values["algorithm"] = "bf" if bf else "dredc"
         return cls(**values)
 
 
@@ -113,7 +114,8 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
         p.add_argument(
             "--equality", default=_env("EQUALITY", "off"), choices=["off", "rewrite"],
             help="rewrite: owl:sameAs is equality, facts rewritten to representatives "
-            "(remat, dred, dredc, bf) (env FLUXMAT_EQUALITY; default: %(default)s)",
+            "(remat, dred, dredc, bf; with --core arrays: counting, dred, dredc, remat) "
+            "(env FLUXMAT_EQUALITY; default: %(default)s)",
         )  # fmt: skip
         p.add_argument(
             "--core", default=_env("CORE", "objects"), choices=list(CORES),
@@ -156,9 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fluxmat",
         description="Incremental Datalog materialisation under additions and deletions.",
     )
-    sub = ap.add_subparsers(
-        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
-    )
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     m = sub.add_parser("materialise", aliases=["materialize"], help="print mat(P, E), sorted")
     _add_program(m)
@@ -180,11 +180,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="how updates overlap; interleaving applies to the fully dynamic algorithms "
         "(env FLUXMAT_SCHEDULE; default: %(default)s)",
     )  # fmt: skip
-    r.add_argument("--seed", type=int, default=int(_env("SEED", 0)),
-                   help="scheduler seed (env FLUXMAT_SEED; default: %(default)s)")
-    r.add_argument("--budget", type=int, default=int(_env("BUDGET", 1000)),
-                   help="units of work between checks for a new update "
-                   "(env FLUXMAT_BUDGET; default: %(default)s)")
+    r.add_argument(
+        "--seed",
+        type=int,
+        default=int(_env("SEED", 0)),
+        help="scheduler seed (env FLUXMAT_SEED; default: %(default)s)",
+    )
+    r.add_argument(
+        "--budget",
+        type=int,
+        default=int(_env("BUDGET", 1000)),
+        help="units of work between checks for a new update "
+        "(env FLUXMAT_BUDGET; default: %(default)s)",
+    )
     r.add_argument("--output", metavar="FILE", help="write the final facts here")
     rdf_cli.add_output_flag(r)
     r.add_argument("--stats", metavar="FILE", help="write one JSON object per update here")
@@ -266,7 +274,9 @@ def cmd_replay(cfg: Config) -> None:
     _validate(reasoner, facts, updates)
     changes = [u for u in updates if u.program is not None]
     if changes and reasoner.core != "arrays":
-        raise FluxmatError(f"{changes[0].where}: program changes need the arrays core (--core arrays)")
+        raise FluxmatError(
+            f"{changes[0].where}: program changes need the arrays core (--core arrays)"
+        )
     stats = open(cfg.stats, "w", encoding="utf-8") if cfg.stats else None  # noqa: SIM115
     try:
         report = reasoner.load(facts)
@@ -341,6 +351,7 @@ def _replay_fully_dynamic(reasoner: Reasoner, updates, stats) -> None:
 
     fed = (Fed((n, upd), upd.add, upd.delete, upd.id if upd.id is not None else n)
            for n, upd in enumerate(updates, start=1))  # fmt: skip
+
     def rejected(key, exc: Exception) -> None:  # validated before: what the engine refuses late
         if isinstance(exc, FluxmatError):
             raise FluxmatError(f"{key[1].where}: {exc}") from None

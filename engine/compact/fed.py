@@ -44,6 +44,7 @@ Not here: the stored state (engine.compact.state), the driver (engine.feed).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -129,7 +130,37 @@ class _Changes:
         return rows[keep], now[keep], causes[keep]
 
 
-class FedMaintainer(CompactMaintainer):
+class Inbox:
+    """engine.feed's submitting side: updates queued (`inbox`, numbered by `seq`) for the next `run`."""
+
+    seq: int
+    inbox: list[tuple[int, object, Changes, Changes]]
+    encode_update: Callable
+
+    @property
+    def pending(self) -> int:
+        """Updates submitted and not yet integrated (the next run)."""
+        return len(self.inbox)
+
+    @property
+    def quiescent(self) -> bool:
+        return not self.inbox
+
+    def submit_encoded(self, plus: Changes, minus: Changes, id: object = None) -> int:
+        """Queue an update `encode_update` validated for the next run; its sequence number."""
+        self.seq += 1
+        self.inbox.append((self.seq, id, plus, minus))
+        return self.seq
+
+    def submit(self, add=(), delete=(), id: object = None) -> int:
+        return self.submit_encoded(*self.encode_update(add, delete), id)
+
+    def step(self, budget: int = 1) -> int:
+        """No work between submissions: a run integrates its updates (`run`)."""
+        return 0
+
+
+class FedMaintainer(Inbox, CompactMaintainer):
     """The arrays core behind engine.feed's interface (see the module docstring)."""
 
     def __init__(self, analysis: Analysis, algorithm: str, modules: bool = True):
@@ -177,28 +208,6 @@ class FedMaintainer(CompactMaintainer):
         self.journal = Journal(full=False)
 
     # ------------------------------------------------------------ engine.feed's interface
-    @property
-    def pending(self) -> int:
-        """Updates submitted and not yet integrated (the next run)."""
-        return len(self.inbox)
-
-    @property
-    def quiescent(self) -> bool:
-        return not self.inbox
-
-    def submit_encoded(self, plus: Changes, minus: Changes, id: object = None) -> int:
-        """Queue an update `encode_update` validated for the next run; its sequence number."""
-        self.seq += 1
-        self.inbox.append((self.seq, id, plus, minus))
-        return self.seq
-
-    def submit(self, add=(), delete=(), id: object = None) -> int:
-        return self.submit_encoded(*self.encode_update(add, delete), id)
-
-    def step(self, budget: int = 1) -> int:
-        """No work between submissions: a run integrates its updates at once (`run`)."""
-        return 0
-
     def run(self, max_units: int | None = None) -> int:
         """Integrate the queued updates as one set update (module docstring); how many there were."""
         entries, self.inbox = self.inbox, []
@@ -375,6 +384,8 @@ class FedMaintainer(CompactMaintainer):
 
 def create_fed(analysis: Analysis, algorithm: str, modules: bool, equality: str) -> FedMaintainer:
     """`fd-counting` or `fd-dred` on the arrays core, or `AlgorithmError` naming what it cannot do yet."""
+    if equality == "rewrite":  # the door builds it: engine.compact.eq_fed
+        raise AlgorithmError("equality=rewrite: use engine.compact.eq_fed.create_arrays_equality")
     missing = unsupported(analysis, "dredc", equality)
     if missing is not None:
         raise AlgorithmError(f"core=arrays does not support {missing} yet; use core=objects")

@@ -45,7 +45,7 @@ def unsupported(analysis: Analysis, algorithm: str, equality: str) -> str | None
     """What of this program or these options the arrays core cannot do yet (None: it can do all)."""
     if algorithm not in ALGORITHMS:
         return f"algorithm '{algorithm}' (it runs {', '.join(ALGORITHMS)})"
-    if equality != "off":
+    if equality not in ("off", "rewrite"):  # rewrite: engine.compact.equality
         return f"equality={equality}"
     for r in analysis.rules:
         if not r.positives:  # no atom whose delta starts its plans: it would never fire
@@ -201,6 +201,8 @@ def create_compact(
     analysis: Analysis, algorithm: str, modules: bool, equality: str
 ) -> CompactMaintainer:
     """The arrays core for `analysis`, or `AlgorithmError` naming what it cannot do yet."""
+    if equality == "rewrite":  # the door builds it: engine.compact.eq_fed
+        raise AlgorithmError("equality=rewrite: use engine.compact.eq_fed.create_arrays_equality")
     missing = unsupported(analysis, algorithm, equality)
     if missing is not None:
         raise AlgorithmError(f"core=arrays does not support {missing} yet; use core=objects")

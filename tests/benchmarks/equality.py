@@ -24,7 +24,9 @@ r-materialisation), `dredc` (DRed^c over the rewritten program, recomputing
 when the classes can change), and `bf` and `remat` over the axiomatised
 program with owl:sameAs an ordinary predicate (B/F^A and Remat^A, the paper's
 baselines). Every system's expanded materialisation is digested after every
-task and compared with Remat~'s.
+task and compared with Remat~'s. `--core arrays` runs `dredc~` and `remat~`
+on the arrays core (engine.compact.equality) against Remat~ and `dredc~` on
+the objects core; `--core both` runs every system.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from fluxmat.engine import Reasoner, parse_program
+from fluxmat.engine import EngineOptions, Reasoner, parse_program
 from fluxmat.engine.equality import SAME_AS, axiomatise
 from tests.benchmarks.isolate import isolated
 from tests.benchmarks.tasks import INITIAL, capped_steps, digest
@@ -54,12 +56,20 @@ PEOPLE = 1_000
 GENERATION = 100  # persons per generation
 DUPLICATES = 0.15  # fraction of persons with a second identifier
 SIZES = (100, 1_000)
-# (label, algorithm, equality): the paper's B/F~, Remat~, and the axiomatised baselines
+# (label, algorithm, equality, core): the paper's B/F~, Remat~, and the axiomatised baselines
 SYSTEMS = (
-    ("bf (B/F~)", "bf", "rewrite"), ("remat (Remat~)", "remat", "rewrite"),
-    ("dredc~", "dredc", "rewrite"), ("bf, axiomatised (B/F^A)", "bf", "off"),
-    ("remat, axiomatised (Remat^A)", "remat", "off"),
+    ("bf (B/F~)", "bf", "rewrite", "objects"), ("remat (Remat~)", "remat", "rewrite", "objects"),
+    ("dredc~", "dredc", "rewrite", "objects"), ("bf, axiomatised (B/F^A)", "bf", "off", "objects"),
+    ("remat, axiomatised (Remat^A)", "remat", "off", "objects"),
 )  # fmt: skip
+ARRAYS_SYSTEMS = (
+    ("dredc~, arrays", "dredc", "rewrite", "arrays"), ("remat~, arrays", "remat", "rewrite", "arrays"),
+)  # fmt: skip
+CORE_SYSTEMS = {
+    "objects": SYSTEMS,
+    "arrays": (*SYSTEMS[1:3], *ARRAYS_SYSTEMS),
+    "both": (*SYSTEMS, *ARRAYS_SYSTEMS),
+}
 CAP = 120.0
 
 
@@ -113,7 +123,8 @@ def run_system(arg: dict) -> dict:
     program = parse_program(PROGRAM, "<people>")
     if arg["equality"] == "off":
         program = axiomatise(program, facts)
-    r = Reasoner(program, arg["algorithm"], equality=arg["equality"])
+    options = EngineOptions(core=arg.get("core", "objects"))
+    r = Reasoner(program, arg["algorithm"], equality=arg["equality"], options=options)
     rows: list[dict] = []
     for row, t, report in capped_steps(r, [(t.name, t) for t in plan(facts)], arg["cap"], rows):
         row["recomputed"] = report.details.get("equality_recomputed", 0)
@@ -132,13 +143,16 @@ class EqRow:
     ratio: float | None = None  # Remat~'s wall time on the task / this one
 
 
-def run_equality(cap_s: float = CAP, n: int = PEOPLE) -> tuple[dict, list[EqRow]]:
+def run_equality(
+    cap_s: float = CAP, n: int = PEOPLE, core: str = "objects"
+) -> tuple[dict, list[EqRow]]:
+    """Every system of `core` (CORE_SYSTEMS) through the tasks; Remat~ (objects) is the reference."""
     facts = people(n)
     info = {"workload": "people", "people": n, "explicit_facts": len(facts),
             "equalities": sum(1 for f in facts if f[0] == SAME_AS)}  # fmt: skip
     results = {}
-    for label, algorithm, equality in SYSTEMS:
-        arg = {"people": n, "algorithm": algorithm, "equality": equality, "cap": cap_s}
+    for label, algorithm, equality, on in CORE_SYSTEMS[core]:
+        arg = {"people": n, "algorithm": algorithm, "equality": equality, "cap": cap_s, "core": on}
         results[label] = isolated(run_system, arg, timeout=cap_s * 6 + 60)
     ref = {r["task"]: r.get("digest") for r in results[SYSTEMS[1][0]].get("rows", [])}
     base = {r["task"]: r.get("wall") for r in results[SYSTEMS[1][0]].get("rows", [])}
@@ -177,9 +191,18 @@ def equality_table(rows: list[EqRow], markdown: bool = False) -> str:
     return render_table(header, cells, {2, 3}, markdown)
 
 
-if __name__ == "__main__":  # python -m tests.benchmarks.equality [PEOPLE]
-    import sys
+if (
+    __name__ == "__main__"
+):  # python -m tests.benchmarks.equality [PEOPLE] [--core objects|arrays|both]
+    import argparse
 
-    info, rows = run_equality(n=int(sys.argv[1]) if len(sys.argv) > 1 else PEOPLE)
+    ap = argparse.ArgumentParser(description="the equality benchmark (see the module docstring)")
+    ap.add_argument("people", nargs="?", type=int, default=PEOPLE)
+    ap.add_argument("--core", choices=list(CORE_SYSTEMS), default="objects")
+    ap.add_argument(
+        "--cap", type=float, default=CAP, help="seconds per task before a system is stopped"
+    )
+    args = ap.parse_args()
+    info, rows = run_equality(args.cap, args.people, args.core)
     print(info)
     print(equality_table(rows, markdown=True))

@@ -137,7 +137,6 @@ def test_match_and_sizes_through_the_door():
 
 REFUSED = {
     "bf": ("p(X) :- q(X).", {"algorithm": "bf"}, "algorithm 'bf'"),
-    "equality": ("p(X) :- q(X).", {"equality": "rewrite"}, "equality=rewrite"),
     "negation only": ("q(a) :- not r(b).", {}, "rules without a positive body atom"),
     "built-ins only": ("p(Z) :- Z = 1 + 2.", {"algorithm": "fd-counting"}, "without a positive body atom"),
 }

@@ -13,23 +13,31 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
-from hypothesis import strategies as st
 
-from fluxmat.engine import AlgorithmError, AnalysisError, Reasoner
+from fluxmat.engine import AlgorithmError, AnalysisError, EngineOptions, Reasoner
 from fluxmat.engine.algorithms import EQUALITY_ALGORITHMS
 from fluxmat.engine.equality import SAME_AS, Classes, expand
-from tests.support.equality import OWL, PAPER, oracle
+from tests.support.equality import OWL, PAPER, oracle, scenarios
 from tests.support.gen import examples
 
+ARRAYS_ALGORITHMS = (
+    "counting",
+    "dred",
+    "dredc",
+    "remat",
+)  # the arrays core (engine.compact.equality)
+CASES = [("objects", a) for a in EQUALITY_ALGORITHMS] + [("arrays", a) for a in ARRAYS_ALGORITHMS]
+CORES = ("objects", "arrays")
 
-def rewrite(text: str, algorithm: str = "remat") -> Reasoner:
-    return Reasoner.from_text(text, algorithm, equality="rewrite")
+
+def rewrite(text: str, algorithm: str = "remat", core: str = "objects") -> Reasoner:
+    return Reasoner.from_text(text, algorithm, equality="rewrite", options=EngineOptions(core=core))
 
 
-@pytest.mark.parametrize("algorithm", EQUALITY_ALGORITHMS)
-def test_paper_section_3_1_deleting_an_equality_restores_rewritten_facts(algorithm):
+@pytest.mark.parametrize(("core", "algorithm"), CASES)
+def test_paper_section_3_1_deleting_an_equality_restores_rewritten_facts(core, algorithm):
     """'r(a, d) is deleted: a ~ c and b ~ d no longer hold, so I' contains I.'"""
-    r = rewrite(PAPER, algorithm)
+    r = rewrite(PAPER, algorithm, core)
     r.load()
     m = r.maintainer
     # I = {<a, R, b>, a ~ a, b ~ b}, pi = {c -> a, d -> b}
@@ -53,24 +61,27 @@ def test_paper_section_3_1_deleting_an_equality_restores_rewritten_facts(algorit
     assert r.facts() == oracle(PAPER, r.program_facts())
 
 
-def test_rewritten_lines_and_expanded_lines():
-    r = rewrite(OWL + "owl:sameAs(a, b). p(b, c). q(X) :- p(X, c).")
+@pytest.mark.parametrize("core", CORES)
+def test_rewritten_lines_and_expanded_lines(core):
+    r = rewrite(OWL + "owl:sameAs(a, b). p(b, c). q(X) :- p(X, c).", core=core)
     r.load()
     assert r.rewritten_lines() == ["owl:sameAs(a, a).", "owl:sameAs(c, c).", "p(a, c).", "q(a)."]
     assert "q(b)." in r.lines() and "owl:sameAs(b, a)." in r.lines()
 
 
-def test_constants_in_rules_are_rewritten():
+@pytest.mark.parametrize("core", CORES)
+def test_constants_in_rules_are_rewritten(core):
     text = OWL + "owl:sameAs(b, a). p(a). q(X) :- p(X), s(X, b). s(a, a)."
-    r = rewrite(text)
+    r = rewrite(text, core=core)
     r.load()
     assert r.facts() == oracle(text, r.program_facts())
     assert ("q", "b") in r.facts()
 
 
-def test_iri_sameas_and_mixed_constants():
+@pytest.mark.parametrize("core", CORES)
+def test_iri_sameas_and_mixed_constants(core):
     text = "<http://www.w3.org/2002/07/owl#sameAs>(1, x). p(x, <http://e/y>). p(1, 2)."
-    r = rewrite(text)
+    r = rewrite(text, core=core)
     r.load()
     assert r.maintainer.representative("x") == 1  # integers precede strings
     assert r.facts() == oracle(text, r.program_facts())
@@ -90,12 +101,22 @@ def test_unsupported_algorithm_is_refused_naming_the_supported_ones():
         Reasoner.from_text(PAPER, "remat", equality="axioms")
 
 
+def test_arrays_core_refuses_what_it_does_not_run_with_equality():
+    with pytest.raises(AlgorithmError, match="core=arrays does not support algorithm 'bf'"):
+        rewrite(PAPER, "bf", core="arrays")
+    with pytest.raises(AlgorithmError, match="stored state with equality=rewrite"):
+        rewrite(PAPER, "fd-counting", core="arrays").export_changes()
+    with pytest.raises(AlgorithmError, match="program changes are not supported with equality"):
+        rewrite(PAPER, "dredc", core="arrays").change_program(add="s(X) :- r(X, X).")
+
+
+@pytest.mark.parametrize("core", CORES)
 @pytest.mark.parametrize(
     "rule", ["p(X) :- q(X), not s(X).", "p(X) :- q(X), X != a.", "p(X + 1) :- q(X)."]
 )
-def test_rewrite_mode_refuses_negation_and_builtins(rule):
+def test_rewrite_mode_refuses_negation_and_builtins(rule, core):
     with pytest.raises(AnalysisError, match="equality rewriting"):
-        rewrite(rule)
+        rewrite(rule, core=core)
 
 
 def test_classes_pick_the_smallest_member():
@@ -109,61 +130,18 @@ def test_classes_pick_the_smallest_member():
 
 # ---------------------------------------------------------------- property tests
 
-CONSTS = ("a", "b", "c", "d")
-PREDS = {"e": 2, "f": 1, "p": 2, "q": 1, "owl:sameAs": 2}
-HEADS = ("p", "q", "owl:sameAs")
-
-
-@st.composite
-def rules(draw):
-    body = []
-    for _ in range(draw(st.integers(1, 2))):
-        pred = draw(st.sampled_from(sorted(PREDS)))
-        args = [
-            draw(st.sampled_from(("X", "Y", "Z", "X", "Y", *CONSTS[:2])))
-            for _ in range(PREDS[pred])
-        ]
-        body.append(f"{pred}({', '.join(args)})")
-    bound = sorted({a for atom in body for a in atom[atom.index("(") + 1 : -1].split(", ")})
-    head = draw(st.sampled_from(HEADS))
-    args = [draw(st.sampled_from(bound + ["a"])) for _ in range(PREDS[head])]
-    return f"{head}({', '.join(args)}) :- {', '.join(body)}."
-
-
-def facts_of(pred_names):
-    def one(pred):
-        name = SAME_AS if pred == "owl:sameAs" else pred
-        return st.tuples(st.just(name), *[st.sampled_from(CONSTS)] * PREDS[pred])
-
-    return st.sets(st.one_of(*(one(p) for p in pred_names)), max_size=6)
-
-
-@st.composite
-def scenarios(draw):
-    text = OWL + "\n".join(draw(st.lists(rules(), min_size=1, max_size=4)))
-    initial = draw(facts_of(sorted(PREDS)))
-    updates = []
-    current = set(initial)
-    for _ in range(draw(st.integers(1, 5))):
-        delete = draw(st.sets(st.sampled_from(sorted(current)), max_size=3)) if current else set()
-        add = draw(facts_of(sorted(PREDS))) - delete
-        updates.append((add, delete))
-        current = (current - delete) | add
-    return text, initial, updates
-
-
 SETTINGS = settings(
     max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
-@pytest.mark.parametrize("algorithm", EQUALITY_ALGORITHMS)
+@pytest.mark.parametrize(("core", "algorithm"), CASES)
 @SETTINGS
 @given(case=scenarios())
-def test_rewrite_equals_axiomatised_oracle_after_every_update(algorithm, case):
+def test_rewrite_equals_axiomatised_oracle_after_every_update(core, algorithm, case):
     text, initial, updates = case
     note(text)
-    r = rewrite(text, algorithm)
+    r = rewrite(text, algorithm, core)
     r.maintainer.load(initial)
     explicit = set(initial)
     assert r.facts() == oracle(text, explicit)
@@ -180,26 +158,29 @@ def test_rewrite_equals_axiomatised_oracle_after_every_update(algorithm, case):
         assert all(m.classes.normal(f) == f for f in m.compact)  # and holds normal facts only
 
 
-@pytest.mark.parametrize("algorithm", EQUALITY_ALGORITHMS)
-def test_reports_name_what_ran(algorithm):
+@pytest.mark.parametrize(("core", "algorithm"), CASES)
+def test_reports_name_what_ran(core, algorithm):
     """`bf` is B/F~ itself; the others are the recomputing wrapper around the algorithm (Remat~)."""
-    r = rewrite(PAPER, algorithm)
+    r = rewrite(PAPER, algorithm, core)
     expected = "bf" if algorithm == "bf" else f"{algorithm}~"
     assert r.load().algorithm == expected
     assert r.update(delete=[("r", "a", "d")]).algorithm == expected
 
 
-@pytest.mark.parametrize("algorithm", ["remat", "dred", "dredc"])
-def test_class_preserving_updates_are_maintained_incrementally(algorithm):
-    """remat, dred, dredc: an update that can change the classes recomputes (bf does not)."""
+@pytest.mark.parametrize(("core", "algorithm"), [c for c in CASES if c != ("objects", "bf")])
+def test_class_preserving_updates_are_maintained_incrementally(core, algorithm):
+    """remat, dred, dredc: an update that can change the classes recomputes (bf does not).
+
+    The arrays core merges classes incrementally (a rewrite of the affected rows).
+    """
     text = OWL + "owl:sameAs(a, b). p(X, Y) :- e(X, Y). p(X, Z) :- p(X, Y), e(Y, Z)."
-    r = rewrite(text, algorithm)
+    r = rewrite(text, algorithm, core)
     r.load([("e", "b", "c")])
     report = r.update(add=[("e", "c", "d")], delete=[("e", "b", "c")])
     assert report.details["equality_recomputed"] == 0
     assert r.facts() == oracle(text, [*r.program_facts(), ("e", "c", "d")])
     report = r.update(add=[(SAME_AS, "c", "d")])
-    assert report.details["equality_recomputed"] == 1
+    assert report.details["equality_recomputed"] == (core == "objects")
     assert r.facts() == oracle(text, [*r.program_facts(), ("e", "c", "d"), (SAME_AS, "c", "d")])
 
 
@@ -213,16 +194,27 @@ def test_cli_equality_flag(tmp_path, capsys):
         encoding="utf-8",
     )
     assert main(["materialise", str(prog)]) == 0
-    assert capsys.readouterr().out.splitlines() == ["owl:sameAs(a, b).", "p(a, b).", "q(b).", "r(a)."]
+    assert capsys.readouterr().out.splitlines() == [
+        "owl:sameAs(a, b).",
+        "p(a, b).",
+        "q(b).",
+        "r(a).",
+    ]
     assert main(["materialise", str(prog), "--equality", "rewrite"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert {"q(a).", "q(b).", "r(b).", "p(b, a).", "owl:sameAs(b, b)."} <= set(out) and len(out) == 12
+    assert {"q(a).", "q(b).", "r(b).", "p(b, a).", "owl:sameAs(b, b)."} <= set(out) and len(
+        out
+    ) == 12
     updates = tmp_path / "u.jsonl"
     updates.write_text('{"del": [["p", "a", "b"]]}\n', encoding="utf-8")
     stats = tmp_path / "stats.jsonl"
     assert main(["replay", str(prog), "--updates", str(updates), "--equality", "rewrite",
                  "--stats", str(stats)]) == 0  # fmt: skip
-    assert capsys.readouterr().out.splitlines() == ["owl:sameAs(a, a).", "q(a).", "r(a)."]  # reflexivity
+    assert capsys.readouterr().out.splitlines() == [
+        "owl:sameAs(a, a).",
+        "q(a).",
+        "r(a).",
+    ]  # reflexivity
     line = json.loads(stats.read_text(encoding="utf-8").splitlines()[-1])
     assert line["algorithm"] == "bf" and line["equality_recomputed"] == 0  # B/F~ by default
     assert main(["replay", str(prog), "--updates", str(updates), "--equality", "rewrite",
