@@ -414,6 +414,8 @@ class Reasoner:
 
     def explain(self, fact: PyFact, max_facts: int = 200_000) -> Proof | None:
         """A well-founded proof of `fact`, visiting at most `max_facts` facts (engine.why)."""
+        if self.options.equality != "off":  # proofs would have to go through the rewriting
+            raise AlgorithmError(f"explaining facts (why) is not available with equality={self.options.equality} yet")
         state = FactsView(self.maintainer) if self.options.core == "arrays" else self.maintainer
         return Explainer(state, max_facts, program=self.program).explain(fact_in(fact) if self.triples else fact)
 

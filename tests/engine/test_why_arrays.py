@@ -90,3 +90,15 @@ def test_the_dashboard_and_cli_answer_why_on_the_arrays_core():
     assert answer["found"] and answer["lines"][0].startswith("path(a, d)  <- path(X, Z) :- path(X, Y), edge(Y, Z).")
     assert answer["lines"][-1] == "└─ edge(c, d)  [explicit]"
     assert not StateView(r).why("path(d, a)")["found"]
+
+
+@pytest.mark.parametrize("core", ["objects", "arrays"])
+def test_why_with_equality_is_refused_in_one_line(core):
+    """With owl:sameAs rewriting, proofs would go through the rewriting: refused, not a crash
+    (objects: AttributeError) nor a wrong 'not in the materialisation' (arrays)."""
+    text = "p(X) :- q(X).\nq(a). <http://www.w3.org/2002/07/owl#sameAs>(a, b).\n"
+    r = Reasoner.from_text(text, options=EngineOptions("dredc", core=core, equality="rewrite"))
+    r.load()
+    assert ("p", "b") in set(r.facts())
+    with pytest.raises(AlgorithmError, match="not available with equality=rewrite"):
+        r.explain(("p", "b"))
