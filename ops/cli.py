@@ -122,7 +122,7 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             help="how the engine keeps facts: objects (Python objects; every algorithm and feature) "
             "or arrays (int64 columns, loops compiled by numba; counting, dred, dredc, remat -- "
             "each as counting plus DRed^c -- and fd-counting, fd-dred with each run of updates "
-            "integrated set-at-a-time; without equality, comparisons or arithmetic) "
+            "integrated set-at-a-time; equality, comparisons and arithmetic too; not bf) "
             "(env FLUXMAT_CORE; default: %(default)s)",
         )  # fmt: skip
         limit_flags.add_limit(p, "--max-facts")
