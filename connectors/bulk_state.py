@@ -102,13 +102,20 @@ class BulkLayout:
         return None if raw is None else json.loads(raw)
 
     def read(self, meta: dict, read_meta: Callable[[], dict]) -> StateColumns:
-        """The state `meta` (decoded, with its manifest) describes; `read_meta` reads it again after a compaction."""
+        """The state `meta` (decoded, with its manifest) describes; `read_meta` reads it again after a compaction.
+
+        A chunk missing while the manifest stays the same is damage (`StateDamaged`).
+        """
         for _ in range(READ_ATTEMPTS):
             try:
                 base, log = self._parts(meta["bulk"])
                 return merge(base, log, meta, int(meta["bulk"]["next_term"]))
-            except ChunkMissing:
-                meta = read_meta()
+            except ChunkMissing as gone:
+                again = read_meta()
+                if again.get("bulk") == meta["bulk"]:
+                    raise StateDamaged(f"the stored state is damaged: Redis key {gone} is missing; "
+                                       "restore the Redis data or reset the state") from None  # fmt: skip
+                meta = again
         raise StateDamaged(f"the stored state at {self.prefix}* kept changing while it was read "
                            f"({READ_ATTEMPTS} compactions); stop the job or read it again")  # fmt: skip
 

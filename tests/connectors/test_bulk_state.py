@@ -196,7 +196,7 @@ def _damaged(store: RedisStateStore) -> str:
     return str(caught.value)
 
 
-def test_a_truncated_corrupted_or_misplaced_chunk_is_refused_in_one_line(redis_server, small_chunks):
+def test_a_truncated_corrupted_misplaced_or_missing_chunk_is_refused_in_one_line(redis_server, small_chunks):
     store = _store(redis_server, "damage")
     proc = _processor(store)
     proc.start(INITIAL)
@@ -215,6 +215,8 @@ def test_a_truncated_corrupted_or_misplaced_chunk_is_refused_in_one_line(redis_s
     assert "holds chunk" in _damaged(store)
     raw.set(first, b"not a chunk")
     assert "is not a fluxmat state chunk" in _damaged(store)
+    raw.delete(first)
+    assert "is missing" in _damaged(store)
     raw.set(first, good)
     assert isinstance(store.load(), StateColumns)
 
