@@ -354,7 +354,12 @@ def _damage(raw: bytes, gen: int, name: str) -> str | None:
     if crc32c.crc32c(body) != crc:
         return "is corrupted (CRC-32C mismatch)"
     (n,) = _U32.unpack_from(body)
-    header = json.loads(bytes(body[4 : 4 + n]))
+    try:
+        header = json.loads(bytes(body[4 : 4 + n]))
+    except ValueError:
+        return "has a damaged header"
+    if not isinstance(header, dict):
+        return "has a damaged header"
     if header.get("gen") != gen or header.get("name") != name:
         return f"holds chunk {header.get('name')} of generation {header.get('gen')}, not {name} of {gen}"
     return None
