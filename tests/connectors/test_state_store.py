@@ -269,6 +269,17 @@ def test_large_outputs_are_stored_compressed(redis_server):
         raw.close()
 
 
+def test_a_large_output_is_packed_slice_by_slice_and_reads_back_exactly(monkeypatch):
+    """The initial output's JSON is made and compressed a slice of facts at a time: the same output reads back."""
+    from fluxmat.connectors import state
+
+    monkeypatch.setattr(state, "PACK_SLICE", 7)
+    out = {"through": 'x "added": [] y', "added": [["e", f"<n{i}>", i, "é"] for i in range(100)],
+           "removed": [["r", 1]], "dead": [["why", 0, 1]]}  # fmt: skip
+    packed = state.pack_output(out)
+    assert packed.startswith("lz4:") and state.unpack_output(packed) == out
+
+
 def test_a_damaged_state_is_a_clear_error(redis_server):
     """A stored fact naming a term the state does not hold: one error saying the state is damaged."""
     import redis
