@@ -73,7 +73,7 @@ COMPACT_FRACTION = (
     0.5  # the log is merged into a new base once it outgrows this fraction of the base
 )
 COMPACT_MIN_BYTES = 1 << 20  # ... and this many bytes
-MAX_LOG_CHUNKS = 512  # ... or holds this many chunks
+MAX_LOG_CHUNKS = 64  # ... or holds this many chunks (a small state, e.g. a key's, reads few values)
 READ_GROUP = 8  # chunks per pipelined read
 READ_ATTEMPTS = 5  # reads started again when chunks vanish meanwhile (compactions)
 PER_FIELD_KEYS = ("E", "I", "log", "T")  # the per-field layout's hashes (connectors.state)
