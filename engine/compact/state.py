@@ -160,7 +160,7 @@ def restore(m: FedMaintainer, snap: StateSnapshot) -> None:
     """Rebuild the engine from a stored state: its rows, counters and explicit flags, no evaluation."""
     check_fingerprint(m, snap.meta)
     try:
-        preds, eids = _terms(m, ((int(t), text) for t, text in snap.terms.items()))
+        preds, eids = _terms(m, [(int(t), text) for t, text in snap.terms.items()])
         with paused_gc():
             facts, values = _parse(snap.facts.keys(), preds, eids), _group(snap.facts, preds)
             explicit = _parse(snap.explicit, preds, eids)
@@ -173,13 +173,16 @@ def restore(m: FedMaintainer, snap: StateSnapshot) -> None:
     m.journal = Journal(epoch=m.core.epoch, full=True)  # texts: the next commit rewrites it in columns
 
 
-def _terms(m: FedMaintainer, items: Iterable[tuple[int, str]]) -> tuple[dict[int, str], np.ndarray]:
+def _terms(m: FedMaintainer, items: list[tuple[int, str]]) -> tuple[dict[int, str], np.ndarray]:
     """Relations by term id, and engine constant ids by term id (-1: not a constant)."""
     preds: dict[int, str] = {}
     pairs = []
     intern = m.dictionary.intern
-    for tid, text in items:
-        item = json.loads(text)
+    tids = [t for t, _ in items]
+    parsed = json.loads(f"[{','.join(text for _, text in items)}]")  # one parse for all the terms' JSON texts
+    if len(parsed) != len(tids):
+        raise ValueError(f"{len(tids)} term texts parse as {len(parsed)} JSON values")
+    for tid, item in zip(tids, parsed, strict=True):
         if isinstance(item, list):
             preds[tid] = item[0]
         else:
@@ -276,7 +279,7 @@ def take(m: FedMaintainer) -> StateColumns:
 def restore_columns(m: FedMaintainer, cols: StateColumns) -> None:
     """Rebuild the engine from `take`'s columns (its store holds that state: the journal is clean)."""
     check_fingerprint(m, cols.meta)
-    preds, eids = _terms(m, cols.terms.items())
+    preds, eids = _terms(m, list(cols.terms.items()))
     facts = {p: eids[tids] for p, (tids, _v) in cols.facts.items()}
     explicit = {p: eids[tids] for p, tids in cols.explicit.items()}
     if any((a < 0).any() for a in (*facts.values(), *explicit.values())):
