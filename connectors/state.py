@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from fluxmat.connectors.bulk_state import LAYOUT, BulkLayout
+from fluxmat.connectors.output_pack import pack_output, unpack_output
 from fluxmat.connectors.redact import redact
 from fluxmat.engine import FluxmatError, StateChanges, StateColumns, StateSnapshot
 
@@ -47,8 +48,6 @@ SOCKET_TIMEOUT = 120.0  # seconds one Redis command may take before it fails (an
 KEEP_OUTPUTS = 16
 INITIAL = -1  # the batch id of the initial materialisation
 CHUNK = 5000
-PACK_OVER = 65_536  # bytes of output JSON above which it is stored compressed
-PACK_SLICE = 50_000  # added facts JSON-encoded and compressed at a time in a large output (pack_output)
 STATE_KEYS = ("meta", "E", "I", "log", "T", "out", "sync")  # a namespace's Redis keys, after its prefix
 WAIT_MS = 1000  # milliseconds one WAIT for replicas may block (--redis-wait-replicas); then the commit is retried
 MEMORY_SAMPLES = 64  # hash fields MEMORY USAGE samples per key (namespace_bytes)
@@ -527,55 +526,6 @@ def redis_client(url: str, cluster: bool = False, socket_timeout: float = SOCKET
         raise ConnectionError(f"cannot reach Redis at {shown}: {redact(str(exc))}") from None
     finally:
         probe.close()
-
-
-def pack_output(output: dict) -> str:
-    """A batch's output as stored: its JSON, or `lz4:` + base64 of the lz4 frame of it when large.
-
-    The initial output holds the whole materialisation (~120 bytes a fact as
-    JSON); compressed it takes ~6x less while it is kept (`KEEP_OUTPUTS`). With
-    more than `PACK_SLICE` added facts the JSON is made and compressed
-    `PACK_SLICE` facts at a time, so the whole text never is in memory at once.
-    """
-    added = output.get("added") or ()
-    if len(added) > PACK_SLICE:
-        return _pack_sliced(output, added)
-    text = json.dumps(output)
-    if len(text) <= PACK_OVER:
-        return text
-    import base64
-
-    import lz4.frame
-
-    return "lz4:" + base64.b64encode(lz4.frame.compress(text.encode("utf-8"))).decode("ascii")
-
-
-def _pack_sliced(output: dict, added) -> str:
-    """`pack_output` of a large output: the same JSON text, compressed slice by slice into one lz4 frame."""
-    import base64
-
-    import lz4.frame
-
-    head = json.dumps({**output, "added": []})  # the other fields, in their places
-    cut = head.index('"added": []') + len('"added": [')
-    comp = lz4.frame.LZ4FrameCompressor()
-    parts = [comp.begin(), comp.compress(head[:cut].encode("utf-8"))]
-    for at in range(0, len(added), PACK_SLICE):
-        piece = json.dumps(added[at : at + PACK_SLICE])[1:-1]
-        parts.append(comp.compress(((", " if at else "") + piece).encode("utf-8")))
-    parts += [comp.compress(head[cut:].encode("utf-8")), comp.flush()]
-    return "lz4:" + base64.b64encode(b"".join(parts)).decode("ascii")
-
-
-def unpack_output(raw: str) -> dict:
-    """The output `pack_output` stored (plain JSON as stored before, too)."""
-    if raw.startswith("lz4:"):
-        import base64
-
-        import lz4.frame
-
-        return json.loads(lz4.frame.decompress(base64.b64decode(raw[4:])))
-    return json.loads(raw)
 
 
 def _decode_meta(meta: dict[str, str]) -> dict[str, object]:
