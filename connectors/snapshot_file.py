@@ -54,7 +54,7 @@ def write(path: Path, cols: StateColumns, batch: int, namespace: str) -> int:
     """Write `cols` (the state at `batch`) to `path` atomically; returns the file's size in bytes."""
     sections, blobs = [], []
     for kind, key, table in _tables(cols):
-        blobs.append(_ipc(table))
+        blobs.append(ipc_bytes(table))
         sections.append({"kind": kind, "key": key, "length": len(blobs[-1])})
     header = {"version": VERSION, "batch": batch, "namespace": namespace,
               "fingerprint": cols.meta.get("fingerprint"), "meta": cols.meta, "next_term": cols.next_term,
@@ -125,22 +125,23 @@ def _tables(cols: StateColumns):
     """(kind, key, Arrow table) of every section."""
     texts = [t.encode("utf-8") for t in cols.terms.values()]
     ids = np.fromiter(cols.terms, np.int64, len(cols.terms))
-    yield "terms", None, _table({"id": _ints(ids), "json": _strings(texts)})
+    yield "terms", None, arrow_table({"id": int_array(ids), "json": string_array(texts)})
     for pred, m in cols.explicit.items():
-        yield "explicit", pred, _int_table(m)
+        yield "explicit", pred, int_table(m)
     for pred, (m, born) in cols.facts.items():
-        yield "facts", pred, _int_table(m, born=_ints(born))
+        yield "facts", pred, int_table(m, born=int_array(born))
     for rid, m in cols.log.items():
-        yield "log", rid, _int_table(m)
+        yield "log", rid, int_table(m)
 
 
 # Arrays are built from and read into buffers directly: pa.array / to_numpy would import pandas (seconds).
-def _ints(a: np.ndarray) -> pa.Array:
+# Public: connectors.bulk_state frames its chunks with them too.
+def int_array(a: np.ndarray) -> pa.Array:
     a = np.ascontiguousarray(a)
     return pa.Array.from_buffers(pa.from_numpy_dtype(a.dtype), len(a), [None, pa.py_buffer(a)])
 
 
-def _strings(texts: list[bytes]) -> pa.Array:
+def string_array(texts: list[bytes]) -> pa.Array:
     offsets = np.zeros(len(texts) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)), out=offsets[1:])
     return pa.Array.from_buffers(
@@ -148,21 +149,21 @@ def _strings(texts: list[bytes]) -> pa.Array:
     )
 
 
-def _table(columns: dict[str, pa.Array]) -> pa.Table:
+def arrow_table(columns: dict[str, pa.Array]) -> pa.Table:
     return pa.Table.from_arrays(list(columns.values()), names=list(columns))
 
 
-def _int_table(m: np.ndarray, **extra: pa.Array) -> pa.Table:
+def int_table(m: np.ndarray, **extra: pa.Array) -> pa.Table:
     """An (n, w) matrix as columns c0..c(w-1) (int32 when the ids fit), plus `extra` columns."""
     narrow = m.dtype if m.size and m.max() >= 2**31 else np.int32
-    columns = {f"c{i}": _ints(m[:, i].astype(narrow)) for i in range(m.shape[1])}
+    columns = {f"c{i}": int_array(m[:, i].astype(narrow)) for i in range(m.shape[1])}
     columns.update(extra)
     if not columns:  # a relation of arity 0 without stamps: only its length
         columns["n"] = pa.nulls(len(m))
-    return _table(columns)
+    return arrow_table(columns)
 
 
-def _ipc(table: pa.Table) -> bytes:
+def ipc_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     options = pa.ipc.IpcWriteOptions(compression=COMPRESSION)
     with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
@@ -170,28 +171,33 @@ def _ipc(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def read_ipc(data) -> pa.Table:
+    """The table of one Arrow IPC stream (`ipc_bytes`), in one chunk."""
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all().combine_chunks()
+
+
 def _columns(data: memoryview, header: dict) -> StateColumns:
     cols = StateColumns(dict(header["meta"]), {}, int(header["next_term"]))
     at = int(header["_data_offset"])
     for section in header["sections"]:
         n = int(section["length"])
-        table = pa.ipc.open_stream(pa.py_buffer(data[at : at + n])).read_all().combine_chunks()
+        table = read_ipc(data[at : at + n])
         at += n
         kind, key = section["kind"], section["key"]
         if kind == "terms":
-            cols.terms = dict(zip(_array(table, "id").tolist(), _texts(table, "json"), strict=True))
+            cols.terms = dict(zip(int_column(table, "id").tolist(), text_column(table, "json"), strict=True))
         elif kind == "explicit":
-            cols.explicit[key] = _matrix(table)
+            cols.explicit[key] = matrix(table)
         elif kind == "facts":
-            cols.facts[key] = (_matrix(table), _array(table, "born"))
+            cols.facts[key] = (matrix(table), int_column(table, "born"))
         elif kind == "log":
-            cols.log[int(key)] = _matrix(table)
+            cols.log[int(key)] = matrix(table)
         else:
             raise ValueError(f"unknown section kind {kind!r}")
     return cols
 
 
-def _array(table: pa.Table, name: str) -> np.ndarray:
+def int_column(table: pa.Table, name: str) -> np.ndarray:
     """An int column (one chunk, no nulls) as a numpy array over its buffer."""
     chunks = table.column(name).chunks
     if not chunks:
@@ -201,7 +207,7 @@ def _array(table: pa.Table, name: str) -> np.ndarray:
     return values[chunk.offset : chunk.offset + len(chunk)]
 
 
-def _texts(table: pa.Table, name: str) -> list[str]:
+def text_column(table: pa.Table, name: str) -> list[str]:
     chunks = table.column(name).chunks
     if not chunks:
         return []
@@ -212,11 +218,11 @@ def _texts(table: pa.Table, name: str) -> list[str]:
     return [raw[a:b].decode("utf-8") for a, b in zip(at, at[1:], strict=False)]
 
 
-def _matrix(table: pa.Table) -> np.ndarray:
+def matrix(table: pa.Table) -> np.ndarray:
     names = [c for c in table.column_names if c[0] == "c" and c[1:].isdigit()]
     if not names:
         return np.zeros((table.num_rows, 0), np.int64)
-    return np.column_stack([_array(table, c).astype(np.int64) for c in names])
+    return np.column_stack([int_column(table, c).astype(np.int64) for c in names])
 
 
 def _fsync_dir(directory: Path) -> None:

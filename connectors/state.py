@@ -36,8 +36,10 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from fluxmat.connectors.bulk_state import LAYOUT, BulkLayout
+from fluxmat.connectors.output_pack import pack_output, unpack_output
 from fluxmat.connectors.redact import redact
-from fluxmat.engine import FluxmatError, StateChanges, StateSnapshot
+from fluxmat.engine import FluxmatError, StateChanges, StateColumns, StateSnapshot
 
 log = logging.getLogger("fluxmat.state")
 CONNECT_TIMEOUT = 10.0  # seconds: connecting (TLS handshake included) and the first PING
@@ -46,7 +48,6 @@ SOCKET_TIMEOUT = 120.0  # seconds one Redis command may take before it fails (an
 KEEP_OUTPUTS = 16
 INITIAL = -1  # the batch id of the initial materialisation
 CHUNK = 5000
-PACK_OVER = 65_536  # bytes of output JSON above which it is stored compressed
 STATE_KEYS = ("meta", "E", "I", "log", "T", "out", "sync")  # a namespace's Redis keys, after its prefix
 WAIT_MS = 1000  # milliseconds one WAIT for replicas may block (--redis-wait-replicas); then the commit is retried
 MEMORY_SAMPLES = 64  # hash fields MEMORY USAGE samples per key (namespace_bytes)
@@ -60,7 +61,7 @@ class StoreURLError(FluxmatError, ValueError):
 class StateStore(Protocol):
     """The state of one namespace (or one key of it): what the batch path reads and writes (the contract above)."""
 
-    def load(self) -> StateSnapshot | None: ...
+    def load(self) -> StateSnapshot | StateColumns | None: ...
 
     def last_batch(self) -> int | None: ...
 
@@ -152,6 +153,7 @@ class MemoryStateStore(Unmonitored):
         return None if b is None else int(b)
 
     def commit(self, batch: int, changes: StateChanges, output: dict) -> None:
+        changes = changes.as_texts()
         if changes.full:
             for t in self.tables.values():
                 t.clear()
@@ -218,6 +220,7 @@ class RedisStateStore:
         self.client = client if client is not None else redis_client(url, cluster, socket_timeout)
         self.cluster = cluster
         self.replicas_seen = 0  # the most replicas a primary had (cluster_problem)
+        self.bulk = BulkLayout(self.client, self.prefix)
 
     def _k(self, name: str) -> str:
         return self.prefix + name
@@ -239,11 +242,15 @@ class RedisStateStore:
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
-    def load(self) -> StateSnapshot | None:
+    def load(self) -> StateSnapshot | StateColumns | None:
+        """The stored state: texts in the per-field layout, columns in the bulk one (connectors.bulk_state)."""
+
         def read():
             meta = self.client.hgetall(self._k("meta"))
             if not meta:
                 return None
+            if json.loads(meta.get("layout", "null")) == LAYOUT:
+                return self.bulk.read(_decode_meta(meta), self.meta)
             explicit = [k for k, _ in self.client.hscan_iter(self._k("E"), count=CHUNK)]
             facts = dict(self.client.hscan_iter(self._k("I"), count=CHUNK))
             log = dict(self.client.hscan_iter(self._k("log"), count=CHUNK))
@@ -265,20 +272,20 @@ class RedisStateStore:
         return None if b is None else int(b)
 
     def commit(self, batch: int, changes: StateChanges, output: dict) -> None:
+        """Columns (the arrays core's) in the bulk layout, unless the stored state is per-field: texts then.
+
+        A full export of columns replaces a per-field state by a bulk one.
+        """
+
         def write():
+            manifest = None if changes.columns is None else self.bulk.manifest()
             pipe = self.client.pipeline(transaction=True)
-            if changes.full:
-                pipe.delete(self._k("E"), self._k("I"), self._k("log"), self._k("T"))
-            for name, key in (("explicit", "E"), ("facts", "I"), ("log", "log"), ("terms", "T")):
-                items = getattr(changes, name)
-                put = {k: (1 if v is True else v) for k, v in items.items() if v not in (None, False)}
-                gone = [k for k, v in items.items() if v is None or v is False]
-                puts = list(put.items())
-                for i in range(0, len(puts), CHUNK):
-                    pipe.hset(self._k(key), mapping=dict(puts[i : i + CHUNK]))
-                for i in range(0, len(gone), CHUNK):
-                    pipe.hdel(self._k(key), *gone[i : i + CHUNK])
-            meta = {k: json.dumps(v) for k, v in changes.meta.items()}
+            if changes.columns is not None and (changes.full or manifest is not None):
+                meta = self.bulk.write(pipe, changes, manifest)
+            else:
+                self._write_fields(pipe, changes.as_texts())
+                meta = {}
+            meta.update((k, json.dumps(v)) for k, v in changes.meta.items())
             meta["batch"] = str(batch)
             pipe.hset(self._k("meta"), mapping=meta)
             if self.keyed:  # a key's batches are sparse: only its last output can be replayed
@@ -290,6 +297,20 @@ class RedisStateStore:
                 self._replicated(batch)
 
         self._retry(write)
+
+    def _write_fields(self, pipe, changes: StateChanges) -> None:
+        """Queue the per-field writes of `changes` (texts): HSET/HDEL in chunks of `CHUNK` fields."""
+        if changes.full:
+            pipe.delete(self._k("E"), self._k("I"), self._k("log"), self._k("T"))
+        for name, key in (("explicit", "E"), ("facts", "I"), ("log", "log"), ("terms", "T")):
+            items = getattr(changes, name)
+            put = {k: (1 if v is True else v) for k, v in items.items() if v not in (None, False)}
+            gone = [k for k, v in items.items() if v is None or v is False]
+            puts = list(put.items())
+            for i in range(0, len(puts), CHUNK):
+                pipe.hset(self._k(key), mapping=dict(puts[i : i + CHUNK]))
+            for i in range(0, len(gone), CHUNK):
+                pipe.hdel(self._k(key), *gone[i : i + CHUNK])
 
     def _replicated(self, batch: int) -> None:
         """Return once `wait_replicas` replicas hold the commit of `batch`; else a TimeoutError (retried).
@@ -317,11 +338,15 @@ class RedisStateStore:
         return None if raw is None else unpack_output(raw)
 
     def size(self) -> int:
+        """Stored entries: hash fields of the per-field layout, rows of the bulk one (its manifest's `rows`)."""
+
         def count():
             pipe = self.client.pipeline(transaction=False)
             for key in ("E", "I", "log", "T"):
                 pipe.hlen(self._k(key))
-            return sum(pipe.execute())
+            pipe.hget(self._k("meta"), "bulk")
+            *fields, manifest = pipe.execute()
+            return sum(fields) + (0 if manifest is None else int(json.loads(manifest)["rows"]))
 
         return self._retry(count)
 
@@ -356,7 +381,9 @@ class RedisStateStore:
 
         def usage():
             sizes = [self.client.memory_usage(self._k(k), samples=MEMORY_SAMPLES) for k in STATE_KEYS]
-            return sum(n or 0 for n in sizes)
+            manifest = self.bulk.manifest()  # the bulk layout's chunks: their bytes, as the manifest counts them
+            chunks = 0 if manifest is None else manifest["base_bytes"] + manifest["log_bytes"]
+            return sum(n or 0 for n in sizes) + chunks
 
         return self._retry(usage)
 
@@ -451,7 +478,7 @@ class RedisStateStore:
 
     def clear(self) -> None:
         """Remove this namespace (used by tests)."""
-        self.client.delete(*(self._k(k) for k in STATE_KEYS))
+        self.client.delete(*(self._k(k) for k in STATE_KEYS), *self.bulk.keys(self.bulk.manifest()))
 
     def close(self) -> None:
         self.client.close()
@@ -499,33 +526,6 @@ def redis_client(url: str, cluster: bool = False, socket_timeout: float = SOCKET
         raise ConnectionError(f"cannot reach Redis at {shown}: {redact(str(exc))}") from None
     finally:
         probe.close()
-
-
-def pack_output(output: dict) -> str:
-    """A batch's output as stored: its JSON, or `lz4:` + base64 of the lz4 frame of it when large.
-
-    The initial output holds the whole materialisation (~120 bytes a fact as
-    JSON); compressed it takes ~6x less while it is kept (`KEEP_OUTPUTS`).
-    """
-    text = json.dumps(output)
-    if len(text) <= PACK_OVER:
-        return text
-    import base64
-
-    import lz4.frame
-
-    return "lz4:" + base64.b64encode(lz4.frame.compress(text.encode("utf-8"))).decode("ascii")
-
-
-def unpack_output(raw: str) -> dict:
-    """The output `pack_output` stored (plain JSON as stored before, too)."""
-    if raw.startswith("lz4:"):
-        import base64
-
-        import lz4.frame
-
-        return json.loads(lz4.frame.decompress(base64.b64decode(raw[4:])))
-    return json.loads(raw)
 
 
 def _decode_meta(meta: dict[str, str]) -> dict[str, object]:

@@ -334,11 +334,16 @@ class Reasoner:
             return self._arrays_state().export_changes(self._fd())
         return export_changes(self._fd())
 
-    def restore(self, snap: StateSnapshot) -> None:
+    def restore(self, snap: StateSnapshot | StateColumns) -> None:
         """Rebuild the engine from a stored state (`StateMismatch`: built for another program).
 
-        A state larger than the fact limit is refused too (`FactLimitExceeded`).
+        A state the store kept as columns (connectors.bulk_state) is restored by
+        `restore_columns`. A state larger than the fact limit is refused too
+        (`FactLimitExceeded`).
         """
+        if isinstance(snap, StateColumns):
+            self.restore_columns(snap)
+            return
         self._rebuild(snap, snap.meta, restore, "restore")
 
     def state_columns(self) -> StateColumns:

@@ -297,8 +297,9 @@ class BatchProcessor:
         if snap is not None:
             batch = snap.meta.get("batch")  # the state's own: no second read of the store
             if say is not None:
-                say(f"restoring the state of batch {batch} from the store: {len(snap.facts):,} "
-                    f"facts, {len(snap.log):,} log entries (read in {read:.1f} s)")  # fmt: skip
+                facts, log = snap.counts()
+                say(f"restoring the state of batch {batch} from the store: {facts:,} "
+                    f"facts, {log:,} log entries (read in {read:.1f} s)")  # fmt: skip
             started = time.perf_counter()
             self.reasoner.restore(snap)
             self.base, self.committed = int(snap.meta.get("base", 0) or 0), batch

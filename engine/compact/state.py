@@ -33,6 +33,7 @@ import numpy as np
 
 from fluxmat.engine import wire
 from fluxmat.engine.compact.fed import FedMaintainer, Journal
+from fluxmat.engine.fd.change_columns import ChangeColumns
 from fluxmat.engine.fd.columns import NotAtExport, StateColumns
 from fluxmat.engine.fd.snapshot import (
     FORMAT,
@@ -100,46 +101,41 @@ def meta(m: FedMaintainer) -> dict[str, object]:
             "log": 0}  # fmt: skip
 
 
-def _texts(m: FedMaintainer, terms: Terms, pred: str, cols: np.ndarray) -> list[str]:
-    """The fact texts `p,a1,...` of rows of relation `pred`."""
-    if not len(cols):
-        return []
-    p = str(terms.pred(pred))
-    if cols.shape[1] == 0:
-        return [p] * len(cols)
-    return [",".join((p, *map(str, row))) for row in terms.ids(m, cols).tolist()]
-
-
 def export_changes(m: FedMaintainer) -> StateChanges:
-    """What changed since the previous export, as absolute values (module docstring)."""
+    """What changed since the previous export, as absolute values in columns (module docstring)."""
     j: Journal = m.journal
-    out = StateChanges(meta(m), full=j.full)
     if j.full or m.terms is None:
         m.terms = Terms()
     terms, epoch = m.terms, j.epoch
-    with paused_gc():
-        for pred, rel in m.core.rels.items():
-            n = rel.n
-            if j.full:
-                rows = np.flatnonzero(rel.alive[:n])
-                out.explicit.update(
-                    dict.fromkeys(_texts(m, terms, pred, rel.cols[rows[rel.expl[rows] != 0]]), True)
-                )
-            else:
-                rows = np.flatnonzero((rel.stamp[:n] > epoch) | (rel.flip[:n] > epoch))
-            alive = rel.alive[rows] != 0
-            values = np.where(alive, rel.cnt[rows].astype(np.int64) + 1, 0).tolist()
-            texts = _texts(m, terms, pred, rel.cols[rows])
-            out.facts.update(zip(texts, [v or None for v in values], strict=True))
-        if not j.full:
-            _explicit_changes(m, terms, j.explicit, out.explicit)
-    out.terms, terms.new = terms.new, {}
+    cols = ChangeColumns()
+    for pred, rel in m.core.rels.items():
+        n = rel.n
+        if j.full:
+            rows = np.flatnonzero(rel.alive[:n])
+            keys = rel.cols[rows[rel.expl[rows] != 0]]
+            _put(cols.explicit, m, terms, pred, keys, np.ones(len(keys), np.int64))
+        else:
+            rows = np.flatnonzero((rel.stamp[:n] > epoch) | (rel.flip[:n] > epoch))
+        values = np.where(rel.alive[rows] != 0, rel.cnt[rows].astype(np.int64) + 1, 0)
+        _put(cols.facts, m, terms, pred, rel.cols[rows], values)
+    if not j.full:
+        _explicit_changes(m, terms, j.explicit, cols.explicit)
+    cols.preds = dict(terms.preds)
+    cols.terms, terms.new = {int(t): text for t, text in terms.new.items()}, {}
+    cols.next_term = terms.next
     m.journal = Journal(epoch=m.core.epoch, full=False)
-    return out
+    return StateChanges(meta(m), full=j.full, columns=cols)
+
+
+def _put(into: dict, m: FedMaintainer, terms: Terms, pred: str, keys: np.ndarray, values: np.ndarray) -> None:
+    """`into[pred]` = (the rows' term ids, values), numbering new terms; nothing for no rows."""
+    if len(keys):
+        terms.pred(pred)
+        into[pred] = (terms.ids(m, keys), values)
 
 
 def _explicit_changes(m: FedMaintainer, terms: Terms, keys: Iterable[tuple], into: dict) -> None:
-    """Each changed explicit key's text -> whether it is explicit now."""
+    """Each changed explicit key's term ids with whether it is explicit now (1) or not (0)."""
     by_pred: dict[str, list] = {}
     for pred, f in keys:
         by_pred.setdefault(pred, []).append(f)
@@ -148,7 +144,7 @@ def _explicit_changes(m: FedMaintainer, terms: Terms, keys: Iterable[tuple], int
         cols = np.array(facts, np.int64).reshape(len(facts), rel.arity)
         rows = rel.lookup(cols)
         now = (rows >= 0) & (rel.expl[np.maximum(rows, 0)] != 0)
-        into.update(zip(_texts(m, terms, pred, cols), now.tolist(), strict=True))
+        _put(into, m, terms, pred, cols, now.astype(np.int64))
 
 
 def check_fingerprint(m: FedMaintainer, stored: dict) -> None:
@@ -164,7 +160,7 @@ def restore(m: FedMaintainer, snap: StateSnapshot) -> None:
     """Rebuild the engine from a stored state: its rows, counters and explicit flags, no evaluation."""
     check_fingerprint(m, snap.meta)
     try:
-        preds, eids = _terms(m, ((int(t), text) for t, text in snap.terms.items()))
+        preds, eids = _terms(m, [(int(t), text) for t, text in snap.terms.items()])
         with paused_gc():
             facts, values = _parse(snap.facts.keys(), preds, eids), _group(snap.facts, preds)
             explicit = _parse(snap.explicit, preds, eids)
@@ -174,15 +170,19 @@ def restore(m: FedMaintainer, snap: StateSnapshot) -> None:
     _fill(m, facts, values, explicit, snap.meta)
     m.terms = Terms(_inverse(eids, len(m.dictionary)), {p: t for t, p in preds.items()},
                     1 + max(map(int, snap.terms), default=-1))  # fmt: skip
+    m.journal = Journal(epoch=m.core.epoch, full=True)  # texts: the next commit rewrites it in columns
 
 
-def _terms(m: FedMaintainer, items: Iterable[tuple[int, str]]) -> tuple[dict[int, str], np.ndarray]:
+def _terms(m: FedMaintainer, items: list[tuple[int, str]]) -> tuple[dict[int, str], np.ndarray]:
     """Relations by term id, and engine constant ids by term id (-1: not a constant)."""
     preds: dict[int, str] = {}
     pairs = []
     intern = m.dictionary.intern
-    for tid, text in items:
-        item = json.loads(text)
+    tids = [t for t, _ in items]
+    parsed = json.loads(f"[{','.join(text for _, text in items)}]")  # one parse for all the terms' JSON texts
+    if len(parsed) != len(tids):
+        raise ValueError(f"{len(tids)} term texts parse as {len(parsed)} JSON values")
+    for tid, item in zip(tids, parsed, strict=True):
         if isinstance(item, list):
             preds[tid] = item[0]
         else:
@@ -279,7 +279,7 @@ def take(m: FedMaintainer) -> StateColumns:
 def restore_columns(m: FedMaintainer, cols: StateColumns) -> None:
     """Rebuild the engine from `take`'s columns (its store holds that state: the journal is clean)."""
     check_fingerprint(m, cols.meta)
-    preds, eids = _terms(m, cols.terms.items())
+    preds, eids = _terms(m, list(cols.terms.items()))
     facts = {p: eids[tids] for p, (tids, _v) in cols.facts.items()}
     explicit = {p: eids[tids] for p, tids in cols.explicit.items()}
     if any((a < 0).any() for a in (*facts.values(), *explicit.values())):

@@ -58,6 +58,10 @@ class StateColumns:
     facts: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     log: dict[int, np.ndarray] = field(default_factory=dict)
 
+    def counts(self) -> tuple[int, int]:
+        """(facts, log entries) the state holds."""
+        return sum(len(v) for _m, v in self.facts.values()), sum(len(m) for m in self.log.values())
+
 
 class NotAtExport(FluxmatError):
     """The engine has changes not exported yet: its columns would hold terms the store does not."""

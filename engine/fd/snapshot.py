@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from fluxmat.engine import wire
 from fluxmat.engine.errors import FluxmatError
+from fluxmat.engine.fd.change_columns import ChangeColumns
 from fluxmat.engine.fd.core import FullyDynamic
 from fluxmat.engine.fd.records import Journal, Key
 from fluxmat.engine.storage import paused_gc
@@ -60,9 +61,19 @@ class StateChanges:
     log: dict[str, str | None] = field(default_factory=dict)
     terms: dict[str, str] = field(default_factory=dict)  # term id -> JSON (new since the last export)
     full: bool = False  # replace everything stored (first write, or a rebuild)
+    columns: ChangeColumns | None = None  # the arrays core's: the changes as columns, the texts left empty
 
     def size(self) -> int:
+        if self.columns is not None:
+            return self.columns.rows() + len(self.columns.terms)
         return len(self.explicit) + len(self.facts) + len(self.log) + len(self.terms)
+
+    def as_texts(self) -> StateChanges:
+        """These changes with their texts (themselves unless they are columns: `ChangeColumns.texts`)."""
+        if self.columns is None:
+            return self
+        explicit, facts, terms = self.columns.texts()
+        return StateChanges(self.meta, explicit, facts, {}, terms, self.full)
 
 
 @dataclass
@@ -74,6 +85,10 @@ class StateSnapshot:
     facts: dict[str, int]
     log: dict[str, str]  # entry key -> entry
     terms: dict[str, str] = field(default_factory=dict)  # term id -> JSON (format 2)
+
+    def counts(self) -> tuple[int, int]:
+        """(facts, log entries) the state holds."""
+        return len(self.facts), len(self.log)
 
 
 TEXT_CACHE = 65_536  # fact (and log entry) texts an engine keeps between exports, then starts over

@@ -246,7 +246,7 @@ def test_large_outputs_are_stored_compressed(redis_server):
     """The initial output (the whole materialisation) is kept lz4-compressed; outputs read back exactly."""
     import redis
 
-    from fluxmat.connectors.state import PACK_OVER
+    from fluxmat.connectors.output_pack import PACK_OVER
 
     store = RedisStateStore(redis_server.url, "packed")
     store.clear()
@@ -267,6 +267,17 @@ def test_large_outputs_are_stored_compressed(redis_server):
         store.clear()
         store.close()
         raw.close()
+
+
+def test_a_large_output_is_packed_slice_by_slice_and_reads_back_exactly(monkeypatch):
+    """The initial output's JSON is made and compressed a slice of facts at a time: the same output reads back."""
+    from fluxmat.connectors import output_pack
+
+    monkeypatch.setattr(output_pack, "PACK_SLICE", 7)
+    out = {"through": 'x "added": [] y', "added": [["e", f"<n{i}>", i, "é"] for i in range(100)],
+           "removed": [["r", 1]], "dead": [["why", 0, 1]]}  # fmt: skip
+    packed = output_pack.pack_output(out)
+    assert packed.startswith("lz4:") and output_pack.unpack_output(packed) == out
 
 
 def test_a_damaged_state_is_a_clear_error(redis_server):

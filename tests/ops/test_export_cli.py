@@ -6,7 +6,7 @@ import pytest
 
 from fluxmat.connectors.files import read_facts
 from fluxmat.connectors.state import RedisStateStore
-from fluxmat.engine import Reasoner
+from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.ops import inspect
 from fluxmat.ops.cli import main
 from fluxmat.stream.batch import BatchProcessor
@@ -22,13 +22,14 @@ FACTS = [("http://example.org/edge", "<http://example.org/a>", "<http://example.
          ("label", "<http://example.org/a>", "<not an IRI>"), ("label", 7, "é, \"quoted\"; x")]  # fmt: skip
 
 
-@pytest.fixture
-def state(redis_server, tmp_path):
+@pytest.fixture(params=["objects", "arrays"])
+def state(redis_server, tmp_path, request):
+    """A job's state after its first batch: per-field (objects core) or bulk (arrays core, connectors.bulk_state)."""
     from fluxmat.engine.wire import value_from_json
 
     program = tmp_path / "p.dl"
     program.write_text(PROGRAM, encoding="utf-8")
-    reasoner = Reasoner.from_file(program, "fd-counting")
+    reasoner = Reasoner.from_file(program, options=EngineOptions("fd-counting", core=request.param))
     store = RedisStateStore(redis_server.url, "export")
     store.clear()
     facts = [(f[0], *(value_from_json(a) for a in f[1:])) for f in FACTS]
@@ -37,6 +38,7 @@ def state(redis_server, tmp_path):
     update = json.dumps({"add": [["label", 7, "é, \"quoted\"; x"], ["ex:edge", "<http://example.org/b>", "<http://example.org/c>"]],
                          "del": [["ex:edge", "<http://example.org/b>", 7]]})  # fmt: skip
     proc.process(0, [(0, 0, None, update, None, True, len(update))])
+    assert (store.meta().get("layout") == "bulk") == (request.param == "arrays")
     yield program, store, reasoner
     store.clear()
     store.close()
