@@ -60,6 +60,16 @@ HEAVY = {
     "test_config::test_fluxmat_run_reads_the_file_and_reports_a_bad_one_in_one_line",
     "test_cli::test_run_flags_are_checked_before_connecting",
     "test_client::test_client_decodes_and_encodes_facts_as_the_engine",
+    "test_owl2rl::test_lubm_equals_lubm_dlog_on_its_fragment",
+    "test_owl2rl::test_cli_owl2rl_warns_on_stderr_and_program_is_optional",
+    "test_owl2rl::test_transitive_property_is_a_tc_module",
+    "test_compact_core::test_random_programs_and_updates",
+    "test_compact_fed::test_fed_recursion_and_negation",
+    "test_compact_door::test_cache_folder_chosen_when_nothing_default_is_writable",
+    "test_compact_door::test_each_kernel_compiled_once",
+    "test_compact_door::test_lubm_load_and_batches_equal_remat",
+    "test_compact_door::test_cli_refusal_is_one_line",
+    "test_bakeoff_columnar::test_columnar_matches_the_engine_after_every_update",
 }  # fmt: skip
 # Integration tests whose outcome depends on timing (Redis stalls and pauses, late workers,
 # failover, retry windows, lag, a broker restart, a standalone Spark cluster): marked `alone`.
