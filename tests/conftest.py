@@ -70,6 +70,8 @@ HEAVY = {
     "test_compact_door::test_lubm_load_and_batches_equal_remat",
     "test_compact_door::test_cli_refusal_is_one_line",
     "test_bakeoff_columnar::test_columnar_matches_the_engine_after_every_update",
+    "test_owl_rdf::test_owl2rl_prints_the_rdf_program_and_it_reads_back",
+    "test_owl_rdf::test_lubm_rdf_mode_equals_owlrl_on_the_data_vocabulary",
 }  # fmt: skip
 # Integration tests whose outcome depends on timing (Redis stalls and pauses, late workers,
 # failover, retry windows, lag, a broker restart, a standalone Spark cluster): marked `alone`.
