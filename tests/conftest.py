@@ -72,6 +72,13 @@ HEAVY = {
     "test_bakeoff_columnar::test_columnar_matches_the_engine_after_every_update",
     "test_owl_rdf::test_owl2rl_prints_the_rdf_program_and_it_reads_back",
     "test_owl_rdf::test_lubm_rdf_mode_equals_owlrl_on_the_data_vocabulary",
+    "test_fd_examples::test_example4_duplicate_derivation_every_schedule",
+    "test_alerts::test_alert_rules_fire_when_they_should",
+    "test_program_changes::test_changes_with_the_small_update_path_ready",
+    "test_why_json::test_why_json_of_a_2000_step_proof_reads_back_with_default_limits",
+    "test_parser::test_lexer_memory_is_linear_in_the_input",
+    "test_sparql::test_cli_sparql_file_query_and_errors",
+    "test_hypertree::test_updates_equal_with_and_without_hypertree",
 }  # fmt: skip
 # Integration tests whose outcome depends on timing (Redis stalls and pauses, late workers,
 # failover, retry windows, lag, a broker restart, a standalone Spark cluster): marked `alone`.
