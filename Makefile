@@ -19,13 +19,27 @@ $(BSTAMP): $(STAMP)
 	$(VPY) -m pip install -q -e '.[test,bench]'
 	touch $(BSTAMP)
 
-test: $(STAMP)
-	$(VPY) -m pytest
+# pytest-xdist workers for the parallel lanes (`make test WORKERS=1` for one)
+WORKERS ?= auto
 
-# unit tests only: no servers, browser, Spark or job (see tests/conftest.py), and a quarter of
-# the random examples (FLUXMAT_TEST_PROFILE=fast, tests/support/profile.py); `make test` runs all
+# Every test, in three lanes (each runs even when one before failed; the target fails if any did):
+# the unit tests on every core, the integration tests two modules at a time, then the
+# timing-sensitive integration tests (`alone`) one at a time. tests.support.warm first fills
+# numba's cache once, so that the workers do not all compile the arrays core at the same time.
+test: $(STAMP)
+	$(VPY) -m tests.support.warm
+	status=0; \
+	$(VPY) -m pytest -m "not integration" -n $(WORKERS) || status=1; \
+	$(VPY) -m pytest -m "integration and not alone" -n $(WORKERS) --dist loadfile || status=1; \
+	$(VPY) -m pytest -m "integration and alone" || status=1; \
+	exit $$status
+
+# the quick unit tests only: no servers, browser, Spark or job (`integration`), none of the unit
+# tests over ~2 s (`heavy`, tests/conftest.py), and a quarter of the random examples
+# (FLUXMAT_TEST_PROFILE=fast, tests/support/profile.py); `make test` runs all of them
 test-fast: $(STAMP)
-	FLUXMAT_TEST_PROFILE=fast $(VPY) -m pytest -m "not integration"
+	$(VPY) -m tests.support.warm
+	FLUXMAT_TEST_PROFILE=fast $(VPY) -m pytest -m "not integration and not heavy" -n $(WORKERS)
 
 test-all: $(STAMP)
 	FLUXMAT_FULL_CORPUS=1 $(VPY) -m pytest -m "slow or not slow"

@@ -35,6 +35,62 @@ INTEGRATION_MODULES = {
 }  # fmt: skip
 
 
+# Unit tests that take more than ~2 s each (many random examples, exhaustive schedule searches,
+# `fluxmat` subprocesses, long rules, corpus replays) are marked `heavy`: by module, or by
+# "module::test" (every parametrisation of the test). `make test` runs them; `make test-fast` leaves
+# them out (`-m "not integration and not heavy"`). A name here that matches no test is an error.
+HEAVY = {
+    # whole modules
+    "test_long_rules", "test_hostile_rdf", "test_input_memory", "test_cli_limits",
+    "test_program_changes_cli", "test_corpus", "test_fd_corpus", "test_bfeq", "test_bakeoff_cores",
+    # single tests (all their parameters)
+    "test_fd_examples::test_order_of_updates_every_schedule",
+    "test_fd_examples::test_example3_deletion_without_derivation_every_schedule",
+    "test_fd_examples::test_example2_as_two_updates_every_schedule",
+    "test_fd_examples::test_consistency_points_random",
+    "test_fd_examples::test_exploration_memo_is_exact_on_example1",
+    "test_fd_examples::test_order_of_updates_random_interleavings",
+    "test_program_changes::test_changes_equal_evaluation_from_scratch",
+    "test_owl_rdf::test_lubm1_slice_rdf_mode_equals_owlrl",
+    "test_owl2rl::test_lubm_equals_owlrl_on_the_shared_vocabulary",
+    "test_follow::test_follow_refuses_bad_places_with_one_error_line",
+    "test_compact_door::test_cli_core_flag_replays_like_objects",
+    "test_compact_fed::test_fed_updates_equal_objects_fd_counting_and_remat",
+    "test_small_updates::test_random_programs_one_call_set_objects_scratch",
+    "test_config::test_fluxmat_run_reads_the_file_and_reports_a_bad_one_in_one_line",
+    "test_cli::test_run_flags_are_checked_before_connecting",
+    "test_client::test_client_decodes_and_encodes_facts_as_the_engine",
+    "test_owl2rl::test_lubm_equals_lubm_dlog_on_its_fragment",
+    "test_owl2rl::test_cli_owl2rl_warns_on_stderr_and_program_is_optional",
+    "test_owl2rl::test_transitive_property_is_a_tc_module",
+    "test_compact_core::test_random_programs_and_updates",
+    "test_compact_fed::test_fed_recursion_and_negation",
+    "test_compact_door::test_cache_folder_chosen_when_nothing_default_is_writable",
+    "test_compact_door::test_each_kernel_compiled_once",
+    "test_compact_door::test_lubm_load_and_batches_equal_remat",
+    "test_compact_door::test_cli_refusal_is_one_line",
+    "test_bakeoff_columnar::test_columnar_matches_the_engine_after_every_update",
+    "test_owl_rdf::test_owl2rl_prints_the_rdf_program_and_it_reads_back",
+    "test_owl_rdf::test_lubm_rdf_mode_equals_owlrl_on_the_data_vocabulary",
+    "test_fd_examples::test_example4_duplicate_derivation_every_schedule",
+    "test_alerts::test_alert_rules_fire_when_they_should",
+    "test_program_changes::test_changes_with_the_small_update_path_ready",
+    "test_why_json::test_why_json_of_a_2000_step_proof_reads_back_with_default_limits",
+    "test_parser::test_lexer_memory_is_linear_in_the_input",
+    "test_sparql::test_cli_sparql_file_query_and_errors",
+    "test_hypertree::test_updates_equal_with_and_without_hypertree",
+}  # fmt: skip
+# Integration tests whose outcome depends on timing (Redis stalls and pauses, late workers,
+# failover, retry windows, lag, a broker restart, a standalone Spark cluster): marked `alone`.
+# `make test` runs the other integration tests two at a time (pytest-xdist) and these one at a
+# time afterwards, so that no other Spark job shares the CPU with them.
+ALONE_MODULES = {
+    "test_ops_stall", "test_ops_redis_faults", "test_pipeline_worker_late", "test_failover",
+    "test_retries", "test_time_lag", "test_restart_lag", "test_broker_restart",
+    "test_pipeline_keyed", "test_job_budget", "test_inflight", "test_slow_object_store",
+}  # fmt: skip
+
+
 def pytest_configure(config):
     profile.load_hypothesis_profile()
 
@@ -43,11 +99,28 @@ def pytest_report_header(config):
     return f"fluxmat test profile: {profile.name()} (FLUXMAT_TEST_PROFILE; see tests/support/profile.py)"
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: every collected test is marked
 def pytest_collection_modifyitems(config, items):
+    seen = set()
     for item in items:
         module = item.module.__name__.rpartition(".")[2] if item.module else ""
+        test = f"{module}::{getattr(item, 'originalname', item.name)}"
+        seen |= {module, test}
         if SERVER_FIXTURES & set(item.fixturenames) or module in INTEGRATION_MODULES:
             item.add_marker(pytest.mark.integration)
+            if module in ALONE_MODULES:
+                item.add_marker(pytest.mark.alone)
+        elif module in HEAVY or test in HEAVY:
+            item.add_marker(pytest.mark.heavy)
+    unknown = sorted(HEAVY - seen) if _whole_suite(config) else []
+    if unknown:
+        raise pytest.UsageError(f"tests/conftest.py HEAVY: no test named {', '.join(unknown)}")
+
+
+def _whole_suite(config) -> bool:
+    """Whether this run collects every test module (no paths or `-k` given), so HEAVY can be checked."""
+    paths = [Path(a).resolve() for a in config.args]
+    return not config.option.keyword and paths == [Path(__file__).resolve().parent]
 
 
 def docker_available() -> bool:

@@ -1,5 +1,9 @@
 """The `fluxmat` command line contract, run as a subprocess (`python -m fluxmat.ops.cli`).
 
+Each command runs as a real subprocess in at least one test here (`fluxmat`); the other
+cases call the same entry point in the test's process (`fluxmat_here`: same exit code,
+stdout and stderr, without a Python start per case).
+
 Success: `materialise` prints mat(P, E) sorted, one fact per line; `replay` gives
 the same final result under every algorithm and writes one stats line per load
 and update; `check` and `explain` summarise strata and plans. Failure (a user
@@ -18,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from fluxmat.engine import ALGORITHMS
-from tests.support.cli import ROOT, fluxmat, ok, user_error, write
+from tests.support.cli import ROOT, fluxmat, fluxmat_here, ok, user_error, write
 from tests.support.shared import PROGRAMS, corpus_files, need
 
 CORPUS = PROGRAMS
@@ -78,7 +82,7 @@ def test_materialise_jsonl_facts_and_output_file(tmp_path, path_files):
     program, _, _ = path_files
     facts = jsonl(tmp_path / "facts.jsonl", [["edge", "x", 1], ["edge", 1, "1"]])
     target = tmp_path / "out.dl"
-    assert ok(fluxmat("materialise", program, "--facts", facts, "--output", target)) == ""
+    assert ok(fluxmat_here("materialise", program, "--facts", facts, "--output", target)) == ""
     assert target.read_text().splitlines() == [
         'edge(1, "1").',
         "edge(x, 1).",
@@ -90,7 +94,7 @@ def test_materialise_jsonl_facts_and_output_file(tmp_path, path_files):
 
 def test_materialise_program_with_inline_facts_only():
     golden = ROOT / "tests" / "golden" / "recursion" / "tc_right.dl"
-    out = ok(fluxmat("materialise", golden))
+    out = ok(fluxmat_here("materialise", golden))
     assert out == golden.with_suffix(".out").read_text()
 
 
@@ -131,9 +135,9 @@ def test_replay_levels_flag_and_stats_details(tmp_path, how):
         stats = tmp_path / f"stats-{levels}.jsonl"
         args = ["replay", program, "--facts", facts, "--updates", updates, "--stats", stats]
         if how == "flag":
-            outputs[levels] = ok(fluxmat(*args, "--levels", levels))
+            outputs[levels] = ok(fluxmat_here(*args, "--levels", levels))
         else:
-            outputs[levels] = ok(fluxmat(*args, env={"FLUXMAT_LEVELS": levels}))
+            outputs[levels] = ok(fluxmat_here(*args, env={"FLUXMAT_LEVELS": levels}))
         last = json.loads(stats.read_text().splitlines()[-1])
         details[levels] = (last["overdeleted"], last["rederived"], last["recomputed_strata"])
     assert outputs["on"] == outputs["off"]
@@ -147,7 +151,7 @@ def test_replay_every_algorithm_same_output(tmp_path, algorithm):
     facts = write(tmp_path / "f.dl", "parent(al, bo).\nperson(al).\nperson(bo).\nperson(cy).\n")
     updates = jsonl(tmp_path / "u.jsonl", FAMILY_UPDATES)
     stats = tmp_path / "stats.jsonl"
-    out = ok(fluxmat(
+    out = ok(fluxmat_here(
         "replay", program, "--facts", facts, "--updates", updates,
         "--algorithm", algorithm, "--stats", stats,
     ))  # fmt: skip
@@ -159,7 +163,7 @@ def test_replay_every_algorithm_same_output(tmp_path, algorithm):
 
 def test_replay_algorithm_from_environment(path_files):
     program, facts, updates = path_files
-    proc = fluxmat(
+    proc = fluxmat_here(
         "replay", program, "--facts", facts, "--updates", updates,
         env={"FLUXMAT_ALGORITHM": "counting"},
     )  # fmt: skip
@@ -169,7 +173,7 @@ def test_replay_algorithm_from_environment(path_files):
 @pytest.mark.parametrize("algorithm", ["dredc", "bf"])
 def test_replay_interleaved_schedule_is_accepted(path_files, algorithm):
     program, facts, updates = path_files
-    out = ok(fluxmat(
+    out = ok(fluxmat_here(
         "replay", program, "--facts", facts, "--updates", updates, "--algorithm", algorithm,
         "--schedule", "interleaved", "--seed", "3", "--budget", "10",
     ))  # fmt: skip
@@ -209,11 +213,11 @@ def test_check_and_explain_show_modules(tmp_path):
         "r(X, Z) :- r(X, Y), r(Y, Z).\nr(Y, X) :- r(X, Y).\n"
         "path(X, Z) :- path(X, Y), path(Y, Z).\npath(X, Y) :- r(X, Y).\n",
     )
-    out = ok(fluxmat("check", program))
+    out = ok(fluxmat_here("check", program))
     assert "modules: 2" in out
     assert re.search(r"stratum \d: stc\(r\) \(2 rules\)", out)
     assert re.search(r"stratum \d: tc\(path\) \(1 rule\)", out)
-    out = ok(fluxmat("explain", program))
+    out = ok(fluxmat_here("explain", program))
     assert "module stc(r): rules 0, 1" in out
     assert "[2] recursive, module tc(path): path(X, Z) :- path(X, Y), path(Y, Z)." in out
 
@@ -226,7 +230,7 @@ def test_modules_flag_and_environment(tmp_path, algorithm):
     outs, work = [], []
     for flags, env in (([], {}), (["--modules", "off"], {}), ([], {"FLUXMAT_MODULES": "off"})):
         stats = tmp_path / "s.jsonl"
-        outs.append(ok(fluxmat(
+        outs.append(ok(fluxmat_here(
             "replay", program, "--updates", updates, "--algorithm", algorithm,
             "--stats", str(stats), *flags, env=env,
         )))  # fmt: skip
@@ -236,14 +240,14 @@ def test_modules_flag_and_environment(tmp_path, algorithm):
     assert "r(a, d)." in outs[0]
     assert (work[0] > 0) == (algorithm != "dred")
     assert work[1] == work[2] == 0
-    assert ok(fluxmat("materialise", program, "--modules", "off")) == ok(fluxmat("materialise", program))
-    user_error(fluxmat("materialise", program, "--modules", "maybe"), "--modules")
+    assert ok(fluxmat_here("materialise", program, "--modules", "off")) == ok(fluxmat_here("materialise", program))
+    user_error(fluxmat_here("materialise", program, "--modules", "maybe"), "--modules")
 
 
 @pytest.mark.parametrize("program", corpus_files(CORPUS, "*.dlog"), ids=lambda p: getattr(p, "name", "missing"))
 def test_corpus_programs_pass_check(program):
     program = need(program)
-    out = ok(fluxmat("check", program))
+    out = ok(fluxmat_here("check", program))
     assert out.startswith(f"{program}: ok")
     assert "strata:" in out
 
@@ -252,18 +256,18 @@ def test_corpus_programs_pass_check(program):
 
 
 def test_error_missing_program(tmp_path):
-    user_error(fluxmat("materialise", tmp_path / "nope.dl"), "nope.dl", "no such file")
+    user_error(fluxmat_here("materialise", tmp_path / "nope.dl"), "nope.dl", "no such file")
 
 
 def test_error_missing_facts_file(tmp_path, path_files):
     program, _, _ = path_files
-    proc = fluxmat("materialise", program, "--facts", tmp_path / "nope.dl")
+    proc = fluxmat_here("materialise", program, "--facts", tmp_path / "nope.dl")
     user_error(proc, "nope.dl", "no such file")
 
 
 def test_error_missing_updates_file(tmp_path, path_files):
     program, facts, _ = path_files
-    proc = fluxmat("replay", program, "--facts", facts, "--updates", tmp_path / "nope.jsonl")
+    proc = fluxmat_here("replay", program, "--facts", facts, "--updates", tmp_path / "nope.jsonl")
     user_error(proc, "nope.jsonl", "no such file")
 
 
@@ -275,17 +279,17 @@ def test_error_syntax_names_file_line_column(tmp_path):
 def test_error_syntax_in_facts_file(tmp_path, path_files):
     program, _, _ = path_files
     facts = write(tmp_path / "f.dl", "edge(a, b).\nedge(b, Y).\n")
-    user_error(fluxmat("materialise", program, "--facts", facts), f"{facts}:2:9:")
+    user_error(fluxmat_here("materialise", program, "--facts", facts), f"{facts}:2:9:")
 
 
 def test_error_unsafe_rule(tmp_path):
     program = write(tmp_path / "unsafe.dl", "p(X, Y) :- q(X).\n")
-    user_error(fluxmat("check", program), f"{program}:1:1: unsafe rule", "variable Y")
+    user_error(fluxmat_here("check", program), f"{program}:1:1: unsafe rule", "variable Y")
 
 
 def test_error_unstratifiable(tmp_path):
     program = write(tmp_path / "u.dl", "p(X) :- q(X), not r(X).\nr(X) :- p(X).\n")
-    user_error(fluxmat("materialise", program), f"{program}:1:15:", "not stratifiable")
+    user_error(fluxmat_here("materialise", program), f"{program}:1:15:", "not stratifiable")
 
 
 @pytest.mark.parametrize(
@@ -303,7 +307,7 @@ def test_error_invalid_update_line(tmp_path, path_files, lines, fragments):
     program, facts, _ = path_files
     updates = write(tmp_path / "bad.jsonl", lines)
     output = tmp_path / "out.dl"
-    proc = fluxmat(
+    proc = fluxmat_here(
         "replay", program, "--facts", facts, "--updates", updates, "--output", output,
     )  # fmt: skip
     user_error(proc, str(updates), *fragments)
@@ -312,13 +316,13 @@ def test_error_invalid_update_line(tmp_path, path_files, lines, fragments):
 
 def test_error_unknown_algorithm_flag(path_files):
     program, facts, updates = path_files
-    proc = fluxmat("replay", program, "--facts", facts, "--updates", updates, "--algorithm", "nope")
+    proc = fluxmat_here("replay", program, "--facts", facts, "--updates", updates, "--algorithm", "nope")
     user_error(proc, "nope")
 
 
 def test_error_unknown_algorithm_environment(path_files):
     program, facts, updates = path_files
-    proc = fluxmat(
+    proc = fluxmat_here(
         "replay", program, "--facts", facts, "--updates", updates,
         env={"FLUXMAT_ALGORITHM": "nope"},
     )  # fmt: skip
@@ -327,7 +331,7 @@ def test_error_unknown_algorithm_environment(path_files):
 
 def test_error_counting_on_recursive_program(path_files):
     program, facts, updates = path_files
-    proc = fluxmat(
+    proc = fluxmat_here(
         "replay", program, "--facts", facts, "--updates", updates, "--algorithm", "counting",
     )  # fmt: skip
     user_error(proc, "recursive", "predicate path")
@@ -340,23 +344,23 @@ def test_error_counting_on_recursive_program(path_files):
 def test_error_program_not_utf8(tmp_path):
     program = tmp_path / "latin1.dl"
     program.write_bytes('p(a).\nq(X) :- p(X), X != "caf\xe9".\n'.encode("latin-1"))
-    user_error(fluxmat("check", program), f"{program}:2:24: not UTF-8 text: byte 0xe9")
+    user_error(fluxmat_here("check", program), f"{program}:2:24: not UTF-8 text: byte 0xe9")
     facts = tmp_path / "facts.dl"
     facts.write_bytes(b"p(\xff).\n")
-    user_error(fluxmat("materialise", write(tmp_path / "ok.dl", "q(X) :- p(X).\n"), "--facts", facts),
+    user_error(fluxmat_here("materialise", write(tmp_path / "ok.dl", "q(X) :- p(X).\n"), "--facts", facts),
                f"{facts}:1:3: not UTF-8")  # fmt: skip
 
 
 def test_error_directory_as_program(tmp_path):
-    user_error(fluxmat("check", tmp_path), f"{tmp_path}: is a directory")
-    user_error(fluxmat("query", tmp_path, "p(X)"), "is a directory")
+    user_error(fluxmat_here("check", tmp_path), f"{tmp_path}: is a directory")
+    user_error(fluxmat_here("query", tmp_path, "p(X)"), "is a directory")
 
 
 def test_error_deeply_nested_brackets(tmp_path):
     program = write(tmp_path / "nest.dl", "q(X, Y) :- p(X), Y = " + "(" * 400 + "X" + ")" * 400 + ".\n")
-    user_error(fluxmat("check", program), f"{program}:1:122: expression nested deeper than 100 levels")
+    user_error(fluxmat_here("check", program), f"{program}:1:122: expression nested deeper than 100 levels")
     minus = write(tmp_path / "minus.dl", "q(Y) :- p(X), Y = " + "- " * 400 + "X.\n")
-    user_error(fluxmat("explain", minus), "nested deeper than 100 levels")
+    user_error(fluxmat_here("explain", minus), "nested deeper than 100 levels")
 
 
 def test_long_sums_compile_and_compute_the_same(tmp_path):
@@ -368,21 +372,21 @@ def test_long_sums_compile_and_compute_the_same(tmp_path):
             + ", D = " + " - ".join(["X"] * 1000) + ".\np(2).\n")  # fmt: skip
     short = "q(S, P, D) :- p(X), S = X * 2000, P = 1, D = X - X * 999.\np(2).\n"
     updates = jsonl(tmp_path / "u.jsonl", [{"add": [["p", 3]]}, {"del": [["p", 2]]}])
-    want = ok(fluxmat("replay", write(tmp_path / "short.dl", short), "--updates", updates))
+    want = ok(fluxmat_here("replay", write(tmp_path / "short.dl", short), "--updates", updates))
     assert want.splitlines() == ["p(3).", "q(6000, 1, -2994)."]
     for algorithm in ("remat", "dredc", "fd-counting"):
-        assert ok(fluxmat("replay", write(tmp_path / "long.dl", long), "--updates", updates,
+        assert ok(fluxmat_here("replay", write(tmp_path / "long.dl", long), "--updates", updates,
                           "--algorithm", algorithm)) == want, algorithm  # fmt: skip
 
 
 def test_error_huge_integers(tmp_path):
     program = write(tmp_path / "big.dl", "p(" + "1" * 5000 + ").\n")
-    user_error(fluxmat("materialise", program), f"{program}:1:3: integer with 5000 digits: at most 4000")
+    user_error(fluxmat_here("materialise", program), f"{program}:1:3: integer with 5000 digits: at most 4000")
     big = int("9" * 4000)
     ok_program = write(tmp_path / "edge.dl", f"p({big}).\nq(Y) :- p(X), Y = X + 1.\nr(Y) :- p(X), Y = X - 1.\n")
-    assert ok(fluxmat("materialise", ok_program)).splitlines() == [f"p({big}).", f"r({big - 1})."]
+    assert ok(fluxmat_here("materialise", ok_program)).splitlines() == [f"p({big}).", f"r({big - 1})."]
     updates = write(tmp_path / "u.jsonl", '{"add": [["p", ' + "7" * 4100 + "]]}\n")
-    user_error(fluxmat("replay", ok_program, "--updates", updates), f"{updates}:1:", "more than 4000 digits")
+    user_error(fluxmat_here("replay", ok_program, "--updates", updates), f"{updates}:1:", "more than 4000 digits")
 
 
 def test_why_json_of_a_deep_proof(tmp_path):
@@ -401,9 +405,9 @@ def test_why_json_of_a_deep_proof(tmp_path):
 
 def test_error_query_with_nested_brackets(tmp_path, path_files):
     program, facts, _ = path_files
-    user_error(fluxmat("query", program, "path(" + "(" * 1000, "--facts", facts),
+    user_error(fluxmat_here("query", program, "path(" + "(" * 1000, "--facts", facts),
                "<pattern>:1:", "nested deeper than 100 levels")  # fmt: skip
-    user_error(fluxmat("query", program, "path(a, ?X)", "--facts", facts, "--limit", "-1"),
+    user_error(fluxmat_here("query", program, "path(a, ?X)", "--facts", facts, "--limit", "-1"),
                "limit must be at least 0")  # fmt: skip
 
 
@@ -469,7 +473,7 @@ def test_replay_validates_the_whole_file_before_applying(tmp_path, path_files):
     }  # fmt: skip
     for items, where, message in cases.values():
         updates = jsonl(tmp_path / "u.jsonl", items)
-        proc = fluxmat("replay", program, "--facts", facts, "--updates", updates,
+        proc = fluxmat_here("replay", program, "--facts", facts, "--updates", updates,
                        "--stats", stats, "--output", output)  # fmt: skip
         user_error(proc, f"{updates}:{where}", message)
         assert not stats.exists() and not output.exists()  # nothing was applied

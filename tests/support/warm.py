@@ -1,0 +1,58 @@
+"""Fill numba's on-disk cache once, before parallel test workers start: `python -m tests.support.warm`.
+
+The arrays core's kernels (engine.compact) are compiled on first use and cached
+next to their source (`engine/compact/__pycache__`). In a fresh clone that cache
+is empty, and every pytest-xdist worker and every `fluxmat` subprocess would
+compile the same kernels at the same time: numba writes its cache files
+atomically (a temporary file, then a rename) and takes no lock, so nothing is
+corrupted, but the work is repeated -- the small-update interpreter alone costs
+about 150 s of CPU cold. `make test` and `make test-fast` run this module first,
+so the workers load the kernels from the cache. It does nothing when the
+interpreter's index file is in the cache already (`--force` warms anyway).
+
+What it runs: the small-update interpreter (engine.compact.small.prepare) and a
+load, a large (set-at-a-time) and a small update under each algorithm of the
+arrays core.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+COMPACT = Path(__file__).resolve().parent.parent.parent / "engine" / "compact"
+PROGRAM = """
+c(X, Y) :- e(X, Y).
+c(X, Z) :- c(X, Y), e(Y, Z).
+s(X, Y) :- e(X, Y).
+s(X, Y) :- s(Y, X).
+s(X, Z) :- s(X, Y), s(Y, Z).
+d(X) :- c(X, X), e(X, 1).
+g(X) :- e(X, Y), not c(Y, X).
+"""
+ARRAYS_ALGORITHMS = ("counting", "dred", "dredc", "remat")
+
+
+def cached() -> bool:
+    """Whether the interpreter is in numba's cache already (its index file next to the source)."""
+    folder = Path(os.environ["NUMBA_CACHE_DIR"]) if os.environ.get("NUMBA_CACHE_DIR") else COMPACT
+    return any(folder.rglob("small_run.*.nbi"))
+
+
+def warm() -> None:
+    from fluxmat.engine import EngineOptions, Reasoner
+    from fluxmat.engine.compact import small
+
+    small.prepare(wait=True)
+    edges = [("e", i, (i + 1) % 300) for i in range(300)]
+    for algorithm in ARRAYS_ALGORITHMS:
+        r = Reasoner.from_text(PROGRAM, options=EngineOptions(algorithm, core="arrays"))
+        r.load(edges[:20])
+        r.update(add=edges[20:], delete=edges[:5])  # more than THRESHOLD changes: set-at-a-time
+        r.update(add=edges[:2], delete=edges[30:32])  # one compiled call
+
+
+if __name__ == "__main__":
+    if "--force" in sys.argv or not cached():
+        warm()
