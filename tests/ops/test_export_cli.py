@@ -49,7 +49,7 @@ def test_export_prints_the_explicit_facts_that_read_back_the_same(state, capsys,
         out, err = capsys.readouterr()
         lines = out.splitlines()
         assert lines == sorted(lines) and len(lines) == len(expected) > 0
-        assert err.strip() == f"{len(lines)} {'facts' if flags else 'explicit facts'} of batch 0"
+        assert err.strip() == f"{len(lines)} {'facts' if flags else 'explicit facts'} of batch 0, program version 1"
         path = tmp_path / "explicit.jsonl"
         path.write_text(out, encoding="utf-8")
         assert set(read_facts(path, reasoner.prefixes)) == expected  # prefixed predicates, literals, ints

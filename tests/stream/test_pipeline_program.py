@@ -1,0 +1,108 @@
+"""Program changes in the whole-stream job on the arrays core, with real parts only.
+
+A real tansu broker, a real redis-server and a local Spark: a program message
+in the updates topic; the job SIGKILLed right after it applied the change to its
+engine, before the batch's commit (`FLUXMAT_CRASH_AT=program-change:<batch>`,
+stream/batch.py), and restarted with the original `--program` file. The program
+in force after the restart is the changed one, the state equals remat of the
+new program over the final explicit facts, and the deltas fold to it exactly
+once (tests/support/pipeline.py `rebuild`: nothing added twice, nothing removed
+that is absent). A program message that is the topic's last message is the
+batch's `through`; a later restart derives with the changed program; a job
+redeployed with a third program is refused with one line naming the stored
+version.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+
+from fluxmat.connectors.state import RedisStateStore
+from tests.support.messages import read_deltas
+from tests.support.pipeline import (
+    INITIAL,
+    PROGRAM,
+    SPARK_TIMEOUT,
+    assert_refused,
+    check_initial,
+    encode,
+    final_explicit,
+    make_setup,
+    produce,
+    random_updates,
+    rebuild,
+    remat,
+    start_job,
+    wait_for_through,
+)
+
+LOOP = "loop(X) :- path(X, X)."
+TWO_HOPS = "twohop(X, Z) :- edge(X, Y), edge(Y, Z)."
+ARGS = ("--core", "arrays", "--max-updates-per-batch", "3")
+CRASH_BATCH = 2  # offsets 6..8 (3 updates a batch from a full topic): the change is offset 7
+
+
+def _run(s, name: str, target, program=None):
+    job = start_job(s, name, None, *ARGS, program=program)
+    try:
+        wait_for_through(s, job, target, timeout=SPARK_TIMEOUT)
+        assert job.terminate() == 0, job.tail()
+    finally:
+        job.cleanup()
+    return job
+
+
+def _meta(s) -> dict:
+    store = RedisStateStore(s.redis_url, s.namespace)
+    try:
+        return store.state_meta()
+    finally:
+        store.close()
+
+
+def test_sigkill_during_a_program_change_then_restarts_use_the_new_program(broker, redis_srv, tmp_path):  # noqa: F811
+    s = make_setup(broker, redis_srv, tmp_path)
+    rnd = random.Random(30)
+    first = random_updates(rnd, 7, "a") + [{"program": {"add": LOOP}, "id": "v2"}] + random_updates(rnd, 4, "b")
+    produce(s.bootstrap, s.updates, [(0, encode(u)) for u in first])
+    job = start_job(s, "killed", {"FLUXMAT_CRASH_AT": f"program-change:{CRASH_BATCH}"}, *ARGS)
+    try:
+        assert job.wait(SPARK_TIMEOUT) == -signal.SIGKILL, job.tail()
+    finally:
+        job.cleanup()
+    before = read_deltas(s.bootstrap, s.deltas)
+    assert max(m["batch"] for m in before) == CRASH_BATCH - 1, [m["batch"] for m in before]
+    assert _meta(s)["program_version"] == 1  # the change was not committed
+
+    # restarted with the original file; the topic ends with a program message
+    second = random_updates(rnd, 5, "c") + [{"program": {"add": TWO_HOPS}, "id": "final"}]
+    produce(s.bootstrap, s.updates, [(0, encode(u)) for u in second])
+    job2 = _run(s, "restarted", "final")
+    assert f"restored state of batch {CRASH_BATCH - 1}" in job2.stderr(), job2.tail()
+    meta = _meta(s)
+    assert meta["program_version"] == 3 and meta["through"] == "final", meta
+    assert [h["version"] for h in meta["program_history"]] == [2, 3]
+    new_program = PROGRAM + LOOP + "\n" + TWO_HOPS + "\n"
+    updates = [u for u in first + second if "program" not in u]
+    explicit = final_explicit(INITIAL, updates)
+    msgs = read_deltas(s.bootstrap, s.deltas)
+    assert msgs[: len(before)] == before
+    check_initial(msgs)
+    assert rebuild(msgs) == remat(explicit, new_program), job2.tail()
+
+    # a later restart (the original file again) derives with the changed program
+    cycle = {"add": [["edge", "d", "a"], ["edge", "a", "d"]], "id": "after"}
+    produce(s.bootstrap, s.updates, [(0, encode(cycle))])
+    _run(s, "after-change", "after")
+    explicit = final_explicit(explicit, [cycle])
+    folded = rebuild(read_deltas(s.bootstrap, s.deltas))
+    assert folded == remat(explicit, new_program) and ("loop", "a") in folded
+    assert _meta(s)["program_version"] == 3
+
+    # redeployed with a program that is neither the stored one nor its origin: refused, nothing changed
+    other = tmp_path / "other.dl"
+    other.write_text(PROGRAM + "far(X) :- path(a, X).\n", encoding="utf-8")
+    line = assert_refused(start_job(s, "other", None, *ARGS, program=other), "program version 3")
+    assert str(other) in line, line
+    assert _meta(s)["program_version"] == 3
