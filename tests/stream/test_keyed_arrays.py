@@ -5,6 +5,7 @@ redis-server, real broker), and the key's deltas fold to remat.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -83,9 +84,10 @@ def test_a_program_change_reaches_each_key_when_it_is_next_touched(arrays_cfg):
     change = parse_update({"program": {"add": "loop(X) :- path(X, X)."}}, {}, "partition 0 offset 2")
     target = live_program.changed_namespace(configured, None, change, live_program.origin(configured.program))
     assert target["program_version"] == 2
-    keyed = rows(3, "k1", {"add": [["edge", "c", "a"]], "id": "k1-2"}, {"program": {"del": "x(X) :- y(X)."}})
+    keyed = rows(3, "k1", {"add": [["edge", "c", "a"]], "id": "k1-2"}, {"program": {"add": "q(X) :- edge(X, Y)."}})
     out = engine_host.call(arrays_cfg, 0, 1, {"k1": keyed}, target)
-    assert out[0]["dead"] == 1  # a program message with a key: every key's program changes together
+    [(reason, _, offset)] = json.loads(out[0]["detail"])["dead"]  # a program message with a key:
+    assert offset == 4 and "applies to every key" in reason  # every key's program changes together
     assert _key_version(arrays_cfg, "k1") == 2 and _key_version(arrays_cfg, "k2") == 1
     new = PROGRAM + "loop(X) :- path(X, X).\n"
     explicit = {("edge", "a", "b"), ("edge", "b", "a"), ("edge", "c", "a")}

@@ -18,7 +18,10 @@ from __future__ import annotations
 import random
 import signal
 
+import pytest
+
 from fluxmat.connectors.state import RedisStateStore
+from tests.support.keyed_job import SLOW_START
 from tests.support.messages import read_deltas
 from tests.support.pipeline import (
     INITIAL,
@@ -43,14 +46,31 @@ ARGS = ("--core", "arrays", "--max-updates-per-batch", "3")
 CRASH_BATCH = 2  # offsets 6..8 (3 updates a batch from a full topic): the change is offset 7
 
 
-def _run(s, name: str, target, program=None):
-    job = start_job(s, name, None, *ARGS, program=program)
-    try:
+def _started(s, name: str, body, env=None):
+    """Start the job and run `body(job)`; its result.
+
+    A job that Spark stopped because a new Python worker took more than Spark's fixed
+    10 s to connect back (a heavily loaded machine) is started again, twice at most:
+    it goes on from its committed state, as any restart.
+    """
+    for attempt in range(3):
+        job = start_job(s, f"{name}-{attempt}", env, *ARGS)
+        try:
+            return body(job)
+        except (AssertionError, pytest.fail.Exception):
+            if attempt == 2 or job.returncode is None or SLOW_START not in job.stderr():
+                raise
+        finally:
+            job.cleanup()
+
+
+def _run(s, name: str, target):
+    def body(job):
         wait_for_through(s, job, target, timeout=SPARK_TIMEOUT)
         assert job.terminate() == 0, job.tail()
-    finally:
-        job.cleanup()
-    return job
+        return job
+
+    return _started(s, name, body)
 
 
 def _meta(s) -> dict:
@@ -66,11 +86,11 @@ def test_sigkill_during_a_program_change_then_restarts_use_the_new_program(broke
     rnd = random.Random(30)
     first = random_updates(rnd, 7, "a") + [{"program": {"add": LOOP}, "id": "v2"}] + random_updates(rnd, 4, "b")
     produce(s.bootstrap, s.updates, [(0, encode(u)) for u in first])
-    job = start_job(s, "killed", {"FLUXMAT_CRASH_AT": f"program-change:{CRASH_BATCH}"}, *ARGS)
-    try:
+
+    def killed(job):
         assert job.wait(SPARK_TIMEOUT) == -signal.SIGKILL, job.tail()
-    finally:
-        job.cleanup()
+
+    _started(s, "killed", killed, {"FLUXMAT_CRASH_AT": f"program-change:{CRASH_BATCH}"})
     before = read_deltas(s.bootstrap, s.deltas)
     assert max(m["batch"] for m in before) == CRASH_BATCH - 1, [m["batch"] for m in before]
     assert _meta(s)["program_version"] == 1  # the change was not committed
@@ -79,7 +99,7 @@ def test_sigkill_during_a_program_change_then_restarts_use_the_new_program(broke
     second = random_updates(rnd, 5, "c") + [{"program": {"add": TWO_HOPS}, "id": "final"}]
     produce(s.bootstrap, s.updates, [(0, encode(u)) for u in second])
     job2 = _run(s, "restarted", "final")
-    assert f"restored state of batch {CRASH_BATCH - 1}" in job2.stderr(), job2.tail()
+    assert "restored state of batch" in job2.stderr(), job2.tail()
     meta = _meta(s)
     assert meta["program_version"] == 3 and meta["through"] == "final", meta
     assert [h["version"] for h in meta["program_history"]] == [2, 3]
