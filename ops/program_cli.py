@@ -47,9 +47,9 @@ def add_parsers(sub) -> None:
         help="the program in force (required by check; apply validates the change against it)",
     )
     p.add_argument("--ontology", action="append", default=[], metavar="NEW.ttl",
-                   help="the new ontology (repeatable): its OWL 2 RL rules replace those of --old-ontology")  # fmt: skip
+                   help="the new ontology: its OWL 2 RL rules replace those of --old-ontology")  # fmt: skip
     p.add_argument("--old-ontology", action="append", default=[], metavar="OLD.ttl",
-                   help="the ontology in force, the job's --ontology (repeatable)")  # fmt: skip
+                   help="the ontology in force: the job's --ontology")  # fmt: skip
     p.add_argument(
         "--facts",
         action="append",

@@ -50,15 +50,15 @@ def _started(s, name: str, body, env=None):
     """Start the job and run `body(job)`; its result.
 
     A job that Spark stopped because a new Python worker took more than Spark's fixed
-    10 s to connect back (a heavily loaded machine) is started again, twice at most:
+    10 s to connect back (a heavily loaded machine) is started again, three times at most:
     it goes on from its committed state, as any restart.
     """
-    for attempt in range(3):
+    for attempt in range(4):
         job = start_job(s, f"{name}-{attempt}", env, *ARGS)
         try:
             return body(job)
         except (AssertionError, pytest.fail.Exception):
-            if attempt == 2 or job.returncode is None or SLOW_START not in job.stderr():
+            if attempt == 3 or job.returncode is None or SLOW_START not in job.stderr():
                 raise
         finally:
             job.cleanup()
