@@ -146,10 +146,10 @@ def _crash_point(point: str, batch: int) -> None:
     cleanup) when batch `<batch>` reaches `<point>` (`before-commit`,
     `after-commit`, `after-publish`; `program-change`: right after a program
     message was applied to the engine, before the rest of its batch, and with a
-    real SIGKILL). Unset in production.
+    real SIGKILL; `<batch>` may be `*`: any batch). Unset in production.
     """
     spec = os.environ.get("FLUXMAT_CRASH_AT")
-    if spec and spec == f"{point}:{batch}":
+    if spec and spec in (f"{point}:{batch}", f"{point}:*"):
         if point == "program-change":
             os.kill(os.getpid(), signal.SIGKILL)
         os._exit(137)

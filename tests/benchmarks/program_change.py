@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         touched, instances = report.added + report.removed, report.total_applications
         print(f"| {label} | {seconds:.3f} | {report.added:,} | {report.removed:,} | {instances:,} | "
               f"{_per(seconds, touched)} | {_per(seconds, instances)} | {rebuilt:.3f} | "
-              f"{seconds / rebuilt:.2f} |")  # fmt: skip
+              f"{seconds / rebuilt:.3g} |")  # fmt: skip
     return 0
 
 
