@@ -208,7 +208,7 @@ class KeyedDriver:
             self._publish_dead(stored.get("dead", ()))
             dead = stored.get("dead", [])
         else:
-            dead, changed = self._nokey(nokey, mode)
+            dead, changed = self.keyless(nokey, mode)
             output = {"through": None, "added": [], "removed": [], "dead": dead}
             self.on_phase("commit")
             self.store.commit(batch, StateChanges(meta=changed or {}), output)
@@ -223,7 +223,7 @@ class KeyedDriver:
             self.program, self._read = live_program.namespace_program(self.store.state_meta()), True
         return self.program
 
-    def _nokey(self, rows: list, mode: str) -> tuple[list, dict | None]:
+    def keyless(self, rows: list, mode: str) -> tuple[list, dict | None]:
         """The dead letters of the batch's rows without a key, and the namespace's program meta if they changed it.
 
         A program message is applied to the namespace's program (stream.live_program); one that
@@ -232,11 +232,15 @@ class KeyedDriver:
         dead, changed = [], None
         for r in rows:
             where = f"partition {r['partition']} offset {r['offset']}"
-            reason = NO_KEY[mode]
+            reason, item, update = NO_KEY[mode], None, None
             try:
-                update = parse_update(decode_json(r["raw"]), {}, where) if r["raw"] is not None else None
+                item = decode_json(r["raw"]) if r["raw"] is not None else None
+                update = parse_update(item, {}, where)
+            except FluxmatError as exc:  # a program message that does not parse says so
+                if isinstance(item, dict) and "program" in item:
+                    reason = f"{exc}; nothing was changed"
             except Exception:  # not an update: a dead letter for its missing key
-                update = None
+                pass
             if update is not None and update.program is not None:
                 try:
                     changed = self._changed(changed, update)

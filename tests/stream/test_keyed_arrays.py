@@ -101,3 +101,21 @@ def test_a_program_change_reaches_each_key_when_it_is_next_touched(arrays_cfg):
     assert again[0]["replayed"] and _key_facts(arrays_cfg, "k2") == remat(
         explicit - {("edge", "c", "a")} | {("edge", "d", "a")}, new
     )
+
+
+def test_the_driver_takes_a_program_message_without_a_key_for_every_key(arrays_cfg):
+    """stream.keyed.KeyedDriver.keyless: the namespace's program changes; a bad change and a key-less update are dead."""
+    from fluxmat.connectors.state import MemoryStateStore
+    from fluxmat.stream.keyed import KeyedDriver
+    from tests.support.shared import DeadLetters
+
+    store = MemoryStateStore()
+    driver = KeyedDriver(arrays_cfg, store, DeadLetters())
+    items = [{"program": {"add": "loop(X) :- path(X, X)."}, "id": "v2"}, {"add": [["edge", "a", "b"]]},
+             {"program": {"add": "bad(X) :- edge(X, Y"}}, {"program": {"add": "hop(X) :- edge(X, Y)."}}]  # fmt: skip
+    keyless = [{"partition": 0, "offset": i, "raw": json.dumps(u), "size": None} for i, u in enumerate(items)]
+    dead, changed = driver.keyless(keyless, "message-key")
+    assert [d[2] for d in dead] == [1, 2] and "without a key" in dead[0][0] and "nothing was changed" in dead[1][0]
+    assert changed["program_version"] == 3 and "hop(X)" in changed["program"] and "loop(X)" in changed["program"]
+    assert [h["version"] for h in changed["program_history"]] == [2, 3]
+    assert driver.namespace_program() is None  # not committed yet: the batch commits it
