@@ -176,13 +176,15 @@ class Reasoner:
         return self.maintainer.update(self._in(add), self._in(delete))
 
     def change_program(self, add: str = "", delete: str = "", whole: str | None = None,
-                       source: str = "<program>") -> Report:  # fmt: skip
+                       source: str = "<program>", id: object = None) -> Report:  # fmt: skip
         """Add and delete rules (and the program's facts) in the running materialisation; core=arrays only.
 
         `whole` is the entire new program instead (the engine computes the
         difference; engine.program_change; `source` names it in errors). The report is the delta, as an
         update's. A change that fails validation (parse, safety,
-        stratification, arities against the state) changes nothing.
+        stratification, arities against the state) changes nothing. With a
+        fully dynamic algorithm, `id` (when given) becomes `last_id`: the
+        change is the last update integrated.
         """
         if self.options.core != "arrays":
             raise AlgorithmError("program changes need the arrays core (--core arrays)")
@@ -201,6 +203,8 @@ class Reasoner:
         self.printer = FactPrinter(program.prefixes)
         self.rule_labels = {r.id: rule_label(r.rule, r.id) for r in self.analysis.rules}
         self.program_version += 1
+        if id is not None and self.fully_dynamic:
+            self._fd().last_id = id
         return report
 
     def describe_change(self, program: Program) -> list[str]:

@@ -24,6 +24,7 @@ from fluxmat.connectors.state import INITIAL, open_store
 from fluxmat.engine import EngineOptions, FluxmatError, Limits, Reasoner, atom_to_fact
 from fluxmat.engine.parser import parse_facts, parse_pattern
 from fluxmat.engine.why import is_capped, proof_size, render, to_json
+from fluxmat.stream import live_program
 
 
 class Busy(FluxmatError):
@@ -200,13 +201,15 @@ def from_store(program: str | None, url: str, namespace: str = "default", ontolo
     algorithm = str(snap.meta.get("algorithm", "fd-counting"))
     core = str(snap.meta.get("core") or "objects")  # the core that kept it (engine.compact.state)
     reasoner = _reasoner(program, EngineOptions(algorithm=algorithm, core=core), ontologies, owl_rules)
+    # a state whose program was changed is read with the program in force (stream.live_program)
+    reasoner, _ = live_program.adopted(reasoner, snap.meta, live_program.origin(reasoner.program))
     reasoner.restore(snap)
     return StateView(reasoner)
 
 
 def export_facts(program: str | None, url: str, namespace: str = "default", ontologies=(),
                  key: str | None = None, cluster: bool = False, everything: bool = False,
-                 owl_rules: str = "axioms") -> tuple[int, list[str]]:  # fmt: skip
+                 owl_rules: str = "axioms", versions: list | None = None) -> tuple[int, list[str]]:  # fmt: skip
     """The stored explicit facts (with `everything`, the whole materialisation) as sorted JSON Lines.
 
     Returns the batch whose state they are, and the lines: `["pred", arg, ...]`
@@ -215,6 +218,7 @@ def export_facts(program: str | None, url: str, namespace: str = "default", onto
     state is dictionary-encoded, so this (not the Redis hash fields) is how to
     take the facts out. Raises if the job committed a batch while the state
     was read (the copy would mix two batches): stop the job, or run it again.
+    `versions`, when given, is told the state's program version (stream.live_program).
     """
     from fluxmat.engine.printer import FactPrinter
     from fluxmat.engine.wire import fact_json
@@ -234,6 +238,8 @@ def export_facts(program: str | None, url: str, namespace: str = "default", onto
     printer = FactPrinter(reasoner.program.prefixes)
     facts = reasoner.facts() if everything else reasoner.explicit()
     lines = sorted(json.dumps(fact_json(f, printer), ensure_ascii=False) for f in facts)
+    if versions is not None:
+        versions.append(reasoner.program_version)
     return (INITIAL if before is None else before), lines
 
 

@@ -155,11 +155,13 @@ def cmd_export(ns: argparse.Namespace) -> None:
 
     if ns.program is None and not ns.ontology:
         raise FluxmatError("give the program the job runs (or its --ontology)")
+    versions: list[int] = []
     batch, lines = export_facts(ns.program, ns.redis, ns.namespace, ns.ontology, key=ns.key,
-                                cluster=ns.redis_cluster, everything=ns.all, owl_rules=ns.owl_rules)  # fmt: skip
+                                cluster=ns.redis_cluster, everything=ns.all, owl_rules=ns.owl_rules,
+                                versions=versions)  # fmt: skip
     sys.stdout.write("".join(line + "\n" for line in lines))
     what = "facts" if ns.all else "explicit facts"
-    print(f"{len(lines)} {what} of batch {batch}", file=sys.stderr)
+    print(f"{len(lines)} {what} of batch {batch}, program version {versions[0]}", file=sys.stderr)
 
 
 COMMANDS = {"query": cmd_query, "why": cmd_why, "export": cmd_export, "dashboard": cmd_dashboard}

@@ -59,6 +59,7 @@ The first output (batch -1) is the initial materialisation of `--facts`.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -143,10 +144,14 @@ def _crash_point(point: str, batch: int) -> None:
 
     `FLUXMAT_CRASH_AT=<point>:<batch>` kills the process (as SIGKILL would: no
     cleanup) when batch `<batch>` reaches `<point>` (`before-commit`,
-    `after-commit`, `after-publish`). Unset in production.
+    `after-commit`, `after-publish`; `program-change`: right after a program
+    message was applied to the engine, before the rest of its batch, and with a
+    real SIGKILL; `<batch>` may be `*`: any batch). Unset in production.
     """
     spec = os.environ.get("FLUXMAT_CRASH_AT")
-    if spec and spec == f"{point}:{batch}":
+    if spec and spec in (f"{point}:{batch}", f"{point}:*"):
+        if point == "program-change":
+            os.kill(os.getpid(), signal.SIGKILL)
         os._exit(137)
 
 
@@ -193,12 +198,20 @@ class _Clock:
         self.last = now
 
 
+_CATCH_UP = -1  # a _Breach's index when a key's catch-up to its namespace's program failed
+
+
 class _Breach(Exception):
     """An update of the batch (row `index`) ran out of a limit (`reason`)."""
 
     def __init__(self, index: int, reason: str):
         super().__init__(reason)
         self.index, self.reason = index, reason
+
+
+def _uid(row: Message, update: Update) -> object:
+    """An update's id in the deltas' `through`: its own, else `partition:offset`."""
+    return update.id if update.id is not None else f"{row.partition}:{row.offset}"
 
 
 def _size(value: str | None) -> int:
@@ -334,13 +347,11 @@ class BatchProcessor:
         return False
 
     def _adopt(self, meta: dict) -> None:
-        """Rebuild the reasoner for the stored program when it descends from the configured one (stream.live_program).
+        """Go on with the program the stored state holds, when it may (stream.live_program.adopted).
 
         Before the facts are restored: a state is restored by the reasoner of its program.
         """
-        if meta.get("program_origin") == self.origin and meta.get("program") is not None:
-            if int(meta.get("program_version") or 1) != self.reasoner.program_version:
-                self.reasoner = live_program.rebuilt(self.reasoner, meta)
+        self.reasoner, self.origin = live_program.adopted(self.reasoner, meta, self.origin)
 
     def _changes(self):
         """The state's changes to commit, with the program in force in their metadata."""
@@ -362,8 +373,14 @@ class BatchProcessor:
             self.reasoner.restore(snap)
 
     # ------------------------------------------------------------ batches
-    def process(self, batch_id: int, rows: list) -> BatchOutcome:
-        """Apply one micro-batch (Spark's `batch_id`) and publish its delta."""
+    def process(self, batch_id: int, rows: list, program: dict | None = None) -> BatchOutcome:
+        """Apply one micro-batch (Spark's `batch_id`) and publish its delta.
+
+        `program` (a key's processor): the program in force in the key's namespace
+        (stream.live_program.namespace_program); a key at an older version catches up
+        first, in the batch (its delta includes what the catch-up changed). One that
+        cannot is a dead letter on the batch's first row and the key stays at its version.
+        """
         start, phase = time.perf_counter(), self.on_phase
         batch = batch_id + self.base
         phase("check")
@@ -386,15 +403,18 @@ class BatchProcessor:
         phase("engine")
         quarantined: dict[int, str] = {}  # row index -> the limit it ran out of
         alone = False  # each update to quiescence before the next (exact blame)
+        catch_up = program if live_program.behind(reasoner, program) else None
         while True:
             outcome = BatchOutcome(batch)
             try:
-                dead = self._apply(outcome, rows, decoded, quarantined, alone)
+                dead = self._apply(outcome, rows, decoded, quarantined, alone, catch_up)
                 break
             except _Breach as breach:
-                if alone:  # with overlap, the blame was a suspicion only
+                if breach.index == _CATCH_UP:  # not tried again: a dead letter (the reason)
+                    catch_up = breach.reason
+                elif alone:  # with overlap, the blame was a suspicion only
                     quarantined[breach.index] = breach.reason
-                alone = True
+                alone = alone or breach.index != _CATCH_UP
                 phase("restore")
                 self._rollback()
                 phase("engine")
@@ -460,18 +480,23 @@ class BatchProcessor:
             return f"cannot decode the message: {type(exc).__name__}: {exc}"
         if update.program is not None and self.reasoner.core != "arrays":
             return f"{where}: program changes need the arrays core (--core arrays); nothing was changed"
+        if update.program is not None and self.key is not None:
+            return (f"{where}: a keyed job's program change applies to every key: send it without a key "
+                    "(fluxmat program apply does); nothing was changed")  # fmt: skip
         return update
 
     def _apply(self, outcome: BatchOutcome, rows: list[Message], decoded: list,
-               quarantined: dict[int, str], alone: bool) -> list[list]:  # fmt: skip
+               quarantined: dict[int, str], alone: bool, catch_up: dict | str | None = None) -> list[list]:  # fmt: skip
         """Submit the batch's valid updates and run to quiescence; return the dead letters.
 
         Updates overlap (`budget` units of work between them) unless `alone`:
         then each runs to quiescence before the next, so each is charged
-        exactly its own work and facts.
+        exactly its own work and facts. `catch_up`: the namespace's program to
+        take first (`process`), or why that failed (a dead letter on the first row).
 
         Raises:
-            _Breach: an update ran out of a limit (the engine is left mid-way).
+            _Breach: an update ran out of a limit (the engine is left mid-way),
+                or the catch-up failed (index `_CATCH_UP`).
         """
         dead: list[list] = []
 
@@ -486,7 +511,7 @@ class BatchProcessor:
                 if reason is not None:
                     letter(i, reason)
                     continue
-                yield Fed(i, upd.add, self._own(upd.delete, outcome), upd.id if upd.id is not None else f"{row.partition}:{row.offset}")
+                yield Fed(i, upd.add, self._own(upd.delete, outcome), _uid(row, upd))
 
         def rejected(i: int, exc: Exception) -> None:  # a bad update stops only itself
             letter(i, str(exc) if isinstance(exc, FluxmatError) else f"{type(exc).__name__}: {exc}")
@@ -504,11 +529,16 @@ class BatchProcessor:
                 self.progress(self.reasoner.pending)
 
         self._fed = {}
+        if isinstance(catch_up, dict):
+            self._catch_up(catch_up)
+        elif catch_up is not None and rows:
+            letter(0, catch_up)
         lo = 0
         for cut in [*self._program_rows(decoded, quarantined), len(rows)]:
             self._feed(outcome, updates(lo, cut), rejected, after_each, alone)
             if cut < len(rows):  # a program message: the updates before it are integrated
-                self._change_program(cut, decoded[cut], letter)
+                self._change_program(cut, decoded[cut], letter, _uid(rows[cut], decoded[cut]))
+                _crash_point("program-change", outcome.batch)
             lo = cut + 1
         if self.progress is not None:
             self.progress(0)
@@ -531,14 +561,27 @@ class BatchProcessor:
         outcome.peak_pending = max(outcome.peak_pending, fed.peak_pending)
         self._fed.update(fed.keys)
 
-    def _change_program(self, i: int, update: Update, letter) -> None:
-        """Apply row `i`'s program change to the quiescent engine; one that fails validation is a dead letter."""
+    def _change_program(self, i: int, update: Update, letter, uid: object) -> None:
+        """Apply row `i`'s program change to the quiescent engine; one that fails validation is a dead letter.
+
+        An applied change is the last update integrated so far: `uid` (its id) is the `through` of a
+        batch it ends.
+        """
         try:
-            live_program.apply(self.reasoner, update)
+            live_program.apply(self.reasoner, update, uid)
         except LimitExceeded as exc:  # quarantined as an update is (the engine is left mid-way)
             raise _Breach(i, str(exc)) from None
         except FluxmatError as exc:
             letter(i, f"{update.where}: {exc}; nothing was changed")
+
+    def _catch_up(self, target: dict) -> None:
+        """Take the namespace's program (a key's processor); `_Breach(_CATCH_UP)` naming why it could not."""
+        before = self.reasoner.program_version
+        try:
+            live_program.catch_up(self.reasoner, target)
+        except FluxmatError as exc:  # also a limit: the engine is rolled back to the committed state
+            raise _Breach(_CATCH_UP, f"key {self.key}: cannot take program version {target['program_version']} "
+                                     f"({exc}); the key stays at program version {before}") from None  # fmt: skip
 
     def _own(self, delete: tuple, outcome: BatchOutcome) -> tuple:
         """An update's deletions without those of shared facts (a key cannot delete what F holds)."""

@@ -110,8 +110,11 @@ def _start(path: Path) -> None:
             time.sleep(0.02)
 
 
-def call(cfg, partition: int, batch: int, groups: dict[str, list]) -> list[dict]:
-    """Have the engine host of `partition` process `groups` (rows by key) of `batch`; the summaries."""
+def call(cfg, partition: int, batch: int, groups: dict[str, list], program: dict | None = None) -> list[dict]:
+    """Have the engine host of `partition` process `groups` (rows by key) of `batch`; the summaries.
+
+    `program`: the namespace's program in force (stream.key_engines.process_groups).
+    """
     path = address(cfg, partition)
     conn = _connect(path)
     if conn is None:
@@ -122,7 +125,7 @@ def call(cfg, partition: int, batch: int, groups: dict[str, list]) -> list[dict]
                 raise RuntimeError(f"cannot reach the engine host {path}")
             time.sleep(0.02)
     with conn:
-        _send(conn, pickle.dumps((cfg, batch, groups), protocol=pickle.HIGHEST_PROTOCOL))
+        _send(conn, pickle.dumps((cfg, batch, groups, program), protocol=pickle.HIGHEST_PROTOCOL))
         status, value = pickle.loads(_recv(conn))
     if status != "ok":
         raise RuntimeError(f"engine host {path.name}: {value}")
@@ -173,8 +176,8 @@ def serve(path: Path, idle: float = IDLE_SECONDS) -> None:
                     if request == "stop":
                         _send(conn, pickle.dumps(("ok", None)))
                         return
-                    cfg, batch, groups = request
-                    reply = ("ok", process_groups(cfg, batch, groups))
+                    cfg, batch, groups, program = request
+                    reply = ("ok", process_groups(cfg, batch, groups, program))
                 except BaseException as exc:  # sent to the task, which fails and is retried
                     reply = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}")
                 try:

@@ -82,8 +82,8 @@ class Worker:
         )  # fmt: skip
         self.engines = Engines(cfg.engine_cache_facts)
 
-    def process(self, key: str, batch: int, rows: list) -> dict:
-        """Apply one key's rows of `batch`; its summary row."""
+    def process(self, key: str, batch: int, rows: list, program: dict | None = None) -> dict:
+        """Apply one key's rows of `batch` (after catching up with `program`, the namespace's); its summary row."""
         from fluxmat.connectors.state import RedisStateStore
         from fluxmat.engine import Reasoner
 
@@ -106,7 +106,7 @@ class Worker:
             entry = Entry(processor, last)
             rebuild = time.perf_counter() - start
         try:
-            outcome = entry.processor.process(batch, rows)
+            outcome = entry.processor.process(batch, rows, program)
         except BaseException:
             self.engines.drop(key)  # possibly half-way through the batch
             raise
@@ -137,11 +137,12 @@ def worker_for(cfg) -> Worker:
     return worker
 
 
-def process_groups(cfg, batch: int, groups: dict[str, list]) -> list[dict]:
+def process_groups(cfg, batch: int, groups: dict[str, list], program: dict | None = None) -> list[dict]:
     """In an engine host: each key's rows of `batch`, in key order; the keys' summaries.
 
-    Each key commits, then sends its delta; the sends are awaited at the end.
+    Each key commits, then sends its delta; the sends are awaited at the end. `program`:
+    the namespace's program in force (stream.live_program), which a key behind it takes first.
     """
     worker = worker_for(cfg)
     with worker.publisher.deferred():
-        return [worker.process(key, batch, groups[key]) for key in sorted(groups)]
+        return [worker.process(key, batch, groups[key], program) for key in sorted(groups)]

@@ -34,6 +34,17 @@ Updates without a key are dead letters: the executors hand them to the driver,
 which commits them with the batch id in the namespace's own state (so a replay
 re-publishes them identically) and publishes them.
 
+Program changes (the arrays core; stream.live_program) apply to every key,
+lazily. A program message is sent without a key (one with a key is a dead
+letter); the driver validates it against the program in force and commits the
+new program, with its version and history, in the namespace's own state with
+the batch. From the next batch on, every task is handed that program, and a key
+whose state is at an older version takes it (the difference, as one change)
+before its rows, in the same commit: its delta shows what the change did to it.
+A key that is not touched keeps its old program and version in its state until
+it is. So the change takes effect for a key at the first batch after the one
+that carries it in which the key has an update.
+
 Fault injection for tests: `FLUXMAT_FAIL_TASK=<batch>:<marker file>` makes the
 first task of that batch whose keys were processed fail once (the marker
 records it), as an executor crash would; Spark retries the task.
@@ -46,9 +57,10 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from fluxmat.connectors.files import decode_json
+from fluxmat.connectors.files import decode_json, parse_update
 from fluxmat.connectors.message import Message
-from fluxmat.engine import StateChanges
+from fluxmat.engine import FluxmatError, StateChanges
+from fluxmat.stream import live_program
 from fluxmat.stream.batch import BatchOutcome, DeadLetter
 
 PARTITION_BY = ("none", "message-key", "graph")
@@ -87,11 +99,12 @@ def with_keys(mode: str, batches):
         yield rb.append_column("k", pa.array(keys, pa.string()))
 
 
-def run_partition(cfg, batch: int, batches):
+def run_partition(cfg, batch: int, batches, program: dict | None = None):
     """The function `mapInArrow` runs per task: its rows by key (last column), to the engine host.
 
     The keys' work is done by this task partition's engine host (stream.engine_host), where
-    their engines stay between batches; rows without a key go back to the driver.
+    their engines stay between batches (`program`: the namespace's program in force, which
+    a key behind it takes first); rows without a key go back to the driver.
     """
     import pyarrow as pa
     from pyspark import TaskContext
@@ -107,7 +120,7 @@ def run_partition(cfg, batch: int, batches):
     out = []
     if groups:
         start = time.perf_counter()
-        out = engine_host.call(cfg, TaskContext.get().partitionId(), batch, groups)
+        out = engine_host.call(cfg, TaskContext.get().partitionId(), batch, groups, program)
         _fail_once(batch)
         out.append({"kind": "task", "seconds": time.perf_counter() - start, "pid": os.getpid(),
                     "updates": sum(len(rows) for rows in groups.values())})  # fmt: skip
@@ -164,6 +177,8 @@ class KeyedDriver:
         self.publisher = publisher
         self.partitions = partitions
         self.base = 0
+        self.program: dict | None = None  # the namespace's program in force (stream.live_program)
+        self._read = False  # whether `program` was read from the store
 
     def process(self, df, batch_id: int) -> KeyedBatch:
         from pyspark.sql import functions as F
@@ -177,9 +192,10 @@ class KeyedDriver:
 
             keyed = df.mapInArrow(lambda it: with_keys(mode, it), SCHEMA + ", k string")
         tasks = self.partitions or df.sparkSession.sparkContext.defaultParallelism
+        program = self.namespace_program()
         self.on_phase("tasks")
         rows = (keyed.repartition(tasks, "k")
-                .mapInArrow(lambda it: run_partition(cfg, batch, it), SUMMARY)
+                .mapInArrow(lambda it: run_partition(cfg, batch, it, program), SUMMARY)
                 .collect())  # fmt: skip
         keys = [r.asDict() for r in rows if r["kind"] == "key"]
         tasks = [r["seconds"] for r in rows if r["kind"] == "task"]
@@ -192,14 +208,57 @@ class KeyedDriver:
             self._publish_dead(stored.get("dead", ()))
             dead = stored.get("dead", [])
         else:
-            dead = [DeadLetter.of(NO_KEY[mode], r["partition"], r["offset"], r["raw"], r["size"]).stored()
-                    for r in nokey]  # fmt: skip
+            dead, changed = self.keyless(nokey, mode)
             output = {"through": None, "added": [], "removed": [], "dead": dead}
             self.on_phase("commit")
-            self.store.commit(batch, StateChanges(meta={}), output)
+            self.store.commit(batch, StateChanges(meta=changed or {}), output)
+            self.program = changed or self.program
             self.on_phase("publish")
             self._publish_dead(dead)
         return KeyedBatch(self._outcome(batch, keys, dead, time.perf_counter() - start), keys, tasks)
+
+    def namespace_program(self) -> dict | None:
+        """The program in force for every key (None: the configured one), read from the store once."""
+        if not self._read:
+            self.program, self._read = live_program.namespace_program(self.store.state_meta()), True
+        return self.program
+
+    def keyless(self, rows: list, mode: str) -> tuple[list, dict | None]:
+        """The dead letters of the batch's rows without a key, and the namespace's program meta if they changed it.
+
+        A program message is applied to the namespace's program (stream.live_program); one that
+        fails validation is a dead letter; any other row is a dead letter for its missing key.
+        """
+        dead, changed = [], None
+        for r in rows:
+            where = f"partition {r['partition']} offset {r['offset']}"
+            reason, item, update = NO_KEY[mode], None, None
+            try:
+                item = decode_json(r["raw"]) if r["raw"] is not None else None
+                update = parse_update(item, {}, where)
+            except FluxmatError as exc:  # a program message that does not parse says so
+                if isinstance(item, dict) and "program" in item:
+                    reason = f"{exc}; nothing was changed"
+            except Exception:  # not an update: a dead letter for its missing key
+                pass
+            if update is not None and update.program is not None:
+                try:
+                    changed = self._changed(changed, update)
+                    continue
+                except FluxmatError as exc:
+                    reason = f"{where}: {exc}; nothing was changed"
+            dead.append(DeadLetter.of(reason, r["partition"], r["offset"], r["raw"], r["size"]).stored())
+        return dead, changed
+
+    def _changed(self, changed: dict | None, update) -> dict:
+        """The namespace's program meta after one program message (FluxmatError: refused)."""
+        from fluxmat.stream.loading import load_reasoner
+
+        reasoner = load_reasoner(self.cfg, log=lambda msg: None)
+        if not live_program.changeable(reasoner):
+            raise FluxmatError("program changes need the arrays core (--core arrays)")
+        start = live_program.origin(reasoner.program)
+        return live_program.changed_namespace(reasoner, changed or self.namespace_program(), update, start)
 
     def _publish_dead(self, dead) -> None:
         for item in dead:

@@ -51,7 +51,7 @@ def test_export_prints_the_explicit_facts_that_read_back_the_same(state, capsys,
         out, err = capsys.readouterr()
         lines = out.splitlines()
         assert lines == sorted(lines) and len(lines) == len(expected) > 0
-        assert err.strip() == f"{len(lines)} {'facts' if flags else 'explicit facts'} of batch 0"
+        assert err.strip() == f"{len(lines)} {'facts' if flags else 'explicit facts'} of batch 0, program version 1"
         path = tmp_path / "explicit.jsonl"
         path.write_text(out, encoding="utf-8")
         assert set(read_facts(path, reasoner.prefixes)) == expected  # prefixed predicates, literals, ints
@@ -79,3 +79,27 @@ def test_export_of_an_empty_namespace_is_a_clear_error(capsys, tmp_path, redis_s
     program.write_text(PROGRAM, encoding="utf-8")
     assert main(["export", str(program), "--redis", redis_server.url, "--namespace", "nothing-here"]) == 1
     assert "no fluxmat state in" in capsys.readouterr().err
+
+
+def test_export_reads_a_state_whose_program_changed_and_names_its_version(redis_server, capsys, tmp_path):
+    """A changed program (stream.live_program) is read with the program in force; `--program` names its origin."""
+    from fluxmat.engine import EngineOptions
+
+    program = tmp_path / "p.dl"
+    program.write_text("path(X, Y) :- edge(X, Y).\n", encoding="utf-8")
+    store = RedisStateStore(redis_server.url, "export-changed")
+    store.clear()
+    try:
+        reasoner = Reasoner.from_file(program, options=EngineOptions("fd-counting", core="arrays"))
+        proc = BatchProcessor(reasoner, store, Recorder())
+        proc.start([("edge", "a", "b"), ("edge", "b", "c")])
+        change = json.dumps({"program": {"add": "path(X, Z) :- path(X, Y), edge(Y, Z)."}})
+        proc.process(0, [(0, 0, None, change, None, True, len(change))])
+        args = ["export", str(program), "--redis", redis_server.url, "--namespace", "export-changed", "--all"]
+        assert main(args) == 0
+        out, err = capsys.readouterr()
+        assert err.strip() == "5 facts of batch 0, program version 2"
+        assert '["path", "a", "c"]' in out.splitlines()
+    finally:
+        store.clear()
+        store.close()

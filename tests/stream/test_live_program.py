@@ -153,3 +153,44 @@ def test_a_program_change_that_runs_out_of_the_work_limit_is_quarantined():
     assert publisher.dead[0][0].startswith("work limit exceeded")
     assert p.reasoner.program_version == 1 and ("edge", "b", "c") in p.facts()
     assert not any(f[0] == "seen" for f in p.facts())
+
+
+def test_a_program_message_that_ends_its_batch_is_the_batch_through():
+    store = MemoryStateStore()
+    p = _processor(store)
+    items = [{"add": [["edge", "b", "c"]], "id": "u1"}, {"program": {"add": CLOSURE}, "id": "v2"}]
+    out = p.process(0, _rows(items)).output
+    assert out["through"] == "v2" and store.state_meta()["through"] == "v2"
+    assert ("path", "a", "c") in {tuple(f) for f in out["added"]}
+    nameless = p.process(1, _rows([{"program": {"del": CLOSURE}}], 2)).output
+    assert nameless["through"] == "0:2"
+    failed = p.process(2, _rows([{"add": [["edge", "c", "d"]], "id": "u3"}, {"program": {"del": CLOSURE}}], 3))
+    assert failed.dead == 1 and failed.output["through"] == "u3"  # a dead letter is not reflected
+
+
+def test_a_job_redeployed_with_the_program_in_force_keeps_its_version_and_history():
+    store = MemoryStateStore()
+    changed = _processor(store)
+    changed.process(0, _rows(BATCH))
+    redeployed = BatchProcessor(_reasoner(changed.reasoner.program_text()), store, DeadLetters())
+    redeployed.start(INITIAL)
+    assert redeployed.reasoner.program_version == 2
+    assert redeployed.reasoner.program_history == changed.reasoner.program_history
+    redeployed.process(1, _rows([{"add": [["edge", "d", "e"]]}], 4))
+    meta = store.state_meta()
+    assert meta["program_version"] == 2 and meta["program_origin"] == changed.origin
+    original = _processor(store)  # the file the changes started from still finds the stored program
+    assert original.reasoner.program_version == 2 and ("path", "b", "e") in original.facts()
+
+
+def test_a_changed_state_meeting_another_program_is_refused_naming_both():
+    store = MemoryStateStore()
+    _processor(store).process(0, _rows(BATCH))
+    other = Reasoner.from_text("path(X, Y) :- edge(Y, X).\n", source="other.dl",
+                               options=EngineOptions("fd-counting", core="arrays"))  # fmt: skip
+    with pytest.raises(StateMismatch) as refused:
+        BatchProcessor(other, store, DeadLetters()).start(INITIAL)
+    message = str(refused.value)
+    assert "\n" not in message and "another program" in message
+    assert "program version 2" in message and "other.dl (digest " in message
+    assert store.state_meta()["program_version"] == 2
