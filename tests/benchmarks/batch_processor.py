@@ -107,12 +107,8 @@ def run(args, store) -> int:
     seconds = 0.0
     offset = 0
     for b in range(args.batches):
-        rows = []
-        for _ in range(args.updates):
-            add, dele = maker.make(1, 1)
-            msg = json.dumps({"add": [list(f) for f in add], "del": [list(f) for f in dele]})
-            rows.append((0, offset, None, msg, None, True, len(msg)))
-            offset += 1
+        rows = update_rows(maker, args.updates, offset)
+        offset += args.updates
         outcome = proc.process(b, rows)
         n = outcome.adds + outcome.deletes
         ops += n
@@ -138,6 +134,16 @@ def run(args, store) -> int:
 
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+
+
+def update_rows(maker, n: int, offset: int) -> list[tuple]:
+    """`n` update messages of 1 addition + 1 deletion as the Kafka source's rows, from `offset` on."""
+    rows = []
+    for i in range(n):
+        add, dele = maker.make(1, 1)
+        msg = json.dumps({"add": [list(f) for f in add], "del": [list(f) for f in dele]})
+        rows.append((0, offset + i, None, msg, None, True, len(msg)))
+    return rows
 
 
 def _ntriples_like(facts):

@@ -11,7 +11,6 @@ state is restored into a new engine. Prints, per commit and per restore, the cli
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 from fluxmat.connectors.state import RedisStateStore
 from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.stream.batch import BatchProcessor
+from tests.benchmarks.batch_processor import update_rows
 from tests.benchmarks.lubm_gen import generate
 from tests.benchmarks.pipeline import HELD_OUT, PROGRAM, UpdateMaker
 from tests.benchmarks.workloads import corpus_dir
@@ -74,13 +74,8 @@ def _run(args, url: str) -> int:
     proc.start(maker.initial)
     offset = 0
     for b in range(args.batches):
-        rows = []
-        for _ in range(args.updates):
-            add, dele = maker.make(1, 1)
-            msg = json.dumps({"add": [list(f) for f in add], "del": [list(f) for f in dele]})
-            rows.append((0, offset, None, msg, None, True, len(msg)))
-            offset += 1
-        proc.process(b, rows)
+        proc.process(b, update_rows(maker, args.updates, offset))
+        offset += args.updates
     print(f"# LUBM-{n or '1 (two departments)'}: {reasoner.sizes()['facts']:,} facts; "
           f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     for batch, (bc, bw, _), (fc, fw, _) in both.times:

@@ -22,15 +22,6 @@ import sys
 from pathlib import Path
 
 COMPACT = Path(__file__).resolve().parent.parent.parent / "engine" / "compact"
-PROGRAM = """
-c(X, Y) :- e(X, Y).
-c(X, Z) :- c(X, Y), e(Y, Z).
-s(X, Y) :- e(X, Y).
-s(X, Y) :- s(Y, X).
-s(X, Z) :- s(X, Y), s(Y, Z).
-d(X) :- c(X, X), e(X, 1).
-g(X) :- e(X, Y), not c(Y, X).
-"""
 ARRAYS_ALGORITHMS = ("counting", "dred", "dredc", "remat")
 
 
@@ -47,7 +38,7 @@ def warm() -> None:
     small.prepare(wait=True)
     edges = [("e", i, (i + 1) % 300) for i in range(300)]
     for algorithm in ARRAYS_ALGORITHMS:
-        r = Reasoner.from_text(PROGRAM, options=EngineOptions(algorithm, core="arrays"))
+        r = Reasoner.from_text(small.WARM_PROGRAM, options=EngineOptions(algorithm, core="arrays"))
         r.load(edges[:20])
         r.update(add=edges[20:], delete=edges[:5])  # more than THRESHOLD changes: set-at-a-time
         r.update(add=edges[:2], delete=edges[30:32])  # one compiled call
