@@ -57,9 +57,7 @@ from fluxmat.connectors.snapshot_file import (
     string_array,
     text_column,
 )
-from fluxmat.engine import StateChanges, StateColumns
-from fluxmat.engine.fd.change_columns import ChangeColumns
-from fluxmat.engine.fd.snapshot import StateDamaged
+from fluxmat.engine import ChangeColumns, StateChanges, StateColumns, StateDamaged
 
 LAYOUT = "bulk"  # meta `layout` of a state in this layout
 MAGIC = b"FXC1"

@@ -28,8 +28,9 @@ from fluxmat.engine.errors import (
     ParseError,
     UpdateError,
 )
+from fluxmat.engine.fd.change_columns import ChangeColumns
 from fluxmat.engine.fd.columns import StateColumns
-from fluxmat.engine.fd.snapshot import StateChanges, StateMismatch, StateSnapshot
+from fluxmat.engine.fd.snapshot import StateChanges, StateDamaged, StateMismatch, StateSnapshot
 from fluxmat.engine.feed import Fed, FeedResult
 from fluxmat.engine.lexer import read_source
 from fluxmat.engine.limits import FactLimitExceeded, LimitExceeded, Limits, WorkLimitExceeded
@@ -40,9 +41,10 @@ from fluxmat.engine.syntax import Iri, Program
 from fluxmat.engine.wire import JsonFacts, fact_from_json
 
 __all__ = [
-    "ALGORITHMS", "FULLY_DYNAMIC", "SAME_AS", "AlgorithmError", "Analysis", "AnalysisError", "EngineOptions",
+    "ALGORITHMS", "FULLY_DYNAMIC", "SAME_AS", "AlgorithmError", "Analysis", "AnalysisError", "ChangeColumns",
+    "EngineOptions",
     "FactLimitExceeded", "Fed", "FeedResult", "FluxmatError", "InputMemoryError", "Iri", "JsonFacts", "LimitExceeded", "Limits",
-    "Maintainer", "ParseError", "Program", "Reasoner", "Report", "StateChanges", "StateMismatch",
+    "Maintainer", "ParseError", "Program", "Reasoner", "Report", "StateChanges", "StateDamaged", "StateMismatch",
     "StateColumns", "StateSnapshot", "UpdateError", "VALUE_SPACES", "WorkLimitExceeded", "analyse", "atom_to_fact", "create",
     "fact_from_json", "parse_facts", "parse_program", "read_source",
 ]  # fmt: skip
