@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from tests.support.walk import walk_one_update
 
-TO_THE_DELTA = {"functions": 51, "engine's door": 15, "layer crossings": 21, "stream -> engine": 7,
+# 51 / 21 / 7 when the walk was shortened; raised by two hops with a reason (docs/walk.md): the
+# check whether the engine is behind the committed program (live program changes: keyed jobs
+# catch up lazily), and the state store's choice between the per-field and bulk layouts
+TO_THE_DELTA = {"functions": 53, "engine's door": 15, "layer crossings": 23, "stream -> engine": 8,
                 "engine -> stream": 2}  # fmt: skip
 
 
