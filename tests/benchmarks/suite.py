@@ -105,6 +105,16 @@ def _chosen(system: str, systems: tuple[str, ...] | None) -> bool:
     return systems is None or system == "fluxmat/remat" or any(w in system for w in systems)
 
 
+def _fluxmat_systems(recursive: bool):
+    """(label, the child's options, seconds of slack) of every fluxmat system for this workload."""
+    for label, algorithm, optimised in FLUXMAT_SYSTEMS:
+        if (optimised and not engine_options()) or (algorithm == "counting" and recursive):
+            continue
+        yield label, {"algorithm": algorithm, "optimised": optimised}, 60
+    for label, algorithm, modules in ARRAYS_SYSTEMS:  # the arrays core loads numba in the child
+        yield label, {"algorithm": algorithm, "optimised": modules, "core": "arrays"}, 300
+
+
 def run_entry(
     e: Entry, cap_s: float, repeat: int = 1, peers: bool = True, systems: tuple[str, ...] | None = None
 ) -> tuple[dict, list[Row]]:
@@ -119,21 +129,12 @@ def run_entry(
     n_tasks = len(ref["tasks"]) + 1
     rows: list[Row] = []
     info["optimisations"] = engine_options()
-    for label, algorithm, optimised in FLUXMAT_SYSTEMS:
-        if optimised and not engine_options():
-            continue
-        if (algorithm == "counting" and info["recursive"]) or not _chosen(f"fluxmat/{label}", systems):
-            continue
-        a = {**arg, "algorithm": algorithm, "optimised": optimised}
-        _log(f"#   fluxmat/{label}")
-        results = [isolated(run_fluxmat, a, timeout=cap_s * n_tasks + 60) for _ in range(repeat)]
-        rows += _collect(results, e.label, f"fluxmat/{label}", ref, digests=True)
-    for label, algorithm, modules in ARRAYS_SYSTEMS:
+    for label, options, slack in _fluxmat_systems(info["recursive"]):
         if not _chosen(f"fluxmat/{label}", systems):
             continue
-        a = {**arg, "algorithm": algorithm, "optimised": modules, "core": "arrays"}
         _log(f"#   fluxmat/{label}")
-        results = [isolated(run_fluxmat, a, timeout=cap_s * n_tasks + 300) for _ in range(repeat)]
+        a = {**arg, **options}
+        results = [isolated(run_fluxmat, a, timeout=cap_s * n_tasks + slack) for _ in range(repeat)]
         rows += _collect(results, e.label, f"fluxmat/{label}", ref, digests=True)
     if peers:
         for peer in (p for p in PEERS if _chosen(p, systems)):
