@@ -106,6 +106,12 @@ _PATIENT_WAIT_MS = 500
 # The driver's lookup consumer: a fetch answers with a few KiB at most (and at
 # once when there is nothing new), so a high watermark costs the same with any backlog.
 _LOOKUP = {"max_partition_fetch_bytes": 1024, "fetch_max_bytes": 4096, "fetch_max_wait_ms": 5}
+# The lag's lookup of the oldest waiting record (`backlog`): a record is there,
+# so the fetch returns as soon as the broker has read it. tansu's read of a
+# record takes longer as a partition's record batches grow in number (with
+# single-record batches, beyond ~6,000 at a load of 20 it took over 5 ms) and
+# it answers nothing to a shorter wait: the time lag then read unknown for good.
+_HEADS = {**_LOOKUP, "fetch_max_wait_ms": _PATIENT_WAIT_MS}
 _LOOKUP_POLL_MS = 10
 _PARTITIONS_EVERY = 2.0  # seconds between partition discoveries (a metadata request: ~100 ms on tansu)
 _KEEP_READERS = 64  # consumers a Python worker keeps between micro-batches (least recently used go)
@@ -274,24 +280,32 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         max_value = options.get("maxValueBytes")
         self.max_value = int(max_value) if max_value not in (None, "") else None
         self._meta = None  # driver-side lookup consumer, created lazily
+        self._heads = None  # the same for `backlog` (`_HEADS`)
         self._parts: tuple[list[int], float] | None = None  # partitions found, and when
         self._target: dict[str, int] | None = None  # Trigger.AvailableNow cap
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state["_meta"] = None  # a client never travels to executors
+        state["_meta"] = state["_heads"] = None  # a client never travels to executors
         return state
 
     # -- driver side -------------------------------------------------------
 
     def _metadata(self):
         if self._meta is None:
-            try:
-                self._meta = _consumer(self.bootstrap, self.kafka_config, **_LOOKUP)
-            except Exception as exc:
-                raise KafkaSourceError(
-                    f"cannot reach Kafka broker at {self.bootstrap}: {exc}") from None
+            self._meta = self._lookup_consumer(_LOOKUP)
         return self._meta
+
+    def _heads_consumer(self):
+        if self._heads is None:
+            self._heads = self._lookup_consumer(_HEADS)
+        return self._heads
+
+    def _lookup_consumer(self, settings: dict):
+        try:
+            return _consumer(self.bootstrap, self.kafka_config, **settings)
+        except Exception as exc:
+            raise KafkaSourceError(f"cannot reach Kafka broker at {self.bootstrap}: {exc}") from None
 
     def _partitions(self) -> list[int]:
         """The topic's partitions, discovered again every `_PARTITIONS_EVERY` seconds."""
@@ -336,8 +350,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from kafka import TopicPartition
 
         try:
-            consumer = self._metadata()
             tps = [TopicPartition(self.topic, p) for p in self._partitions()]
+            consumer = self._heads_consumer() if heads else self._metadata()
             consumer.unsubscribe()  # fresh partition state: no stale high watermark
             consumer.assign(tps)
             for tp in tps:
@@ -372,9 +386,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                    f"failed: {exc}") from exc
 
     def _close_meta(self) -> None:
-        meta, self._meta, self._parts = self._meta, None, None
-        if meta is not None:
-            meta.close()
+        clients, self._meta, self._heads, self._parts = (self._meta, self._heads), None, None, None
+        for client in clients:
+            if client is not None:
+                client.close()
 
     def initialOffset(self) -> dict:
         """Start offsets for a query without checkpoint, per `startingOffsets`."""

@@ -383,6 +383,34 @@ def test_planning_fetches_little_whatever_the_backlog(broker):
         reader.stop()
 
 
+def test_oldest_waiting_record_is_found_in_a_long_log(broker):
+    """The time lag's lookup finds the oldest waiting record however many record batches precede it.
+
+    A steady stream writes one record batch per update. tansu's read of a
+    record slows as a partition's batches grow in number and it answers nothing
+    to a fetch whose wait is shorter than that read: with a 5 ms wait, beyond
+    ~6,000 batches (a 30-minute soak at 80 updates/s) every lookup came back
+    without the record and the job's time lag read unknown for good.
+    """
+    bs = broker.bootstrap
+    topic = fresh_topic(bs)
+    producer = KafkaProducer(bootstrap_servers=bs, batch_size=1, linger_ms=0)  # a batch per record
+    try:
+        sent = [producer.send(topic, partition=0, value=f"u{i}".encode()) for i in range(9_000)]
+        producer.flush()
+    finally:
+        producer.close()
+    stamps = {m.offset: m.timestamp for m in (f.get(timeout=30) for f in sent[-60:])}
+    reader = KafkaStreamReader({"bootstrap": bs, "topic": topic})
+    try:
+        for start in (8_950, 8_990):
+            high, heads = reader.backlog({"0": start})
+            assert high == {"0": 9_000}
+            assert heads == {"0": stamps[start]}
+    finally:
+        reader.stop()
+
+
 def test_reader_needs_options_and_topic(broker):
     with pytest.raises(ValueError, match="'topic'"):
         KafkaStreamReader({"bootstrap": broker.bootstrap})
