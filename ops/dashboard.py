@@ -295,9 +295,12 @@ class StoredSource:
         """The status shown without the job's: nothing counted, the history of the committed sizes."""
         self.alone.info["algorithm"] = meta.get("algorithm")
         self.alone.now.update(self._committed(meta))
-        self.alone.history.append(history_point(self.alone.totals, self.alone.now))
+        point = history_point(self.alone.totals, self.alone.now)
+        self.alone.history.append({**point, **dict.fromkeys(("updates", "fact_ops", "deltas"))})
         status = self.alone.as_dict()
         status["now"].pop("in_flight", None)  # unknown without the job
+        # counted by the job only: unknown (null), never 0, which would read "nothing happened"
+        status["totals"] = dict.fromkeys(status["totals"])
         return status
 
     def _committed(self, meta: dict) -> dict:

@@ -141,7 +141,8 @@ def test_the_health_is_told_one_way_through_degraded_failing_and_a_job_gone(pair
     assert (
         "does not answer" in status["health"]["reason"] and pair.job in status["health"]["reason"]
     )
-    assert status["now"]["facts"] == len(pair.facts) and status["totals"]["updates"] == 0
+    assert status["now"]["facts"] == len(pair.facts)
+    assert set(status["totals"].values()) == {None}  # counted by the job only: unknown, never 0
     assert any("does not answer" in e["message"] for e in status["errors"])
     assert _get(f"{pair.apart}/healthz")[1].startswith("degraded: the job's status at ")
 
@@ -160,6 +161,28 @@ def test_the_page_apart_shows_the_jobs_health_in_a_real_browser(pair):
         assert page.evaluate("document.getElementById('dead-letters').textContent") == "1"
         assert page.evaluate("document.getElementById('lag').textContent") == "3"
         assert page.console_errors == []
+
+
+@pytest.mark.skipif(
+    not Browser.available(), reason="chromium is not installed (apt-get install chromium)"
+)
+def test_the_page_apart_without_the_job_shows_its_counters_unknown(pair, redis_server):
+    """Without the job's status, what only the job counts reads "unknown", never 0; the state still shows."""
+    source = StoredSource(pair.source.program, redis_server.url, pair.source.namespace)
+    server = serve(source, "127.0.0.1", 0)
+    try:
+        with Browser() as browser:
+            page = browser.open(f"http://127.0.0.1:{server.server_address[1]}/")
+            page.wait_for("document.getElementById('updates').textContent === 'unknown'")
+            shown = {i: page.evaluate(f"document.getElementById('{i}').textContent")
+                     for i in ("updates", "dead-letters", "failures", "throughput", "facts")}  # fmt: skip
+            assert shown == {"updates": "unknown", "dead-letters": "unknown", "failures": "unknown",
+                             "throughput": "unknown", "facts": str(len(pair.facts))}  # fmt: skip
+            assert page.evaluate("document.getElementById('updates').parentElement.classList.contains('unknown')")
+            assert page.console_errors == []
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_the_metrics_url_flag_is_gone_with_a_clear_error(tmp_path):
