@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -163,3 +164,16 @@ def test_remat_evaluates_from_scratch(steps):
         fresh = Reasoner.from_text(TC, options=EngineOptions("remat", core="arrays"))
         assert report.total_applications == fresh.load(current).total_applications
         assert r.facts() == fresh.facts() == scratch(TC, current)
+
+
+def test_deletions_into_a_large_closure_run_set_at_a_time():
+    """The one-call path has no fallback: a deletion reaching a closure of 11,175 rows goes set-at-a-time."""
+    text = TC + "mark(X) :- flag(X).\n"
+    r = Reasoner.from_text(text, options=EngineOptions("dredc", core="arrays"))
+    r.load([("edge", i, i + 1) for i in range(150)])
+    small, one = r.maintainer.small, np.zeros((1, 2), np.int64)
+    assert small.small({"edge": one}, {})  # an insertion: one call
+    assert not small.small({}, {"edge": one})  # reaches path: set-at-a-time
+    assert small.small({}, {"flag": one[:, :1]})  # does not reach it
+    r.load(CHAIN)  # 820 rows: one call
+    assert r.maintainer.small.small({}, {"edge": one})
