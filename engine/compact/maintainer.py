@@ -39,7 +39,7 @@ ALGORITHMS = (
     "dred",
     "dredc",
     "remat",
-)  # all run counting + DRed^c (see the module docstring)
+)  # remat from scratch, the others counting + DRed^c (see the module docstring)
 
 
 def unsupported(analysis: Analysis, algorithm: str, equality: str) -> str | None:
