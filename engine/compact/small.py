@@ -214,7 +214,7 @@ class SmallPath:
         n = sum(map(len, add.values())) + sum(map(len, delete.values()))
         if n > self.threshold or not self.core.rels or has_builtins(self.core.comps):
             return False
-        return not reaches_large(self.core, delete)  # engine.compact.recompute
+        return not (delete and reaches_large(self.core, delete))  # engine.compact.recompute
 
     def update(self, add: dict, delete: dict, start: bool = True) -> dict[str, np.ndarray]:
         """Apply explicit adds and deletes (ArraysCore.update): the rows that flipped, per predicate.
