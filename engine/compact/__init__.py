@@ -6,6 +6,7 @@ in place of the object maintainers. Layout: `kernels` (numba loops: hash
 tables, join steps, closure searches), `relation` (one relation's arrays),
 `plans` (the program compiled from the engine's analysis), `core` (counting
 per update, components in order), `dred` (DRed^c for recursive components),
+`recompute` (its fallback: a component evaluated afresh), `remat` (from scratch),
 `closure` (the symmetric-transitive closure module), `cache` (numba's cache
 folder). Contract: the same materialisation as every other algorithm after
 every load and update; what it cannot do yet is refused with an

@@ -40,6 +40,7 @@ from fluxmat.engine.compact import kernels as K
 from fluxmat.engine.compact.closure import closure
 from fluxmat.engine.compact.dred import DRed
 from fluxmat.engine.compact.plans import Component, Plan, Step
+from fluxmat.engine.compact.recompute import DeletionChoice
 from fluxmat.engine.compact.relation import Rel
 
 NEW, OLD = 0, 1
@@ -62,6 +63,7 @@ class ArraysCore:
                 step.k = self.rels[step.pred].index_of(step.mask)
         self.epoch = 0
         self.change = None  # a program change for the next update (engine.compact.program)
+        self.deletions = DeletionChoice()  # DRed^c or recomputing (engine.compact.recompute)
 
     def rel(self, pred: str, arity: int) -> Rel:
         """The relation `pred`, created with its own component when new (a predicate no rule reads)."""

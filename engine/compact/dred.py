@@ -7,6 +7,12 @@ remains (plans from the head), then insertions run to a fixpoint. Facts with
 a positive counter are never over-deleted. Negated atoms are of lower
 components (stratification): a negated fact that appeared over-deletes like a
 deleted positive fact, one that went seeds insertions like an added one.
+
+When the over-deletion grows past a share of the component's present facts
+(engine.compact.recompute.RECOMPUTE_FRACTION), it stops before anything is
+removed and the component is recomputed from its inputs instead
+(engine.compact.recompute), which then costs less than deleting and
+rederiving most of it.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from fluxmat.engine.compact import kernels as K
+from fluxmat.engine.compact.recompute import recompute
 
 NEW, OLD = 0, 1
 _EMPTY = np.empty(0, np.int64)
@@ -46,21 +53,35 @@ class DRed:
             rows = self._lower_delta(plan, appeared=False)
             if len(rows):
                 self._collect(lost, plan, rows, self.mode_over, over=True)
-        deleted = self._fixpoint(lost, self.mode_over, over=True)
+        choice = self.core.deletions
+        limit = choice.budget(self.core, preds)
+        deleted = self._fixpoint(lost, self.mode_over, over=True, limit=limit)
+        if deleted is None:  # cheaper to evaluate the component afresh
+            choice.taken["recompute"] += 1
+            self.flipped.update(recompute(self))
+            return
+        choice.taken["dred"] += any(map(len, deleted.values()))
         for p, rows in deleted.items():
             rels[p].alive[rows] = 0
-        seeds = {p: self._revive(p, touched[p][rels[p].cnt[touched[p]] > 0]) for p in preds}
+        seeds = {p: self.revive(p, touched[p][rels[p].cnt[touched[p]] > 0]) for p in preds}
         self._rederive(deleted, seeds)
-        for plan in self.added:
-            rel = rels[plan.head_pred]
-            got = K.revive(rel.insert(self.core.run_all(plan, old=False)), rel.alive)
-            seeds[plan.head_pred] = np.concatenate([seeds[plan.head_pred], got])
+        self.insert_added(seeds)
         for plan in self.comp.lower_starts:
             rows = self._lower_delta(plan, appeared=True)
             if len(rows):
                 self._collect(seeds, plan, rows, _new, over=False)
-        inserted = self._fixpoint(seeds, _new, over=False)
-        self._flips(deleted, inserted)
+        self._flips(deleted, self.fixpoint_new(seeds))
+
+    def insert_added(self, seeds: dict) -> None:
+        """The heads of the rules a program change adds, present now and added to `seeds`."""
+        for plan in self.added:
+            rel = self.core.rels[plan.head_pred]
+            got = K.revive(rel.insert(self.core.run_all(plan, old=False)), rel.alive)
+            seeds[plan.head_pred] = np.concatenate([seeds.get(plan.head_pred, _EMPTY), got])
+
+    def fixpoint_new(self, seeds: dict) -> dict:
+        """Insertions from `seeds` to a fixpoint over the new state; every row inserted, per predicate."""
+        return self._fixpoint(seeds, _new, over=False)
 
     def _rederive(self, deleted: dict, seeds: dict) -> None:
         """Over-deleted facts that still have a derivation in the new state come back (seeds)."""
@@ -70,7 +91,7 @@ class DRed:
             if rows is not None and len(rows):
                 heads, _ = core.run(plan, rows, np.ones(len(rows), np.int64), _new)
                 if len(heads):
-                    got = self._revive(plan.head_pred, core.rels[plan.head_pred].lookup(heads))
+                    got = self.revive(plan.head_pred, core.rels[plan.head_pred].lookup(heads))
                     seeds[plan.head_pred] = np.concatenate([seeds[plan.head_pred], got])
 
     def _lower_delta(self, plan, appeared: bool) -> np.ndarray:
@@ -90,7 +111,8 @@ class DRed:
         rel = self.core.rels[p]
         return K.new_in(rows, True, rel.alive, rel.cnt, True, rel.dmark, self.epoch)
 
-    def _revive(self, p: str, rows: np.ndarray) -> np.ndarray:
+    def revive(self, p: str, rows: np.ndarray) -> np.ndarray:
+        """The dead ones among `rows` of `p`, made present."""
         return K.revive(rows, self.core.rels[p].alive) if len(rows) else rows
 
     def _collect(self, into: dict, plan, rows, mode_of, over: bool) -> None:
@@ -106,11 +128,17 @@ class DRed:
             got = K.revive(rel.insert(heads), rel.alive)
         into[p] = np.concatenate([into.get(p, _EMPTY), got])
 
-    def _fixpoint(self, seeds: dict, mode_of, over: bool) -> dict:
-        """The recursive rules from `seeds` until nothing new (see `_collect`); every row reached, per predicate."""
+    def _fixpoint(self, seeds: dict, mode_of, over: bool, limit: float = np.inf) -> dict | None:
+        """The recursive rules from `seeds` until nothing new (see `_collect`); every row reached, per predicate.
+
+        None as soon as more than `limit` rows are reached (the over-deletion's budget).
+        """
         out = {p: [rows] for p, rows in seeds.items()}
-        delta = seeds
+        delta, reached = seeds, 0
         while any(len(r) for r in delta.values()):
+            reached += sum(map(len, delta.values()))
+            if reached > limit:
+                return None
             nxt: dict[str, np.ndarray] = {}
             for plan in self.comp.rec_starts:
                 rows = delta.get(plan.start.pred)

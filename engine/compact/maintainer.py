@@ -11,8 +11,8 @@ What the arrays core does per algorithm name: `counting`, `dred`, `dredc`
 and `remat` all run the same maintenance -- counting for non-recursive
 predicates, DRed^c for recursive components, the closure module for
 symmetric-transitive relations (unless `modules=False`) -- so `counting` also
-accepts recursive programs here. `remat` loads from scratch and maintains
-updates the same way. Programs and options it cannot run yet are refused by
+accepts recursive programs here. `remat` evaluates from scratch on every
+update (engine.compact.remat), except a program change. Programs and options it cannot run yet are refused by
 `unsupported` with a message naming what is missing.
 
 Not here: the arrays and loops (engine.compact.core, kernels), the door (engine.reasoner).
@@ -27,6 +27,7 @@ import numpy as np
 from fluxmat.engine.analysis import Analysis
 from fluxmat.engine.compact.core import ArraysCore
 from fluxmat.engine.compact.plans import compile_program
+from fluxmat.engine.compact.remat import differences, explicit_after
 from fluxmat.engine.compact.small import SmallPath
 from fluxmat.engine.errors import AlgorithmError
 from fluxmat.engine.maintainer import Changes, Maintainer, Report, Update
@@ -38,7 +39,7 @@ ALGORITHMS = (
     "dred",
     "dredc",
     "remat",
-)  # all run counting + DRed^c (see the module docstring)
+)  # remat from scratch, the others counting + DRed^c (see the module docstring)
 
 
 def unsupported(analysis: Analysis, algorithm: str, equality: str) -> str | None:
@@ -118,8 +119,22 @@ class CompactMaintainer(Maintainer):
         add, delete = self._arrays(update.plus), self._arrays(update.minus)
         report.noop_adds = self._explicit_count(add)
         report.noop_deletes = sum(len(a) for a in delete.values()) - self._explicit_count(delete)
+        if self.name == "remat" and self.core.change is None:
+            self._rematerialise(add, delete, report)
+            return
         flipped = self.small.update(add, delete)  # small: one compiled call; else set-at-a-time
         self.report_flips(flipped, report)
+
+    def _rematerialise(self, add: dict, delete: dict, report: Report) -> None:
+        """`remat`: the new E loaded into a fresh core (engine.compact.remat); its differences reported."""
+        old, facts = self.core, explicit_after(self.core, add, delete)
+        self.core = self._new_core()
+        for p, rel in old.rels.items():  # relations no rule names, created by earlier updates
+            self.core.rel(p, rel.arity)
+        self.core.update(facts, {})
+        for p, (came, gone) in differences(old, self.core).items():
+            if p not in self.analysis.internal:
+                report.note(p, set(map(tuple, came.tolist())), set(map(tuple, gone.tolist())))
 
     def report_flips(self, flipped: dict[str, np.ndarray], report: Report) -> None:
         """Note the rows an update flipped (per relation) in its report: present now added, else removed."""

@@ -108,14 +108,22 @@ def _step(lit: Literal, position: int, slots: dict[str, int]) -> Step:
     return Step(pred, position, src, cval, outslot, mask, how, negated)
 
 
-def _rank(lit: Literal, slots) -> tuple[int, int]:
-    """Greedy order: fully bound atoms first (anti-probes before probes), then by bound columns."""
+def _rank(lit: Literal, slots, later: frozenset[str]) -> tuple[int, int, bool]:
+    """Greedy order: fully bound atoms first (anti-probes before probes), then by bound columns.
+
+    On a tie, an atom whose predicate is not in `later` (a recursive rule's own
+    component) goes first: a closure is larger than the relations it is built
+    from, so probing the lower relation first keeps the bindings few (deriving
+    `path(x, z)` from the head of `path(X, Z) :- path(X, Y), edge(Y, Z)` looks
+    at the edges into z, not at every path from x).
+    """
     terms = lit[1]
     b = sum(1 for kind, v in terms if kind == "const" or v in slots)
     full = b == len(terms)
+    lower = lit[0] not in later
     if lit[2]:
-        return (3 if full else -1, b)
-    return (2 if full else 1, b)
+        return (3 if full else -1, b, lower)
+    return (2 if full else 1, b, lower)
 
 
 def _place(pending: list[Spec], slots: dict[str, int], rt: Runtime | None) -> list[BuiltinStep]:
@@ -134,11 +142,13 @@ def _place(pending: list[Spec], slots: dict[str, int], rt: Runtime | None) -> li
 
 
 def plan(rid: int, head: Literal, body: list[Literal], start: int,
-         builtins: tuple[list[Spec], Runtime | None] = ([], None)) -> Plan:  # fmt: skip
+         builtins: tuple[list[Spec], Runtime | None] = ([], None),
+         later: frozenset[str] = frozenset()) -> Plan:  # fmt: skip
     """The rule's plan starting at body position `start` (or HEAD); `start` binds as a positive atom.
 
     `builtins`: the rule's built-ins (engine.compact.builtins.specs) and their runtime; each
-    is placed as soon as its inputs are bound.
+    is placed as soon as its inputs are bound. `later`: predicates joined after the others
+    on a tie (`_rank`).
     """
     slots: dict[str, int] = {}
     pending, rt = list(builtins[0]), builtins[1]
@@ -149,7 +159,7 @@ def plan(rid: int, head: Literal, body: list[Literal], start: int,
     rest = [(i, lit) for i, lit in enumerate(body) if i != start]
     steps = []
     while rest:
-        best = max(range(len(rest)), key=lambda x: _rank(rest[x][1], slots))
+        best = max(range(len(rest)), key=lambda x: _rank(rest[x][1], slots, later))
         i, lit = rest.pop(best)
         steps.append(_step(lit, i, slots))
         after[len(steps)] = _place(pending, slots, rt)
@@ -237,8 +247,9 @@ def compile_program(
         c = comps[comp_of[head[0]]]
         c.inputs.update(p for p, _, _ in body)
         inside = [comp_of[p] == comp_of[head[0]] for p, _, _ in body]
+        later = frozenset(c.preds) if r.recursive else frozenset()
         for i in range(len(body)):
-            pl = plan(r.id, head, body, i, bi)
+            pl = plan(r.id, head, body, i, bi, later)
             plans.append(pl)
             if not r.recursive:
                 c.counted.setdefault(head[0], {}).setdefault(pl.start.pred, []).append(pl)
@@ -247,7 +258,7 @@ def compile_program(
             else:
                 c.lower_starts.append(pl)
         if r.recursive:
-            plans.append(plan(r.id, head, body, HEAD, bi))
+            plans.append(plan(r.id, head, body, HEAD, bi, later))
             c.head_plans.append(plans[-1])
     for pl in plans:
         for s in pl.steps:

@@ -33,6 +33,7 @@ from numba import njit
 from numba.typed import List
 
 from fluxmat.engine.compact.plans import has_builtins
+from fluxmat.engine.compact.recompute import reaches_large
 from fluxmat.engine.compact.small_program import encode
 from fluxmat.engine.compact.small_rel import GROWN, KINDS, SEEN_GROWN
 from fluxmat.engine.compact.small_run import cascade
@@ -206,10 +207,14 @@ class SmallPath:
 
         A core without relations has nothing to call on; the interpreter has no
         built-ins (comparisons, arithmetic: engine.compact.builtins), so a
-        program with them takes the set path.
+        program with them takes the set path, and it has no recomputing
+        fallback for DRed^c, so a deletion that reaches a large recursive
+        component takes the set path too.
         """
         n = sum(map(len, add.values())) + sum(map(len, delete.values()))
-        return n <= self.threshold and bool(self.core.rels) and not has_builtins(self.core.comps)
+        if n > self.threshold or not self.core.rels or has_builtins(self.core.comps):
+            return False
+        return not (delete and reaches_large(self.core, delete))  # engine.compact.recompute
 
     def update(self, add: dict, delete: dict, start: bool = True) -> dict[str, np.ndarray]:
         """Apply explicit adds and deletes (ArraysCore.update): the rows that flipped, per predicate.

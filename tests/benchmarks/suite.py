@@ -29,7 +29,8 @@ FLUXMAT_SYSTEMS = (
     ("fd-dred+opt", "fd-dred", True), ("fd-counting", "fd-counting", False),
     ("fd-counting+opt", "fd-counting", True),
 )  # fmt: skip
-# the arrays core (engine.compact; every algorithm name runs counting + DRed^c there), with
+# the arrays core (engine.compact; remat evaluates from scratch on every update, fd-counting
+# runs counting + DRed^c set-at-a-time, recomputing a component when cheaper), with
 # its closure modules: (label, algorithm, modules)
 ARRAYS_SYSTEMS = (("arrays/remat+opt", "remat", True), ("arrays/fd-counting+opt", "fd-counting", True))
 MEMORY_ENTRIES = ("lubm", "stc")  # labels
