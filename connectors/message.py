@@ -7,6 +7,11 @@ schema (tests, older callers) take the defaults: no key, no timestamp, the
 value's UTF-8 validity and size unknown (the processor then measures the
 value itself).
 
+A micro-batch travels as `Messages`: the same fields as columns, one list
+each (from the Arrow table the driver collects, `Messages.from_arrow`, without
+a Python object per row); `messages[i]` is row i as a `Message`, made when
+asked (a dead letter, an update's `partition:offset`).
+
 Not here: reading Kafka (connectors.kafka_source), decoding the value into an
 update (connectors.files, stream.batch).
 """
@@ -14,6 +19,8 @@ update (connectors.files, stream.batch).
 from __future__ import annotations
 
 from typing import NamedTuple
+
+import numpy as np
 
 
 class Message(NamedTuple):
@@ -38,3 +45,46 @@ SPARK_TYPES = ("int", "long", "string", "string", "long", "boolean", "long")
 SCHEMA = ", ".join(
     f"{name} {kind}" for name, kind in zip(Message._fields, SPARK_TYPES, strict=True)
 )
+
+
+class Messages:
+    """A micro-batch's rows as columns, one list per field of `Message` (module docstring)."""
+
+    __slots__ = Message._fields
+
+    def __init__(self, columns):
+        for name, column in zip(Message._fields, columns, strict=True):
+            setattr(self, name, column)
+
+    @classmethod
+    def of(cls, rows) -> Messages:
+        """`rows` as columns: `Messages` as they are, else source rows (tuples or `Message`s, see `Message.of`)."""
+        if isinstance(rows, cls):
+            return rows
+        full = [Message.of(r) for r in rows]
+        return cls([list(c) for c in zip(*full, strict=True)] if full else [[] for _ in Message._fields])
+
+    @classmethod
+    def from_arrow(cls, table) -> Messages:
+        """A table in `SCHEMA`'s columns (`df.toArrow()`), each column to a list; missing ones take the defaults."""
+        names = set(table.column_names)
+        default = Message._field_defaults
+        return cls([table.column(f).to_pylist() if f in names else [default.get(f)] * table.num_rows
+                    for f in Message._fields])  # fmt: skip
+
+    def __len__(self) -> int:
+        return len(self.offset)
+
+    def __getitem__(self, i: int) -> Message:
+        return Message(*(getattr(self, f)[i] for f in Message._fields))
+
+    def __iter__(self):
+        return map(Message._make, zip(*(getattr(self, f) for f in Message._fields), strict=True))
+
+    def in_order(self) -> Messages:
+        """The rows ordered by (partition, offset) (these when they are)."""
+        part, off = np.asarray(self.partition, np.int64), np.asarray(self.offset, np.int64)
+        if len(off) < 2 or ((part[1:] > part[:-1]) | ((part[1:] == part[:-1]) & (off[1:] >= off[:-1]))).all():
+            return self
+        order = np.lexsort((off, part)).tolist()
+        return Messages([[getattr(self, f)[i] for i in order] for f in Message._fields])
