@@ -20,7 +20,10 @@ facts against the program (the engine: engine.compact.fed_columns).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import orjson
 
 from fluxmat.engine import JsonFacts
 from fluxmat.engine.syntax import int_in_range
@@ -28,6 +31,7 @@ from fluxmat.engine.update_columns import FactColumns, UpdateColumns
 from fluxmat.engine.wire import value_from_json
 
 _PLAIN_KEYS = frozenset(("add", "del", "id"))
+_SPACED_KEY = re.compile(r'"\s+:')  # a key with white space before its colon
 
 
 class ColumnsBuilder:
@@ -42,6 +46,25 @@ class ColumnsBuilder:
         self.value_codes: dict[tuple, int] = {}  # (type, value) -> its code
         self.groups: dict[tuple[str, int], tuple[list, list, list, list]] = {}
         self.pos = 0
+        self.last: tuple = (None, 0, 0)  # the last plain update taken: its id, facts added and deleted
+
+    def plain_text(self, text: str) -> bool:
+        """Take the update JSON `text` holds when it is plain; False: not taken (decode it strictly).
+
+        What connectors.files.decode_json would return, without its general check:
+        a plain update has no float and no object but itself, so its keys are
+        distinct when the text has as many `":` as it has entries.
+        """
+        try:
+            item = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return False
+        if type(item) is not dict or len(item) != text.count('":') or _SPACED_KEY.search(text):
+            return False
+        uid = item.get("id")
+        if uid is not None and type(uid) is not str and (type(uid) is not int or not int_in_range(uid)):
+            return False
+        return self.plain(item)
 
     def plain(self, item: object) -> bool:
         """Take `item` when it is a plain update (module docstring); False: not taken."""
@@ -58,13 +81,14 @@ class ColumnsBuilder:
                     return False
                 facts.append((add, *read))
         self._take(facts, item.get("id"))
+        self.last = (item.get("id"), len(item.get("add", ())), len(item.get("del", ())))
         return True
 
     def update(self, add, delete, uid: object) -> None:
         """Take an update validated elsewhere (`parse_update`): its Python facts `(pred, *values)`."""
         facts = [(a, f[0], [self._code_of_value(v) for v in f[1:]]) for a, fs in ((True, add), (False, delete))
                  for f in fs]  # fmt: skip
-        self._take(facts, uid, coded=True)
+        self._take(facts, uid)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -79,7 +103,7 @@ class ColumnsBuilder:
         return UpdateColumns(list(keys), self.ids, self.values, facts)
 
     def _fact(self, fact) -> tuple[str, list] | None:
-        """A plain JSON fact's predicate and arguments as written; None: not plain."""
+        """A plain JSON fact's predicate (as read) and its arguments' codes; None: not plain."""
         if type(fact) is not list or not fact or type(fact[0]) is not str or not fact[0]:
             return None
         pred = self.preds.get(fact[0])
@@ -94,20 +118,20 @@ class ColumnsBuilder:
             t = type(arg)
             if t is not str and (t is not int or not int_in_range(arg)):
                 return None
-        return pred, args
+        return pred, list(map(self._code, args))
 
-    def _take(self, facts: list, uid: object, coded: bool = False) -> None:
+    def _take(self, facts: list, uid: object) -> None:
         index = len(self.ids)
         self.ids.append(uid)
-        groups, code = self.groups, self._code
-        for add, pred, args in facts:
-            group = groups.get((pred, len(args)))
+        groups = self.groups
+        for add, pred, codes in facts:
+            group = groups.get((pred, len(codes)))
             if group is None:
-                group = groups[(pred, len(args))] = ([], [], [], [])
+                group = groups[(pred, len(codes))] = ([], [], [], [])
             group[0].append(index)
             group[1].append(add)
             group[2].append(self.pos)
-            group[3].extend(args if coded else map(code, args))
+            group[3].extend(codes)
             self.pos += 1
 
     def _code(self, arg) -> int:

@@ -148,11 +148,9 @@ class Decoder:
         build = ColumnsBuilder(self.json_facts, self.preds)
         keys, limit, program = [], self.max_message_bytes, False
         for i, (value, utf8, size) in enumerate(zip(rows.value, rows.utf8, rows.size, strict=True)):
-            item = _plain_json(value, utf8, size, limit)
-            if item is not None and build.plain(item):
+            if _plain(value, utf8, size, limit) and _taken(build, value):
                 keys.append(i)
-                out.ids[i] = item.get("id")
-                out.adds[i], out.deletes[i] = len(item.get("add", ())), len(item.get("del", ()))
+                out.ids[i], out.adds[i], out.deletes[i] = build.last
                 continue
             upd = out[i]
             if isinstance(upd, str):
@@ -197,11 +195,14 @@ class Decoder:
         return update
 
 
-def _plain_json(value: str | None, utf8: bool | None, size: int | None, limit: int) -> object:
-    """The JSON of a value that is within the limit and valid, or None: decode it one by one (for its reason)."""
-    if value is None or utf8 is False or (size if size is not None else _size(value)) > limit:
-        return None
+def _taken(build: ColumnsBuilder, value: str) -> bool:
+    """Whether the builder took `value` as a plain update (whatever it raises: not, and decoded one by one)."""
     try:
-        return decode_json(value)
+        return build.plain_text(value)
     except Exception:
-        return None
+        return False
+
+
+def _plain(value: str | None, utf8: bool | None, size: int | None, limit: int) -> bool:
+    """Whether a value may be read in bulk: present, UTF-8 and within the size limit."""
+    return value is not None and utf8 is not False and (size if size is not None else _size(value)) <= limit
