@@ -189,13 +189,15 @@ class BatchProcessor:
         shared: with `key`, the shared `--facts` F: the key keeps mat(P, F ∪ E_key),
             so a deletion of a fact of F is dropped from the update before the
             engine sees it (counted as `shared_deletes` in `BatchOutcome.stats`).
+        bulk: feed a batch's updates as columns (stream.batch_decode) where it
+            can: no program change, no key's shared facts, no quarantine re-run.
     """
 
     def __init__(self, reasoner: Reasoner, store, publisher, budget: int | None = None, progress=None,
                  limits: Limits | None = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  delta_format: str = "json", key: str | None = None, on_phase=None,
-                 shared: frozenset = frozenset()):  # fmt: skip
+                 shared: frozenset = frozenset(), bulk: bool = True):  # fmt: skip
         if not reasoner.fully_dynamic:
             raise FluxmatError(
                 f"the streaming job needs a fully dynamic algorithm (fd-dred or fd-counting), "
@@ -207,6 +209,7 @@ class BatchProcessor:
         self.store = store
         self.publisher = publisher
         self.progress = progress
+        self.bulk = bulk  # False: every update fed one by one (the reference the bulk path is tested against)
         self.decoder = Decoder(max_message_bytes, key)  # messages to dead letters and update columns
         self.base = 0  # added to Spark's batch ids (see connectors.state: rebase)
         self.codec = DeltaCodec(reasoner.program.prefixes, delta_format)  # facts as the deltas carry them
@@ -438,7 +441,7 @@ class BatchProcessor:
                 self.progress(self.reasoner.pending)
 
         self._fed = {}
-        if decoded.columns is not None and not alone and catch_up is None and not quarantined and not self.shared:
+        if self.bulk and decoded.columns is not None and not (alone or catch_up or quarantined or self.shared):
             return self._feed_columns(outcome, decoded)
         if isinstance(catch_up, dict):
             self._catch_up(catch_up)
@@ -458,12 +461,18 @@ class BatchProcessor:
     def _feed_columns(self, outcome: BatchOutcome, decoded: Decoded) -> list[list]:
         """Submit the batch's updates as columns (stream.batch_decode), run to quiescence; the dead letters.
 
-        The same dead letters, in row order, as `_apply` one update at a time.
+        The same dead letters in the same order as `_apply` one update at a time,
+        where the engine reads one update ahead: an update it refuses is
+        lettered after the undecodable messages before the next update.
         """
         reasons = dict(decoded.reasons)
+        order = {i: float(i) for i in reasons}
+        fed_rows = decoded.columns.keys
+        after = dict(zip(fed_rows, [*fed_rows[1:], len(decoded)], strict=False))  # the next update's row
 
         def rejected(i: int, exc: Exception) -> None:
             reasons[i] = str(exc) if isinstance(exc, FluxmatError) else f"{type(exc).__name__}: {exc}"
+            order[i] = after[i] - 0.5
 
         try:
             fed = self.reasoner.feed_columns(decoded.columns, rejected)
@@ -478,7 +487,7 @@ class BatchProcessor:
             self.progress(0)
         rows = decoded.rows
         return [DeadLetter.of(reasons[i], rows.partition[i], rows.offset[i], rows.value[i], rows.size[i]).stored()
-                for i in sorted(reasons)]  # fmt: skip
+                for i in sorted(reasons, key=order.__getitem__)]  # fmt: skip
 
     @staticmethod
     def _program_rows(decoded: list, quarantined: dict[int, str]) -> list[int]:

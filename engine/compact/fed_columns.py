@@ -36,7 +36,7 @@ def submit_columns(m, cols: UpdateColumns, rejected, result: FeedResult) -> None
     _both(groups, checked)
     slow = cols.facts_of(checked)
     ids = np.full(len(cols.values), -1, np.int64)
-    accepted = ~checked
+    accepted = np.ones(n, np.bool_)
     encoded: dict[int, tuple] = {}
     flat_update, flat_codes = _flat(groups, checked)
     at = 0

@@ -259,7 +259,14 @@ def test_any_exception_while_decoding_one_message_makes_it_a_dead_letter(monkeyp
             raise error("injected")
         return real(text, *rest)
 
+    def plain_text(builder, text):  # and the bulk reader too: the message goes one by one
+        if '"poison"' in text:
+            raise error("injected")
+        return bulk(builder, text)
+
+    bulk = decode_module.ColumnsBuilder.plain_text
     monkeypatch.setattr(decode_module, "decode_json", decode)
+    monkeypatch.setattr(decode_module.ColumnsBuilder, "plain_text", plain_text)
     store, pub = MemoryStateStore(), Recorder()
     p = BatchProcessor(Reasoner.from_text(PROGRAM, "fd-counting"), store, pub)
     p.start([])
