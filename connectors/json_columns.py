@@ -21,6 +21,7 @@ facts against the program (the engine: engine.compact.fed_columns).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 import orjson
@@ -34,19 +35,19 @@ _PLAIN_KEYS = frozenset(("add", "del", "id"))
 _SPACED_KEY = re.compile(r'"\s+:')  # a key with white space before its colon
 
 
+@dataclass
 class ColumnsBuilder:
     """A micro-batch's updates as columns (module docstring)."""
 
-    def __init__(self, json_facts: JsonFacts, preds: dict[str, str]):
-        self.json_facts = json_facts
-        self.preds = preds  # predicate as written -> as read (kept by the caller across batches)
-        self.ids: list = []
-        self.values: list = []
-        self.codes: dict = {}  # an argument as written -> its code
-        self.value_codes: dict[tuple, int] = {}  # (type, value) -> its code
-        self.groups: dict[tuple[str, int], tuple[list, list, list, list]] = {}
-        self.pos = 0
-        self.last: tuple = (None, 0, 0)  # the last plain update taken: its id, facts added and deleted
+    json_facts: JsonFacts
+    preds: dict[str, str]  # predicate as written -> as read (kept by the caller across batches)
+    ids: list = field(default_factory=list)
+    values: list = field(default_factory=list)
+    codes: dict = field(default_factory=dict)  # an argument as written -> its code
+    value_codes: dict[tuple, int] = field(default_factory=dict)  # (type, value) -> its code
+    groups: dict[tuple[str, int], tuple[list, list, list, list]] = field(default_factory=dict)
+    pos: int = 0
+    last: tuple = (None, 0, 0)  # the last plain update taken: its id, facts added and deleted
 
     def plain_text(self, text: str) -> bool:
         """Take the update JSON `text` holds when it is plain; False: not taken (decode it strictly).
@@ -62,7 +63,11 @@ class ColumnsBuilder:
         if type(item) is not dict or len(item) != text.count('":') or _SPACED_KEY.search(text):
             return False
         uid = item.get("id")
-        if uid is not None and type(uid) is not str and (type(uid) is not int or not int_in_range(uid)):
+        if (
+            uid is not None
+            and type(uid) is not str
+            and (type(uid) is not int or not int_in_range(uid))
+        ):
             return False
         return self.plain(item)
 
@@ -137,7 +142,9 @@ class ColumnsBuilder:
     def _code(self, arg) -> int:
         found = self.codes.get(arg)
         if found is None:
-            found = self.codes[arg] = self._code_of_value(value_from_json(arg) if type(arg) is str else arg)
+            found = self.codes[arg] = self._code_of_value(
+                value_from_json(arg) if type(arg) is str else arg
+            )
         return found
 
     def _code_of_value(self, value) -> int:

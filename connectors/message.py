@@ -47,44 +47,49 @@ SCHEMA = ", ".join(
 )
 
 
-class Messages:
+class Messages(NamedTuple):
     """A micro-batch's rows as columns, one list per field of `Message` (module docstring)."""
 
-    __slots__ = Message._fields
-
-    def __init__(self, columns):
-        for name, column in zip(Message._fields, columns, strict=True):
-            setattr(self, name, column)
+    partition: list
+    offset: list
+    key: list
+    value: list
+    timestamp: list
+    utf8: list
+    size: list
 
     @classmethod
     def of(cls, rows) -> Messages:
-        """`rows` as columns: `Messages` as they are, else source rows (tuples or `Message`s, see `Message.of`)."""
-        if isinstance(rows, cls):
+        """`rows` as columns ordered by (partition, offset): `Messages`, or source rows (see `Message.of`)."""
+        if not isinstance(rows, cls):
+            full = [Message.of(r) for r in rows]
+            rows = cls(
+                *(
+                    [list(c) for c in zip(*full, strict=True)]
+                    if full
+                    else [[] for _ in Message._fields]
+                )
+            )
+        part, off = np.asarray(rows.partition, np.int64), np.asarray(rows.offset, np.int64)
+        if (
+            len(off) < 2
+            or ((part[1:] > part[:-1]) | ((part[1:] == part[:-1]) & (off[1:] >= off[:-1]))).all()
+        ):
             return rows
-        full = [Message.of(r) for r in rows]
-        return cls([list(c) for c in zip(*full, strict=True)] if full else [[] for _ in Message._fields])
+        order = np.lexsort((off, part)).tolist()
+        return cls(*([column[i] for i in order] for column in rows))
 
     @classmethod
     def from_arrow(cls, table) -> Messages:
         """A table in `SCHEMA`'s columns (`df.toArrow()`), each column to a list; missing ones take the defaults."""
-        names = set(table.column_names)
-        default = Message._field_defaults
-        return cls([table.column(f).to_pylist() if f in names else [default.get(f)] * table.num_rows
-                    for f in Message._fields])  # fmt: skip
+        names, default = set(table.column_names), Message._field_defaults
+        return cls(*(table.column(f).to_pylist() if f in names else [default.get(f)] * table.num_rows
+                     for f in Message._fields))  # fmt: skip
 
-    def __len__(self) -> int:
-        return len(self.offset)
+    def row(self, i: int) -> Message:
+        """Row i as a `Message`."""
+        return Message(*(column[i] for column in self))
 
-    def __getitem__(self, i: int) -> Message:
-        return Message(*(getattr(self, f)[i] for f in Message._fields))
-
-    def __iter__(self):
-        return map(Message._make, zip(*(getattr(self, f) for f in Message._fields), strict=True))
-
-    def in_order(self) -> Messages:
-        """The rows ordered by (partition, offset) (these when they are)."""
-        part, off = np.asarray(self.partition, np.int64), np.asarray(self.offset, np.int64)
-        if len(off) < 2 or ((part[1:] > part[:-1]) | ((part[1:] == part[:-1]) & (off[1:] >= off[:-1]))).all():
-            return self
-        order = np.lexsort((off, part)).tolist()
-        return Messages([[getattr(self, f)[i] for i in order] for f in Message._fields])
+    def rows(self):
+        """Every row as a `Message`, in order."""
+        return map(Message._make, zip(*self, strict=True))

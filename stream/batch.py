@@ -340,7 +340,7 @@ class BatchProcessor:
         mark = reasoner.work_mark()
         clock = _Clock()
         phase("decode")
-        rows = Messages.of(rows).in_order()
+        rows = Messages.of(rows)
         decoded = self.decoder.batch(reasoner, rows)
         clock.lap("decode")
         phase("engine")
@@ -420,7 +420,7 @@ class BatchProcessor:
         dead: list[list] = []
 
         def letter(i: int, reason: str) -> None:
-            m = rows[i]
+            m = rows.row(i)
             dead.append(DeadLetter.of(reason, m.partition, m.offset, m.value, m.size).stored())
 
         def updates(lo: int, hi: int):
@@ -448,9 +448,9 @@ class BatchProcessor:
         elif catch_up is not None and rows:
             letter(0, catch_up)
         lo = 0
-        for cut in [*self._program_rows(decoded, quarantined), len(rows)]:
+        for cut in [*self._program_rows(decoded, quarantined), decoded.n]:
             self._feed(outcome, updates(lo, cut), rejected, after_each, alone)
-            if cut < len(rows):  # a program message: the updates before it are integrated
+            if cut < decoded.n:  # a program message: the updates before it are integrated
                 self._change_program(cut, decoded[cut], letter, decoded.uid(cut))
                 _crash_point("program-change", outcome.batch)
             lo = cut + 1
@@ -468,7 +468,7 @@ class BatchProcessor:
         reasons = dict(decoded.reasons)
         order = {i: float(i) for i in reasons}
         fed_rows = decoded.columns.keys
-        after = dict(zip(fed_rows, [*fed_rows[1:], len(decoded)], strict=False))  # the next update's row
+        after = dict(zip(fed_rows, [*fed_rows[1:], decoded.n], strict=False))  # the next update's row
 
         def rejected(i: int, exc: Exception) -> None:
             reasons[i] = str(exc) if isinstance(exc, FluxmatError) else f"{type(exc).__name__}: {exc}"
@@ -552,7 +552,7 @@ class BatchProcessor:
 
         def name(seq: int):
             i = self._fed.get(seq)
-            return None if i is None else decoded.uid(i)
+            return None if i is None else decoded.ids[i]
 
         return {"added": [name(s) for s in point.added_by], "removed": [name(s) for s in point.removed_by]}
 

@@ -24,7 +24,7 @@ Not here: what is applied (stream.batch), reading JSON facts (connectors).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,8 +49,9 @@ OTHER_KIND = "invalid_update"  # not an update, unknown key, wrong arity, added 
 
 def dead_letter_kind(reason: str) -> str:
     """The kind of a dead letter's reason (`DEAD_LETTER_KINDS`, else `OTHER_KIND`)."""
-    return next((kind for start, kind in DEAD_LETTER_KINDS.items() if reason.startswith(start)), OTHER_KIND)
-
+    return next(
+        (kind for start, kind in DEAD_LETTER_KINDS.items() if reason.startswith(start)), OTHER_KIND
+    )
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,9 @@ class DeadLetter:
 
     def publish(self, publisher) -> None:
         """Send it to the dead-letter topic (or the log) through `publisher` (connectors.kafka_sink)."""
-        publisher.publish_dead_letter(self.reason, self.partition, self.offset, self.raw, truncated=self.truncated)
+        publisher.publish_dead_letter(
+            self.reason, self.partition, self.offset, self.raw, truncated=self.truncated
+        )
 
 
 def _size(value: str | None) -> int:
@@ -102,35 +105,35 @@ def _size(value: str | None) -> int:
     return 0 if value is None else len(value.encode("utf-8", errors="replace"))
 
 
-
+@dataclass
 class Decoded:
     """A batch's messages decoded (module docstring)."""
 
-    def __init__(self, decoder: Decoder, reasoner: Reasoner, rows: Messages):
-        self.decoder, self.reasoner, self.rows = decoder, reasoner, rows
-        self.reasons: dict[int, str] = {}  # row -> why it is a dead letter
-        self.ids: list = [None] * len(rows)  # each valid update's id
-        self.adds = np.zeros(len(rows), np.int64)  # facts each valid update lists to add
-        self.deletes = np.zeros(len(rows), np.int64)
-        self.columns: UpdateColumns | None = None
-        self._one: dict[int, Update | str] = {}  # messages decoded one by one
-
-    def __len__(self) -> int:
-        return len(self.rows)
+    decoder: Decoder
+    reasoner: Reasoner
+    rows: Messages
+    n: int  # messages
+    reasons: dict[int, str] = field(default_factory=dict)  # row -> why it is a dead letter
+    ids: list = field(
+        default_factory=list
+    )  # each row's update id in the deltas' `through` (None: dead)
+    adds: np.ndarray | None = None  # facts each valid update lists to add
+    deletes: np.ndarray | None = None
+    columns: UpdateColumns | None = None
+    one: dict[int, Update | str] = field(default_factory=dict)  # messages decoded one by one
 
     def __getitem__(self, i: int) -> Update | str:
-        found = self._one.get(i)
+        found = self.one.get(i)
         if found is None:
-            found = self._one[i] = self.decoder.one(self.reasoner, self.rows[i])
+            found = self.one[i] = self.decoder.one(self.reasoner, self.rows.row(i))
         return found
 
     def __iter__(self):
-        return (self[i] for i in range(len(self)))
+        return (self[i] for i in range(self.n))
 
     def uid(self, i: int) -> object:
-        """Row i's update id in the deltas' `through`: its own, else `partition:offset`."""
-        uid = self.ids[i]
-        return uid if uid is not None else f"{self.rows.partition[i]}:{self.rows.offset[i]}"
+        """Row i's update id in the deltas' `through`."""
+        return self.ids[i]
 
 
 class Decoder:
@@ -143,12 +146,34 @@ class Decoder:
 
     def batch(self, reasoner: Reasoner, rows: Messages) -> Decoded:
         """Every message of a batch (`rows` in order)."""
-        out = Decoded(self, reasoner, rows)
-        self._reader(reasoner)
+        n = len(rows.offset)
+        out = Decoded(
+            self,
+            reasoner,
+            rows,
+            n,
+            ids=[None] * n,
+            adds=np.zeros(n, np.int64),
+            deletes=np.zeros(n, np.int64),
+        )
+        if self.json_facts is None or self.json_facts.prefixes is not reasoner.prefixes:
+            self.json_facts, self.preds = (
+                JsonFacts(reasoner.prefixes),
+                {},
+            )  # a program change may bring others
         build = ColumnsBuilder(self.json_facts, self.preds)
         keys, limit, program = [], self.max_message_bytes, False
         for i, (value, utf8, size) in enumerate(zip(rows.value, rows.utf8, rows.size, strict=True)):
-            if _plain(value, utf8, size, limit) and _taken(build, value):
+            plain = (
+                value is not None
+                and utf8 is not False
+                and (size if size is not None else _size(value)) <= limit
+            )
+            try:  # whatever the bulk reader raises, the message is decoded one by one (for its reason)
+                taken = plain and build.plain_text(value)
+            except Exception:
+                taken = False
+            if taken:
                 keys.append(i)
                 out.ids[i], out.adds[i], out.deletes[i] = build.last
                 continue
@@ -160,15 +185,12 @@ class Decoder:
             keys.append(i)
             build.update(upd.add, upd.delete, upd.id)
             out.ids[i], out.adds[i], out.deletes[i] = upd.id, len(upd.add), len(upd.delete)
+        part, off = rows.partition, rows.offset
+        out.ids = [u if u is not None else f"{part[i]}:{off[i]}" for i, u in enumerate(out.ids)]
         if not program:
             out.columns = build.columns(keys)
-            out.columns.ids = [out.uid(i) for i in keys]  # the deltas' `through`
+            out.columns.ids = [out.ids[i] for i in keys]
         return out
-
-    def _reader(self, reasoner: Reasoner) -> None:
-        """The JSON reader of the reasoner's prefixes (a program change may bring others)."""
-        if self.json_facts is None or self.json_facts.prefixes is not reasoner.prefixes:
-            self.json_facts, self.preds = JsonFacts(reasoner.prefixes), {}
 
     def one(self, reasoner: Reasoner, message: Message) -> Update | str:
         """One message as a validated update, or the reason it is a dead letter."""
@@ -181,7 +203,8 @@ class Decoder:
         try:
             item = decode_json(value) if value is not None else None
             where = f"partition {message.partition} offset {message.offset}"
-            self._reader(reasoner)  # terms read once per stream
+            if self.json_facts is None or self.json_facts.prefixes is not reasoner.prefixes:
+                self.json_facts, self.preds = JsonFacts(reasoner.prefixes), {}
             update = parse_update(item, reasoner.prefixes, where, self.json_facts)
         except FluxmatError as exc:
             return str(exc)
@@ -193,16 +216,3 @@ class Decoder:
             return (f"{where}: a keyed job's program change applies to every key: send it without a key "
                     "(fluxmat program apply does); nothing was changed")  # fmt: skip
         return update
-
-
-def _taken(build: ColumnsBuilder, value: str) -> bool:
-    """Whether the builder took `value` as a plain update (whatever it raises: not, and decoded one by one)."""
-    try:
-        return build.plain_text(value)
-    except Exception:
-        return False
-
-
-def _plain(value: str | None, utf8: bool | None, size: int | None, limit: int) -> bool:
-    """Whether a value may be read in bulk: present, UTF-8 and within the size limit."""
-    return value is not None and utf8 is not False and (size if size is not None else _size(value)) <= limit

@@ -213,7 +213,9 @@ class FedMaintainer(Inbox, CompactMaintainer):
             for changes, value in ((minus, False), (plus, True)):
                 for pred, fs in (changes or {}).items():
                     keys = np.array(list(fs), np.int64).reshape(len(fs), self.arity[pred])
-                    ops.setdefault(pred, []).append((np.full(len(fs), seq, np.int64), np.full(len(fs), value), keys))
+                    ops.setdefault(pred, []).append(
+                        (np.full(len(fs), seq, np.int64), np.full(len(fs), value), keys)
+                    )
         net = compute_net(ops, self.arity, self._explicit_before, entries[0][0])
         self.stats.updates += len(entries)
         self.stats.noop_adds += net.noop_adds

@@ -97,7 +97,9 @@ def _both(groups: dict[str, list[FactColumns]], checked: np.ndarray) -> None:
         checked[uniq[adds & dels, 0]] = True
 
 
-def _flat(groups: dict[str, list[FactColumns]], checked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _flat(
+    groups: dict[str, list[FactColumns]], checked: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The unchecked facts' term codes in the order one-by-one submission reads them, with each code's update."""
     pos, update, codes = [], [], []
     width = 1 + max((fc.codes.shape[1] for fcs in groups.values() for fc in fcs), default=0)

@@ -50,9 +50,13 @@ class Net:
     add: dict[str, np.ndarray] = field(default_factory=dict)  # pred -> (k, arity) rows entering E
     delete: dict[str, np.ndarray] = field(default_factory=dict)  # pred -> (k, arity) rows leaving E
     toggled: dict[str, Toggled] = field(default_factory=dict)  # pred -> the facts the run toggled
-    preds: dict[int, set[str]] = field(default_factory=dict)  # update -> the predicates whose E it changed
+    preds: dict[int, set[str]] = field(
+        default_factory=dict
+    )  # update -> the predicates whose E it changed
     first: int = 0  # the first update of the run
-    by_pred: dict[str, int] = field(default_factory=dict)  # pred -> the first update that changed its E
+    by_pred: dict[str, int] = field(
+        default_factory=dict
+    )  # pred -> the first update that changed its E
     multi: set[str] = field(default_factory=set)  # preds whose E several updates changed
     noop_adds: int = 0
     noop_deletes: int = 0
@@ -104,7 +108,9 @@ def find_rows(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return where[inverse[len(keys) :]]
 
 
-def net(ops: Ops, arity: dict[str, int], explicit: Callable[[str, np.ndarray], np.ndarray], first: int) -> Net:
+def net(
+    ops: Ops, arity: dict[str, int], explicit: Callable[[str, np.ndarray], np.ndarray], first: int
+) -> Net:
     """The net change of a run's operations (module docstring).
 
     `explicit(pred, keys)` says which of the unique `keys` are in E before the run.
@@ -118,7 +124,9 @@ def net(ops: Ops, arity: dict[str, int], explicit: Callable[[str, np.ndarray], n
     return out
 
 
-def _net_pred(out: Net, pred: str, seqs: np.ndarray, adds: np.ndarray, keys: np.ndarray, explicit) -> None:
+def _net_pred(
+    out: Net, pred: str, seqs: np.ndarray, adds: np.ndarray, keys: np.ndarray, explicit
+) -> None:
     """One predicate's share of `net`: its toggles, no-ops and net change."""
     if not len(seqs):
         return
@@ -132,7 +140,9 @@ def _net_pred(out: Net, pred: str, seqs: np.ndarray, adds: np.ndarray, keys: np.
     start = np.ones(len(fact), np.bool_)
     start[1:] = fact[1:] != fact[:-1]
     before = np.asarray(explicit(pred, uniq), np.bool_)
-    prev = np.where(start, before[fact], np.roll(adds, 1))  # the fact's state when the operation comes
+    prev = np.where(
+        start, before[fact], np.roll(adds, 1)
+    )  # the fact's state when the operation comes
     toggle = adds != prev
     out.noop_adds += int(np.count_nonzero(~toggle & adds))
     out.noop_deletes += int(np.count_nonzero(~toggle & ~adds))

@@ -43,7 +43,9 @@ def test_the_columns_net_is_the_one_by_one_net(updates, before):
     adds, dels, noop, toggles = _reference(ops, before)
     parts = {"r": [(np.array([s for s, _, _ in ops], np.int64), np.array([a for _, a, _ in ops], np.bool_),
                     np.array([f for _, _, f in ops], np.int64).reshape(len(ops), 2))]}  # fmt: skip
-    got = net(parts, {"r": 2}, lambda _p, keys: np.array([tuple(k) in before for k in keys.tolist()]), 1)
+    got = net(
+        parts, {"r": 2}, lambda _p, keys: np.array([tuple(k) in before for k in keys.tolist()]), 1
+    )
     assert set(map(tuple, got.add.get("r", np.empty((0, 2))).tolist())) == adds
     assert set(map(tuple, got.delete.get("r", np.empty((0, 2))).tolist())) == dels
     assert [got.noop_adds, got.noop_deletes] == noop

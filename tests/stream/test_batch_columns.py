@@ -42,7 +42,9 @@ class Recorder:
 
 
 const = st.sampled_from(CONSTS)
-fact = st.one_of(st.tuples(st.just("e"), const, const).map(list), st.tuples(st.just("n"), const).map(list))
+fact = st.one_of(
+    st.tuples(st.just("e"), const, const).map(list), st.tuples(st.just("n"), const).map(list)
+)
 update = st.fixed_dictionaries({"add": st.lists(fact, max_size=3)}, optional={"del": st.lists(fact, max_size=3),
                                                                            "id": st.integers(0, 5)})  # fmt: skip
 POISON = [
@@ -56,7 +58,10 @@ value = st.one_of(update.map(json.dumps), update.map(json.dumps), st.sampled_fro
 
 
 def _rows(values: list[str], start: int) -> list[Message]:
-    return [Message(i % 2, start + i, None, v, 1000 + i, True, len(v.encode())) for i, v in enumerate(values)]
+    return [
+        Message(i % 2, start + i, None, v, 1000 + i, True, len(v.encode()))
+        for i, v in enumerate(values)
+    ]
 
 
 def _run(core: str, batches: list[list[str]], bulk: bool) -> tuple[list[str], set, BatchProcessor]:
@@ -92,7 +97,10 @@ def test_a_plain_batch_takes_the_bulk_path_and_a_poisoned_message_only_itself():
     assert proc.decoder.batch(proc.reasoner, Messages.of(_rows(values, 0))).columns is not None
     dead = [json.loads(m) for m in sent if m.startswith('["dead"')]
     assert [d[3] for d in dead] == [1, 2]
-    assert dead[0][1].startswith("invalid JSON") and "has 1 argument but predicate e has 2" in dead[1][1]
+    assert (
+        dead[0][1].startswith("invalid JSON")
+        and "has 1 argument but predicate e has 2" in dead[1][1]
+    )
     assert ("p", "b", "a") in facts and ("e", "a", "b") not in facts
 
 
@@ -102,5 +110,5 @@ def test_messages_from_arrow_are_columns_and_rows_on_demand():
     table = pa.table({f: [getattr(r, f) for r in rows] for f in Message._fields})
     got = messages(table)
     assert isinstance(got, Messages) and got.value == ['{"add": []}', "{"]
-    assert got[1] == rows[1] and list(got) == rows
-    assert list(Messages.of([rows[1], rows[0]]).in_order()) == rows  # by (partition, offset)
+    assert got.row(1) == rows[1] and list(got.rows()) == rows
+    assert list(Messages.of([rows[1], rows[0]]).rows()) == rows  # by (partition, offset)
