@@ -58,11 +58,8 @@ The first output (batch -1) is the initial materialisation of `--facts`.
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from fluxmat.client.fold import cause_runs
 from fluxmat.connectors.delta_codec import DeltaCodec, grouped
@@ -83,70 +80,12 @@ from fluxmat.stream.batch_decode import (
     Decoder,
     dead_letter_kind,
 )
+from fluxmat.stream.batch_outcome import BatchOutcome, Clock, crash_point
 
 INITIAL_BATCH = INITIAL  # the initial materialisation's batch id
 __all__ = ["DEAD_LETTER_KINDS", "DEAD_RAW_CHARS", "DEFAULT_MAX_MESSAGE_BYTES", "INITIAL_BATCH", "OTHER_KIND",
            "REASON_CHARS", "BatchOutcome", "BatchProcessor", "DeadLetter", "StateMismatch",
            "dead_letter_kind"]  # fmt: skip
-
-
-def _crash_point(point: str, batch: int) -> None:
-    """Fault injection for crash tests.
-
-    `FLUXMAT_CRASH_AT=<point>:<batch>` kills the process (as SIGKILL would: no
-    cleanup) when batch `<batch>` reaches `<point>` (`before-commit`,
-    `after-commit`, `after-publish`; `program-change`: right after a program
-    message was applied to the engine, before the rest of its batch, and with a
-    real SIGKILL; `<batch>` may be `*`: any batch). Unset in production.
-    """
-    spec = os.environ.get("FLUXMAT_CRASH_AT")
-    if spec and spec in (f"{point}:{batch}", f"{point}:*"):
-        if point == "program-change":
-            os.kill(os.getpid(), signal.SIGKILL)
-        os._exit(137)
-
-
-@dataclass
-class BatchOutcome:
-    batch: int
-    replayed: bool = False
-    updates: int = 0
-    adds: int = 0  # fact operations in the applied updates
-    deletes: int = 0
-    peak_pending: int = 0  # largest backlog of engine operations during the batch
-    dead: int = 0
-    quarantined: int = 0  # of `dead`: updates that exceeded a work limit
-    shared_deletes: int = 0  # deletions of shared facts dropped (a key's processor: BatchProcessor.shared)
-    added: int = 0
-    removed: int = 0
-    through: object = None
-    seconds: float = 0.0
-    oldest_timestamp_ms: int | None = None
-    timestamps_ms: list[int] = field(default_factory=list)  # of each applied update's message
-    stats: dict[str, int] = field(default_factory=dict)
-    # work per rule (engine Reasoner.rules_since): file:line -> (applications, log growth, log entries now)
-    rules: dict[str, tuple[int, int, int]] = field(default_factory=dict)
-    # seconds: decode, engine (feed), poll (the delta and its causes), deltas (encoded), export, commit, publish
-    phases: dict[str, float] = field(default_factory=dict)
-    # what was sent to the deltas topic for this batch (a replay re-sends): messages, added and removed facts
-    published: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("messages", "added", "removed"), 0))
-    # which update changed each fact of the output (parallel to output["added"] / ["removed"]): its id, or
-    # partition:offset; None when the work of several updates changed it (or none: the initial facts)
-    causes: dict[str, list] = field(default_factory=dict)
-    output: dict | None = field(default=None, repr=False)  # what was published
-
-
-class _Clock:
-    """Seconds per phase of a batch (BatchOutcome.phases; fluxmat_batch_phase_seconds)."""
-
-    def __init__(self):
-        self.phases: dict[str, float] = {}
-        self.last = time.perf_counter()
-
-    def lap(self, phase: str) -> None:
-        now = time.perf_counter()
-        self.phases[phase] = self.phases.get(phase, 0.0) + now - self.last
-        self.last = now
 
 
 _CATCH_UP = -1  # a _Breach's index when a key's catch-up to its namespace's program failed
@@ -338,7 +277,7 @@ class BatchProcessor:
             return outcome
         reasoner = self.reasoner
         mark = reasoner.work_mark()
-        clock = _Clock()
+        clock = Clock()
         phase("decode")
         rows = Messages.of(rows)
         decoded = self.decoder.batch(reasoner, rows)
@@ -382,17 +321,17 @@ class BatchProcessor:
         phase("export")
         changes = self._changes()
         clock.lap("export")
-        _crash_point("before-commit", batch)
+        crash_point("before-commit", batch)
         phase("commit")
         self.store.commit(batch, changes, output)
         self.fresh = None
         self.committed = batch
         clock.lap("commit")
-        _crash_point("after-commit", batch)
+        crash_point("after-commit", batch)
         phase("publish")
         outcome.published = self._publish(batch, output)
         clock.lap("publish")
-        _crash_point("after-publish", batch)
+        crash_point("after-publish", batch)
         outcome.phases = clock.phases
         outcome.stats, outcome.rules = reasoner.work_since(mark)
         if outcome.shared_deletes:
@@ -452,7 +391,7 @@ class BatchProcessor:
             self._feed(outcome, updates(lo, cut), rejected, after_each, alone)
             if cut < decoded.n:  # a program message: the updates before it are integrated
                 self._change_program(cut, decoded[cut], letter, decoded.uid(cut))
-                _crash_point("program-change", outcome.batch)
+                crash_point("program-change", outcome.batch)
             lo = cut + 1
         if self.progress is not None:
             self.progress(0)
