@@ -7,6 +7,11 @@ schema (tests, older callers) take the defaults: no key, no timestamp, the
 value's UTF-8 validity and size unknown (the processor then measures the
 value itself).
 
+A micro-batch travels as `Messages`: the same fields as columns, one list
+each (from the Arrow table the driver collects, `Messages.from_arrow`, without
+a Python object per row); `messages[i]` is row i as a `Message`, made when
+asked (a dead letter, an update's `partition:offset`).
+
 Not here: reading Kafka (connectors.kafka_source), decoding the value into an
 update (connectors.files, stream.batch).
 """
@@ -14,6 +19,8 @@ update (connectors.files, stream.batch).
 from __future__ import annotations
 
 from typing import NamedTuple
+
+import numpy as np
 
 
 class Message(NamedTuple):
@@ -38,3 +45,51 @@ SPARK_TYPES = ("int", "long", "string", "string", "long", "boolean", "long")
 SCHEMA = ", ".join(
     f"{name} {kind}" for name, kind in zip(Message._fields, SPARK_TYPES, strict=True)
 )
+
+
+class Messages(NamedTuple):
+    """A micro-batch's rows as columns, one list per field of `Message` (module docstring)."""
+
+    partition: list
+    offset: list
+    key: list
+    value: list
+    timestamp: list
+    utf8: list
+    size: list
+
+    @classmethod
+    def of(cls, rows) -> Messages:
+        """`rows` as columns ordered by (partition, offset): `Messages`, or source rows (see `Message.of`)."""
+        if not isinstance(rows, cls):
+            full = [Message.of(r) for r in rows]
+            rows = cls(
+                *(
+                    [list(c) for c in zip(*full, strict=True)]
+                    if full
+                    else [[] for _ in Message._fields]
+                )
+            )
+        part, off = np.asarray(rows.partition, np.int64), np.asarray(rows.offset, np.int64)
+        if (
+            len(off) < 2
+            or ((part[1:] > part[:-1]) | ((part[1:] == part[:-1]) & (off[1:] >= off[:-1]))).all()
+        ):
+            return rows
+        order = np.lexsort((off, part)).tolist()
+        return cls(*([column[i] for i in order] for column in rows))
+
+    @classmethod
+    def from_arrow(cls, table) -> Messages:
+        """A table in `SCHEMA`'s columns (`df.toArrow()`), each column to a list; missing ones take the defaults."""
+        names, default = set(table.column_names), Message._field_defaults
+        return cls(*(table.column(f).to_pylist() if f in names else [default.get(f)] * table.num_rows
+                     for f in Message._fields))  # fmt: skip
+
+    def row(self, i: int) -> Message:
+        """Row i as a `Message`."""
+        return Message(*(column[i] for column in self))
+
+    def rows(self):
+        """Every row as a `Message`, in order."""
+        return map(Message._make, zip(*self, strict=True))

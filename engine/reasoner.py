@@ -54,6 +54,7 @@ from fluxmat.engine.program_change import analyse_change, changed_program, descr
 from fluxmat.engine.storage import Dictionary
 from fluxmat.engine.syntax import Atom, Program, PyFact, Rule
 from fluxmat.engine.triples import fact_in, facts_in, facts_out, program_in, uses_triples
+from fluxmat.engine.update_columns import UpdateColumns, feed_columns
 from fluxmat.engine.why import Explainer, Proof, match
 
 
@@ -252,6 +253,13 @@ class Reasoner:
         if self.triples:
             updates = (replace(u, add=facts_in(u.add), delete=facts_in(u.delete)) for u in updates)
         return feed(self._fd(), updates, o.budget, overlap, rejected, after_each)
+
+    def feed_columns(self, cols: UpdateColumns, rejected=None) -> FeedResult:
+        """`feed` with overlap for updates given as columns (engine.update_columns: no tuple per fact)."""
+        adapt = None
+        if self.triples:
+            adapt = lambda u: replace(u, add=facts_in(u.add), delete=facts_in(u.delete))  # noqa: E731
+        return feed_columns(self._fd(), cols, self.options.budget, rejected, adapt)
 
     def poll(self) -> ConsistencyPoint | None:
         """The delta since the last poll, when the engine is quiescent."""

@@ -58,144 +58,34 @@ The first output (batch -1) is the initial materialisation of `--facts`.
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from fluxmat.client.fold import cause_runs
 from fluxmat.connectors.delta_codec import DeltaCodec, grouped
-from fluxmat.connectors.files import Update, decode_json, parse_update
-from fluxmat.connectors.message import Message
+from fluxmat.connectors.files import Update
+from fluxmat.connectors.message import Messages
 from fluxmat.connectors.state import INITIAL
-from fluxmat.engine import Fed, FluxmatError, JsonFacts, Reasoner, StateMismatch
+from fluxmat.engine import Fed, FluxmatError, Reasoner, StateMismatch
 from fluxmat.engine.limits import LimitExceeded, Limits
 from fluxmat.stream import live_program
+from fluxmat.stream.batch_decode import (
+    DEAD_LETTER_KINDS,
+    DEAD_RAW_CHARS,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    OTHER_KIND,
+    REASON_CHARS,
+    DeadLetter,
+    Decoded,
+    Decoder,
+    dead_letter_kind,
+)
+from fluxmat.stream.batch_outcome import BatchOutcome, Clock, crash_point
 
 INITIAL_BATCH = INITIAL  # the initial materialisation's batch id
-DEFAULT_MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB
-DEAD_RAW_CHARS = 65_536  # a dead letter's raw value is cut here: it must fit a Kafka message
-REASON_CHARS = 2_000  # and so is its reason (which may quote the message)
-# Why a message became a dead letter, as a bounded set (a metric label): by its reason's start.
-DEAD_LETTER_KINDS = {
-    "message too large": "too_large", "value is not valid UTF-8": "not_utf8",
-    "invalid JSON": "invalid_json", "work limit exceeded": "work_limit",
-    "fact limit exceeded": "fact_limit", "cannot decode the message": "error",
-}  # fmt: skip
-OTHER_KIND = "invalid_update"  # not an update, unknown key, wrong arity, added and deleted, ...
-
-
-def dead_letter_kind(reason: str) -> str:
-    """The kind of a dead letter's reason (`DEAD_LETTER_KINDS`, else `OTHER_KIND`)."""
-    return next((kind for start, kind in DEAD_LETTER_KINDS.items() if reason.startswith(start)), OTHER_KIND)
-
-
 __all__ = ["DEAD_LETTER_KINDS", "DEAD_RAW_CHARS", "DEFAULT_MAX_MESSAGE_BYTES", "INITIAL_BATCH", "OTHER_KIND",
-           "BatchOutcome", "BatchProcessor", "DeadLetter", "StateMismatch", "dead_letter_kind"]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class DeadLetter:
-    """A message that was not applied, and why (published by connectors.kafka_sink, stored with its batch).
-
-    A batch's output (connectors.state) keeps each as the JSON list
-    `[reason, partition, offset, raw, truncated]` (`stored()`); `read()` reads
-    one back, also the `[reason, partition, offset]` of a keyed job's summaries.
-    """
-
-    reason: str
-    partition: int
-    offset: int
-    raw: str | None = None  # the message's value, cut to DEAD_RAW_CHARS
-    truncated: bool = False  # `raw` is not the whole value
-
-    @classmethod
-    def of(cls, reason: str, partition: int, offset: int, raw: str | None = None,
-           size: int | None = None) -> DeadLetter:  # fmt: skip
-        """A dead letter whose reason and raw value fit a Kafka message (REASON_CHARS, DEAD_RAW_CHARS).
-
-        `size` is the message's length in bytes when known: a value the source
-        cut short (an oversized message) is `truncated` too.
-        """
-        if len(reason) > REASON_CHARS:
-            reason = reason[: REASON_CHARS - 1] + "…"
-        if raw is None:
-            return cls(reason, partition, offset)
-        cut = len(raw) > DEAD_RAW_CHARS or (size is not None and _size(raw) < size)
-        return cls(reason, partition, offset, raw[:DEAD_RAW_CHARS], cut)
-
-    @classmethod
-    def read(cls, item) -> DeadLetter:
-        """A stored dead letter (`stored()`, or its first three items)."""
-        reason, partition, offset, *rest = item
-        return cls(reason, partition, offset, rest[0] if rest else None, bool(rest[1:] and rest[1]))
-
-    def stored(self) -> list:
-        return [self.reason, self.partition, self.offset, self.raw, self.truncated]
-
-    def publish(self, publisher) -> None:
-        """Send it to the dead-letter topic (or the log) through `publisher` (connectors.kafka_sink)."""
-        publisher.publish_dead_letter(self.reason, self.partition, self.offset, self.raw, truncated=self.truncated)
-
-
-def _crash_point(point: str, batch: int) -> None:
-    """Fault injection for crash tests.
-
-    `FLUXMAT_CRASH_AT=<point>:<batch>` kills the process (as SIGKILL would: no
-    cleanup) when batch `<batch>` reaches `<point>` (`before-commit`,
-    `after-commit`, `after-publish`; `program-change`: right after a program
-    message was applied to the engine, before the rest of its batch, and with a
-    real SIGKILL; `<batch>` may be `*`: any batch). Unset in production.
-    """
-    spec = os.environ.get("FLUXMAT_CRASH_AT")
-    if spec and spec in (f"{point}:{batch}", f"{point}:*"):
-        if point == "program-change":
-            os.kill(os.getpid(), signal.SIGKILL)
-        os._exit(137)
-
-
-@dataclass
-class BatchOutcome:
-    batch: int
-    replayed: bool = False
-    updates: int = 0
-    adds: int = 0  # fact operations in the applied updates
-    deletes: int = 0
-    peak_pending: int = 0  # largest backlog of engine operations during the batch
-    dead: int = 0
-    quarantined: int = 0  # of `dead`: updates that exceeded a work limit
-    shared_deletes: int = 0  # deletions of shared facts dropped (a key's processor: BatchProcessor.shared)
-    added: int = 0
-    removed: int = 0
-    through: object = None
-    seconds: float = 0.0
-    oldest_timestamp_ms: int | None = None
-    timestamps_ms: list[int] = field(default_factory=list)  # of each applied update's message
-    stats: dict[str, int] = field(default_factory=dict)
-    # work per rule (engine Reasoner.rules_since): file:line -> (applications, log growth, log entries now)
-    rules: dict[str, tuple[int, int, int]] = field(default_factory=dict)
-    # seconds: decode, engine (feed), poll (the delta and its causes), deltas (encoded), export, commit, publish
-    phases: dict[str, float] = field(default_factory=dict)
-    # what was sent to the deltas topic for this batch (a replay re-sends): messages, added and removed facts
-    published: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("messages", "added", "removed"), 0))
-    # which update changed each fact of the output (parallel to output["added"] / ["removed"]): its id, or
-    # partition:offset; None when the work of several updates changed it (or none: the initial facts)
-    causes: dict[str, list] = field(default_factory=dict)
-    output: dict | None = field(default=None, repr=False)  # what was published
-
-
-class _Clock:
-    """Seconds per phase of a batch (BatchOutcome.phases; fluxmat_batch_phase_seconds)."""
-
-    def __init__(self):
-        self.phases: dict[str, float] = {}
-        self.last = time.perf_counter()
-
-    def lap(self, phase: str) -> None:
-        now = time.perf_counter()
-        self.phases[phase] = self.phases.get(phase, 0.0) + now - self.last
-        self.last = now
+           "REASON_CHARS", "BatchOutcome", "BatchProcessor", "DeadLetter", "StateMismatch",
+           "dead_letter_kind"]  # fmt: skip
 
 
 _CATCH_UP = -1  # a _Breach's index when a key's catch-up to its namespace's program failed
@@ -207,16 +97,6 @@ class _Breach(Exception):
     def __init__(self, index: int, reason: str):
         super().__init__(reason)
         self.index, self.reason = index, reason
-
-
-def _uid(row: Message, update: Update) -> object:
-    """An update's id in the deltas' `through`: its own, else `partition:offset`."""
-    return update.id if update.id is not None else f"{row.partition}:{row.offset}"
-
-
-def _size(value: str | None) -> int:
-    """A value's length in bytes (UTF-8)."""
-    return 0 if value is None else len(value.encode("utf-8", errors="replace"))
 
 
 class BatchProcessor:
@@ -248,13 +128,15 @@ class BatchProcessor:
         shared: with `key`, the shared `--facts` F: the key keeps mat(P, F ∪ E_key),
             so a deletion of a fact of F is dropped from the update before the
             engine sees it (counted as `shared_deletes` in `BatchOutcome.stats`).
+        bulk: feed a batch's updates as columns (stream.batch_decode) where it
+            can: no program change, no key's shared facts, no quarantine re-run.
     """
 
     def __init__(self, reasoner: Reasoner, store, publisher, budget: int | None = None, progress=None,
                  limits: Limits | None = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  delta_format: str = "json", key: str | None = None, on_phase=None,
-                 shared: frozenset = frozenset()):  # fmt: skip
+                 shared: frozenset = frozenset(), bulk: bool = True):  # fmt: skip
         if not reasoner.fully_dynamic:
             raise FluxmatError(
                 f"the streaming job needs a fully dynamic algorithm (fd-dred or fd-counting), "
@@ -266,10 +148,10 @@ class BatchProcessor:
         self.store = store
         self.publisher = publisher
         self.progress = progress
-        self.max_message_bytes = max_message_bytes
+        self.bulk = bulk  # False: every update fed one by one (the reference the bulk path is tested against)
+        self.decoder = Decoder(max_message_bytes, key)  # messages to dead letters and update columns
         self.base = 0  # added to Spark's batch ids (see connectors.state: rebase)
         self.codec = DeltaCodec(reasoner.program.prefixes, delta_format)  # facts as the deltas carry them
-        self.json_facts = JsonFacts(reasoner.prefixes)  # the updates' predicates and constants, read once
         self.key = key
         self.on_phase = on_phase or (lambda phase: None)
         self.shared = shared
@@ -395,10 +277,10 @@ class BatchProcessor:
             return outcome
         reasoner = self.reasoner
         mark = reasoner.work_mark()
-        clock = _Clock()
+        clock = Clock()
         phase("decode")
-        rows = sorted(map(Message.of, rows), key=lambda m: (m.partition, m.offset))
-        decoded = [self._decode(row) for row in rows]
+        rows = Messages.of(rows)
+        decoded = self.decoder.batch(reasoner, rows)
         clock.lap("decode")
         phase("engine")
         quarantined: dict[int, str] = {}  # row index -> the limit it ran out of
@@ -439,17 +321,17 @@ class BatchProcessor:
         phase("export")
         changes = self._changes()
         clock.lap("export")
-        _crash_point("before-commit", batch)
+        crash_point("before-commit", batch)
         phase("commit")
         self.store.commit(batch, changes, output)
         self.fresh = None
         self.committed = batch
         clock.lap("commit")
-        _crash_point("after-commit", batch)
+        crash_point("after-commit", batch)
         phase("publish")
         outcome.published = self._publish(batch, output)
         clock.lap("publish")
-        _crash_point("after-publish", batch)
+        crash_point("after-publish", batch)
         outcome.phases = clock.phases
         outcome.stats, outcome.rules = reasoner.work_since(mark)
         if outcome.shared_deletes:
@@ -461,31 +343,7 @@ class BatchProcessor:
         outcome.seconds = time.perf_counter() - start
         return outcome
 
-    def _decode(self, message: Message) -> Update | str:
-        """One message as a validated update, or the reason it is a dead letter."""
-        value = message.value
-        size = message.size if message.size is not None else _size(value)
-        if size > self.max_message_bytes:
-            return f"message too large: {size:,} bytes (limit {self.max_message_bytes:,})"
-        if message.utf8 is False:
-            return "value is not valid UTF-8"
-        try:
-            item = decode_json(value) if value is not None else None
-            where = f"partition {message.partition} offset {message.offset}"
-            self.json_facts = self.json_facts.of(self.reasoner.prefixes)  # terms read once per stream
-            update = parse_update(item, self.reasoner.prefixes, where, self.json_facts)
-        except FluxmatError as exc:
-            return str(exc)
-        except Exception as exc:  # whatever one message does, it stops only itself
-            return f"cannot decode the message: {type(exc).__name__}: {exc}"
-        if update.program is not None and self.reasoner.core != "arrays":
-            return f"{where}: program changes need the arrays core (--core arrays); nothing was changed"
-        if update.program is not None and self.key is not None:
-            return (f"{where}: a keyed job's program change applies to every key: send it without a key "
-                    "(fluxmat program apply does); nothing was changed")  # fmt: skip
-        return update
-
-    def _apply(self, outcome: BatchOutcome, rows: list[Message], decoded: list,
+    def _apply(self, outcome: BatchOutcome, rows: Messages, decoded: Decoded,
                quarantined: dict[int, str], alone: bool, catch_up: dict | str | None = None) -> list[list]:  # fmt: skip
         """Submit the batch's valid updates and run to quiescence; return the dead letters.
 
@@ -501,48 +359,74 @@ class BatchProcessor:
         dead: list[list] = []
 
         def letter(i: int, reason: str) -> None:
-            m = rows[i]
+            m = rows.row(i)
             dead.append(DeadLetter.of(reason, m.partition, m.offset, m.value, m.size).stored())
 
         def updates(lo: int, hi: int):
             for i in range(lo, hi):
-                row, upd = rows[i], decoded[i]
+                upd = decoded[i]
                 reason = quarantined.get(i, upd if isinstance(upd, str) else None)
                 if reason is not None:
                     letter(i, reason)
                     continue
-                yield Fed(i, upd.add, self._own(upd.delete, outcome), _uid(row, upd))
+                yield Fed(i, upd.add, self._own(upd.delete, outcome), decoded.uid(i))
 
         def rejected(i: int, exc: Exception) -> None:  # a bad update stops only itself
             letter(i, str(exc) if isinstance(exc, FluxmatError) else f"{type(exc).__name__}: {exc}")
 
         def after_each(fed: Fed, _seq: int) -> None:
-            upd, ts = decoded[fed.key], rows[fed.key].timestamp
-            outcome.updates += 1
-            outcome.adds += len(upd.add)
-            outcome.deletes += len(upd.delete)
-            if ts is not None:
-                outcome.timestamps_ms.append(ts)
-                oldest = outcome.oldest_timestamp_ms
-                outcome.oldest_timestamp_ms = ts if oldest is None else min(oldest, ts)
+            _count(outcome, decoded, [fed.key])
             if self.progress is not None:
                 self.progress(self.reasoner.pending)
 
         self._fed = {}
+        if self.bulk and decoded.columns is not None and not (alone or catch_up or quarantined or self.shared):
+            return self._feed_columns(outcome, decoded)
         if isinstance(catch_up, dict):
             self._catch_up(catch_up)
         elif catch_up is not None and rows:
             letter(0, catch_up)
         lo = 0
-        for cut in [*self._program_rows(decoded, quarantined), len(rows)]:
+        for cut in [*self._program_rows(decoded, quarantined), decoded.n]:
             self._feed(outcome, updates(lo, cut), rejected, after_each, alone)
-            if cut < len(rows):  # a program message: the updates before it are integrated
-                self._change_program(cut, decoded[cut], letter, _uid(rows[cut], decoded[cut]))
-                _crash_point("program-change", outcome.batch)
+            if cut < decoded.n:  # a program message: the updates before it are integrated
+                self._change_program(cut, decoded[cut], letter, decoded.uid(cut))
+                crash_point("program-change", outcome.batch)
             lo = cut + 1
         if self.progress is not None:
             self.progress(0)
         return dead
+
+    def _feed_columns(self, outcome: BatchOutcome, decoded: Decoded) -> list[list]:
+        """Submit the batch's updates as columns (stream.batch_decode), run to quiescence; the dead letters.
+
+        The same dead letters in the same order as `_apply` one update at a time,
+        where the engine reads one update ahead: an update it refuses is
+        lettered after the undecodable messages before the next update.
+        """
+        reasons = dict(decoded.reasons)
+        order = {i: float(i) for i in reasons}
+        fed_rows = decoded.columns.keys
+        after = dict(zip(fed_rows, [*fed_rows[1:], decoded.n], strict=False))  # the next update's row
+
+        def rejected(i: int, exc: Exception) -> None:
+            reasons[i] = str(exc) if isinstance(exc, FluxmatError) else f"{type(exc).__name__}: {exc}"
+            order[i] = after[i] - 0.5
+
+        try:
+            fed = self.reasoner.feed_columns(decoded.columns, rejected)
+        except LimitExceeded as exc:
+            if exc.key is None:
+                raise
+            raise _Breach(exc.key, str(exc)) from None
+        outcome.peak_pending = max(outcome.peak_pending, fed.peak_pending)
+        self._fed = fed.keys
+        _count(outcome, decoded, sorted(fed.keys.values()))
+        if self.progress is not None:
+            self.progress(0)
+        rows = decoded.rows
+        return [DeadLetter.of(reasons[i], rows.partition[i], rows.offset[i], rows.value[i], rows.size[i]).stored()
+                for i in sorted(reasons, key=order.__getitem__)]  # fmt: skip
 
     @staticmethod
     def _program_rows(decoded: list, quarantined: dict[int, str]) -> list[int]:
@@ -607,10 +491,7 @@ class BatchProcessor:
 
         def name(seq: int):
             i = self._fed.get(seq)
-            if i is None:
-                return None
-            upd = decoded[i]
-            return upd.id if upd.id is not None else f"{rows[i].partition}:{rows[i].offset}"
+            return None if i is None else decoded.ids[i]
 
         return {"added": [name(s) for s in point.added_by], "removed": [name(s) for s in point.removed_by]}
 
@@ -628,3 +509,16 @@ class BatchProcessor:
 
     def facts(self) -> set[tuple]:
         return self.reasoner.facts()
+
+
+def _count(outcome: BatchOutcome, decoded: Decoded, fed: list[int]) -> None:
+    """Count the rows `fed` (submitted, in order) in the outcome: updates, fact operations, timestamps."""
+    outcome.updates += len(fed)
+    outcome.adds += int(decoded.adds[fed].sum())
+    outcome.deletes += int(decoded.deletes[fed].sum())
+    stamps = decoded.rows.timestamp
+    ts = [stamps[i] for i in fed if stamps[i] is not None]
+    outcome.timestamps_ms.extend(ts)
+    if ts:
+        oldest = outcome.oldest_timestamp_ms
+        outcome.oldest_timestamp_ms = min(ts) if oldest is None else min(oldest, *ts)

@@ -50,43 +50,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from fluxmat.engine.analysis import Analysis
+from fluxmat.engine.compact.fed_columns import submit_columns
 from fluxmat.engine.compact.maintainer import CompactMaintainer, unsupported
+from fluxmat.engine.compact.net import Net, Ops
+from fluxmat.engine.compact.net import net as compute_net
 from fluxmat.engine.errors import AlgorithmError
 from fluxmat.engine.fd.records import ConsistencyPoint, FDStats
 from fluxmat.engine.limits import LimitExceeded
 from fluxmat.engine.maintainer import Changes, Report, Update
-
-
-@dataclass
-class Net:
-    """One run's net explicit change and who changed what (see the module docstring)."""
-
-    add: dict[str, list] = field(default_factory=dict)  # pred -> fact tuples entering E
-    delete: dict[str, list] = field(default_factory=dict)  # pred -> fact tuples leaving E
-    toggles: dict[tuple, list[int]] = field(
-        default_factory=dict
-    )  # (pred, fact) -> updates that changed it
-    preds: dict[int, set[str]] = field(
-        default_factory=dict
-    )  # update -> the predicates whose E it changed
-    first: int = 0  # the first update of the run
-    by_pred: dict[str, int] = field(
-        default_factory=dict
-    )  # pred -> the first update that changed its E
-    multi: set[str] = field(default_factory=set)  # preds whose E several updates changed
-
-    def summarise(self) -> None:
-        for seq, preds in self.preds.items():
-            for p in preds:
-                if self.by_pred.setdefault(p, seq) != seq:
-                    self.multi.add(p)
-
-    def reach(self, cone: frozenset) -> int:
-        """The one update that changed E within `cone`; 0: none; -1: several."""
-        if not cone.isdisjoint(self.multi):
-            return -1
-        found = {self.by_pred[p] for p in cone if p in self.by_pred}
-        return -1 if len(found) > 1 else (found.pop() if found else 0)
 
 
 @dataclass
@@ -115,7 +86,7 @@ class _Changes:
         """Remember what of a run may have changed facts twice (none when one update changed E)."""
         if len(net.preds) > 1:
             self.runs.append(net)
-            self.several.update(k for k, seqs in net.toggles.items() if len(seqs) > 1)
+            self.several.update(net.several())
 
     def note(self, pred: str, rows: np.ndarray, alive: np.ndarray, causes: np.ndarray) -> None:
         self.parts.setdefault(pred, []).append((rows, alive[rows] == 0, causes))
@@ -168,6 +139,7 @@ class FedMaintainer(Inbox, CompactMaintainer):
         self.seq = self.last_seq = 0
         self.last_id: object = None
         self.inbox: list[tuple[int, object, Changes, Changes]] = []
+        self.ops: Ops = {}  # operations submitted as columns for the next run (engine.compact.fed_columns)
         self.changes = _Changes()
         self.journal = Journal()
         self.stats = FDStats()
@@ -196,6 +168,7 @@ class FedMaintainer(Inbox, CompactMaintainer):
     def materialise(self, report: Report) -> None:
         super().materialise(report)
         self.inbox.clear()
+        self.ops = {}
         self.changes = _Changes()
         self.journal = Journal()
 
@@ -204,10 +177,15 @@ class FedMaintainer(Inbox, CompactMaintainer):
         self.arity = dict(self.analysis.arity)
         self.core = self._new_core()
         self.inbox.clear()
+        self.ops = {}
         self.changes = _Changes()
         self.journal = Journal(full=False)
 
     # ------------------------------------------------------------ engine.feed's interface
+    def submit_columns(self, cols, rejected, result) -> None:
+        """Queue a batch's updates given as columns (engine.update_columns; engine.compact.fed_columns)."""
+        submit_columns(self, cols, rejected, result)
+
     def run(self, max_units: int | None = None) -> int:
         """Integrate the queued updates as one set update (module docstring); how many there were."""
         entries, self.inbox = self.inbox, []
@@ -220,7 +198,7 @@ class FedMaintainer(Inbox, CompactMaintainer):
         if not net.add and not net.delete and self.core.change is None:  # a program change runs
             return len(entries)
         flipped = self._flipped = self._apply(net)
-        self.journal.explicit.update(net.toggles)
+        self.journal.explicit.update(net.keys())
         for pred, rows in flipped.items():
             if len(rows) and pred not in self.analysis.internal:
                 self.changes.note(
@@ -229,55 +207,37 @@ class FedMaintainer(Inbox, CompactMaintainer):
         return len(entries)
 
     def _net(self, entries: list) -> Net:
-        """The run's net explicit change against E, update by update (module docstring)."""
-        net, now = Net(first=entries[0][0]), self._explicit_now(entries)
-        stats = self.stats
+        """The run's net explicit change against E (module docstring; engine.compact.net computes it)."""
+        ops, self.ops = self.ops, {}
         for seq, _uid, plus, minus in entries:
-            stats.updates += 1
             for changes, value in ((minus, False), (plus, True)):
-                for pred, fs in changes.items():
-                    for f in fs:
-                        key = (pred, f)
-                        if now[key] == value:
-                            if value:
-                                stats.noop_adds += 1
-                            else:
-                                stats.noop_deletes += 1
-                            continue
-                        now[key] = value
-                        net.toggles.setdefault(key, []).append(seq)
-                        net.preds.setdefault(seq, set()).add(pred)
-        net.summarise()
-        for key, seqs in net.toggles.items():
-            if len(seqs) % 2:  # changed an odd number of times: it differs from E before the run
-                (net.add if now[key] else net.delete).setdefault(key[0], []).append(key[1])
+                for pred, fs in (changes or {}).items():
+                    keys = np.array(list(fs), np.int64).reshape(len(fs), self.arity[pred])
+                    ops.setdefault(pred, []).append(
+                        (np.full(len(fs), seq, np.int64), np.full(len(fs), value), keys)
+                    )
+        net = compute_net(ops, self.arity, self._explicit_before, entries[0][0])
+        self.stats.updates += len(entries)
+        self.stats.noop_adds += net.noop_adds
+        self.stats.noop_deletes += net.noop_deletes
         return net
 
-    def _explicit_now(self, entries: list) -> dict[tuple, bool]:
-        """E membership before the run of every fact the run names."""
-        keys: dict[str, set] = {}
-        for _seq, _uid, plus, minus in entries:
-            for changes in (plus, minus):
-                for pred, fs in changes.items():
-                    keys.setdefault(pred, set()).update(fs)
-        now: dict[tuple, bool] = {}
-        for pred, fs in keys.items():
-            facts = list(fs)
-            rel = self.core.rels.get(pred)
-            if rel is None:
-                now.update(((pred, f), False) for f in facts)
-                continue
-            rows = rel.lookup(np.array(facts, np.int64).reshape(len(facts), self.arity[pred]))
-            flags = np.zeros(len(facts), np.bool_)
-            found = rows >= 0
-            flags[found] = rel.expl[rows[found]] != 0
-            now.update(zip(((pred, f) for f in facts), flags.tolist(), strict=True))
-        return now
+    def _explicit_before(self, pred: str, keys: np.ndarray) -> np.ndarray:
+        """Whether each of `keys` is in E (before the run)."""
+        rel = self.core.rels.get(pred)
+        flags = np.zeros(len(keys), np.bool_)
+        if rel is None:
+            return flags
+        rows = rel.lookup(keys)
+        found = rows >= 0
+        flags[found] = rel.expl[rows[found]] != 0
+        return flags
 
     def _apply(self, net: Net) -> dict[str, np.ndarray]:
         """One set update of the arrays core; a breached limit is charged to the run's first update."""
-        add = {p: self._rows(p, fs) for p, fs in net.add.items()}
-        delete = {p: self._rows(p, fs) for p, fs in net.delete.items()}
+        for p in (*net.add, *net.delete):
+            self.core.rel(p, self.arity[p])
+        add, delete = net.add, net.delete
         limits = self.limits
         if limits.work is not None and len(net.preds) > 1:
             self.limits = replace(limits, work=limits.work * len(net.preds))
@@ -290,19 +250,13 @@ class FedMaintainer(Inbox, CompactMaintainer):
         finally:
             self._work_start, self.limits = None, limits
 
-    def _rows(self, pred: str, facts: list) -> np.ndarray:
-        arity = self.arity[pred]
-        self.core.rel(pred, arity)
-        return np.array(facts, np.int64).reshape(len(facts), arity)
-
     def _causes(self, net: Net, pred: str, rows: np.ndarray) -> np.ndarray:
         """Per flipped row, the one update of the run that changed it, or 0 (module docstring)."""
         if len(net.preds) == 1:
             return np.full(len(rows), next(iter(net.preds)), np.int64)
         if pred not in self.heads:  # E alone decides: the updates that toggled the fact
-            cols, toggles = self.core.rels[pred].cols, net.toggles
-            out = [toggles.get((pred, f), ()) for f in map(tuple, cols[rows].tolist())]
-            return np.array([t[0] if len(t) == 1 else 0 for t in out], np.int64)
+            first, count = net.toggles_of(pred, self.core.rels[pred].cols[rows])
+            return np.where(count == 1, first, 0)
         return np.full(len(rows), max(net.reach(self._cone(pred)), 0), np.int64)
 
     def _cone(self, pred: str) -> frozenset:

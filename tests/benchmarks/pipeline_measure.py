@@ -217,7 +217,7 @@ def source_read(bootstrap: str, topic: str, end: int) -> dict[str, float]:
         table = pa.Table.from_batches(list(reader.read(KafkaInputPartition(topic, 0, 0, end))))
         out[f"{label}_us"] = 1e6 * (time.perf_counter() - started) / max(end, 1)
     started = time.perf_counter()
-    out["messages"] = len(messages(table))
+    out["messages"] = len(messages(table).offset)
     out["rows_us"] = 1e6 * (time.perf_counter() - started) / max(end, 1)
     close_readers()
     return out

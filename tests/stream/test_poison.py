@@ -20,7 +20,7 @@ import pytest
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import Reasoner
 from fluxmat.engine.fd.snapshot import restore
-from fluxmat.stream import batch as batch_module
+from fluxmat.stream import batch_decode as decode_module
 from fluxmat.stream.batch import DEAD_RAW_CHARS, DEFAULT_MAX_MESSAGE_BYTES, BatchProcessor
 from tests.support.gen import examples
 from tests.support.shared import Recorder
@@ -251,15 +251,22 @@ def test_fuzzed_poison_messages_become_dead_letters_and_valid_updates_equal_rema
 
 @pytest.mark.parametrize("error", [RecursionError, MemoryError, KeyError, OverflowError, ValueError])
 def test_any_exception_while_decoding_one_message_makes_it_a_dead_letter(monkeypatch, error):
-    """Whatever decoding one message raises, that message alone is a dead letter."""
-    real = batch_module.parse_update
+    """Whatever decoding one message raises, that message alone is a dead letter (in bulk or one by one)."""
+    real = decode_module.decode_json
 
-    def parse(item, prefixes, where, *rest):  # fault injection: this one message breaks the decoder
-        if isinstance(item, dict) and item.get("id") == "poison":
+    def decode(text, *rest):  # fault injection: this one message breaks the decoder
+        if '"poison"' in text:
             raise error("injected")
-        return real(item, prefixes, where, *rest)
+        return real(text, *rest)
 
-    monkeypatch.setattr(batch_module, "parse_update", parse)
+    def plain_text(builder, text):  # and the bulk reader too: the message goes one by one
+        if '"poison"' in text:
+            raise error("injected")
+        return bulk(builder, text)
+
+    bulk = decode_module.ColumnsBuilder.plain_text
+    monkeypatch.setattr(decode_module, "decode_json", decode)
+    monkeypatch.setattr(decode_module.ColumnsBuilder, "plain_text", plain_text)
     store, pub = MemoryStateStore(), Recorder()
     p = BatchProcessor(Reasoner.from_text(PROGRAM, "fd-counting"), store, pub)
     p.start([])
