@@ -114,3 +114,31 @@ def test_large_transitive_closure_load_and_updates():
     gone, new = facts[::7], [("edge", u, u + 1) for u in range(0, 290, 3)]
     arrays.update(new, gone)
     assert arrays.facts() == scratch(TC, (set(facts) - set(gone)) | set(new))
+
+
+def _columns_of(facts: list[tuple]):
+    r = Reasoner.from_text(TC, options=EngineOptions("fd-counting", core="arrays"))
+    r.load(facts)
+    r.export_changes()
+    return r, r.state_columns()
+
+
+def test_restore_loads_rows_in_bulk_and_keeps_maintaining():
+    facts = [("edge", i, i + 1) for i in range(40)] + [("edge", 40, 0)]
+    r, cols = _columns_of(facts)
+    back = Reasoner.from_text(TC, options=EngineOptions("fd-counting", core="arrays"))
+    back.restore_columns(cols)
+    assert back.facts() == r.facts() and back.explicit() == r.explicit()
+    _set_path(back).update([("edge", 3, 50)], [("edge", 40, 0)])
+    assert back.facts() == scratch(TC, (set(facts) - {("edge", 40, 0)}) | {("edge", 3, 50)})
+
+
+def test_restore_refuses_a_fact_stored_twice():
+    from fluxmat.engine import StateDamaged
+
+    _r, cols = _columns_of([("edge", 1, 2), ("edge", 2, 3)])
+    tids, values = cols.facts["path"]
+    cols.facts["path"] = (np.concatenate([tids, tids[:1]]), np.concatenate([values, values[:1]]))
+    back = Reasoner.from_text(TC, options=EngineOptions("fd-counting", core="arrays"))
+    with pytest.raises(StateDamaged, match="stored twice"):
+        back.restore_columns(cols)
