@@ -82,6 +82,25 @@ class ArraysCore:
         """
         change, self.change = self.change, None
         self.epoch += 1
+        self.deferring(True)
+        try:
+            return self._update(change, add, delete)
+        finally:
+            self.deferring(False)
+
+    def deferring(self, on: bool) -> None:
+        """Let large inserts leave indexes stale (`on`), or stop and make every index current (engine.compact.relation).
+
+        Outside an update every index is current: the small-update interpreter
+        reads the tables directly, and so do the closure modules, whose relations never defer.
+        """
+        closed = {c.preds[0] for c in self.comps if c.stc}
+        for p, rel in self.rels.items():
+            rel.defer = on and p not in closed
+            if not on:
+                rel.flush()
+
+    def _update(self, change, add: Arrays, delete: Arrays) -> dict[str, np.ndarray]:
         explicit = self._explicit(add, delete)
         flipped: dict[str, np.ndarray] = {}
         for comp in self.comps:
@@ -135,6 +154,7 @@ class ArraysCore:
             if len(B) == 0:
                 break
             rel = self.rels[step.pred]
+            rel.flush()
             k = max(step.k, 0)
             B, W = K.join_step(B, W, step.src, step.cval, step.outslot, rel.cols, rel.n, rel.alive, rel.flip,
                                self.epoch, mode_of(step), rel.slots, rel.islots[k], rel.inext[k], step.how)  # fmt: skip

@@ -97,10 +97,62 @@ def lookup(keys, cols, slots, full):
 
 @njit(cache=True)
 def rebuild(cols, n, slots, islots, inext, imask, full):
-    """Fill emptied tables with rows 0..n-1 (after growing, or on restore)."""
+    """Fill emptied tables with rows 0..n-1 (after growing, or on restore); the rows are distinct.
+
+    Returns the first row whose key repeats an earlier row's (-1: none; the tables are then incomplete).
+    """
+    dup = fill_distinct(cols, n, slots, full)
+    if dup < 0:
+        fill_indexes(cols, n, islots, inext, imask)
+    return dup
+
+
+@njit(cache=True)
+def fill_distinct(cols, n, slots, full):
+    """The full-key table of rows 0..n-1, filled in one pass; the first repeated key's row (-1: none).
+
+    Each row's 64-bit hash is kept per slot while filling, so a row is compared
+    with another row's columns only when their hashes are equal (a probe that
+    reads only the table, not the rows, in almost every step).
+    """
+    cap = slots.shape[0] - 1
+    tags = np.empty(slots.shape[0], np.uint64)
     for r in range(n):
-        slots[find(cols, slots, cols[r], full)] = r
-        _index_row(cols, r, islots, inext, imask)
+        h = hash_row(cols[r], full)
+        i = np.int64(h & np.uint64(cap))
+        while slots[i] >= 0:
+            if tags[i] == h and _same(cols, slots[i], cols[r], full):
+                return r
+            i = (i + 1) & cap
+        slots[i] = r
+        tags[i] = h
+    return -1
+
+
+@njit(cache=True)
+def fill_indexes(cols, n, islots, inext, imask):
+    """Index k of rows 0..n-1 on the columns imask[k], filled in one pass (the tables empty: -1).
+
+    As `fill_distinct`, with the key's hash kept per slot; rows of one key are
+    chained newest first, as `lookup_or_insert` chains them.
+    """
+    for k in range(islots.shape[0]):
+        islot, mask = islots[k], imask[k]
+        cap = islot.shape[0] - 1
+        tags = np.empty(islot.shape[0], np.uint64)
+        for r in range(n):
+            h = hash_row(cols[r], mask)
+            i = np.int64(h & np.uint64(cap))
+            while True:
+                s = islot[i]
+                if s < 0:
+                    tags[i] = h
+                    break
+                if tags[i] == h and _same(cols, s, cols[r], mask):
+                    break
+                i = (i + 1) & cap
+            inext[k, r] = islot[i]
+            islot[i] = r
 
 
 @njit(cache=True, inline="always")

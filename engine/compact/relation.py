@@ -9,6 +9,11 @@ import numpy as np
 
 from fluxmat.engine.compact import kernels as K
 
+# An insert of at least max(DEFER_MIN, rows // 2) keys into a deferring relation stops maintaining its
+# indexes until they are next needed (`flush`): one pass over all rows then costs less than maintaining
+# them key by key and rebuilding them at every growth.
+DEFER_MIN = 1024
+
 
 def _pow2(n: int) -> int:
     return 1 << max(4, (n - 1).bit_length())
@@ -30,6 +35,8 @@ class Rel:
         self.full = np.ones(arity, np.bool_)
         self.imask = _imask(self.masks, arity)
         self.n = 0
+        self.defer = False  # whether a large insert may leave the indexes stale (`insert`, `flush`)
+        self.stale = False  # the indexes are not maintained: `flush` before reading them
         self._alloc(16)
         self.maxid = 0  # 1 + the largest term id in cols
         self.seen = np.zeros(0, np.int32)  # per term id, for searches over nodes (closure modules)
@@ -61,12 +68,23 @@ class Rel:
         k = len(self.masks)
         tcap = _pow2(2 * cap)
         self.slots = np.full(tcap, -1, np.int32)
-        self.islots = np.full((max(k, 1), tcap if k else 1), -1, np.int32)
-        self.inext = np.full((max(k, 1), cap if k else 1), -1, np.int32)
-        if n:
-            K.rebuild(
-                self.cols, n, self.slots, self.islots[:k], self.inext[:k], self.imask, self.full
-            )
+        shapes = ((max(k, 1), tcap if k else 1), (max(k, 1), cap if k else 1))
+        if self.stale:  # `flush` fills them
+            self.islots, self.inext = (np.empty(shape, np.int32) for shape in shapes)
+        else:
+            self.islots, self.inext = (np.full(shape, -1, np.int32) for shape in shapes)
+        if n and K.fill_distinct(self.cols, n, self.slots, self.full) >= 0:
+            raise ValueError(f"relation {self.pred} holds a fact twice")
+        if n and not self.stale:
+            K.fill_indexes(self.cols, n, self.islots[:k], self.inext[:k], self.imask)
+
+    def flush(self) -> None:
+        """Make stale indexes current again (one pass over the rows); nothing when they are current."""
+        if self.stale:
+            self.stale = False
+            k = len(self.masks)
+            self.islots.fill(-1)
+            K.fill_indexes(self.cols, self.n, self.islots[:k], self.inext[:k], self.imask)
 
     def add_masks(self, masks: list[tuple[int, ...]]) -> None:
         """Index these column sets too (a program change's new plans probe them); the tables are rebuilt."""
@@ -82,12 +100,36 @@ class Rel:
 
     def insert(self, keys: np.ndarray) -> np.ndarray:
         """Each key's row, new rows for new keys (dead, counter 0)."""
+        if self.defer and self.masks and len(keys) >= max(DEFER_MIN, self.n // 2, 1):
+            self.stale = True
         self.ensure(len(keys))
         if len(keys) and keys.size:
             self.maxid = max(self.maxid, int(keys.max()) + 1)
-        k = len(self.masks)
+        k = 0 if self.stale else len(self.masks)
         rows, self.n = K.lookup_or_insert(keys, self.cols, self.n, self.slots, self.islots[:k], self.inext[:k],
                                           self.imask, self.full)  # fmt: skip
+        return rows
+
+    def load_rows(self, keys: np.ndarray) -> np.ndarray:
+        """Append distinct keys none of which is here yet (a restore); their rows.
+
+        The tables are filled in one pass over all rows; a repeated key raises `ValueError`.
+        """
+        m = len(keys)
+        self.ensure(m)
+        self.cols[self.n : self.n + m] = keys
+        if m and keys.size:
+            self.maxid = max(self.maxid, int(keys.max()) + 1)
+        rows = np.arange(self.n, self.n + m, dtype=np.int64)
+        self.n += m
+        self.slots.fill(-1)
+        if K.fill_distinct(self.cols, self.n, self.slots, self.full) >= 0:
+            self.n -= m
+            self._alloc(self.cap)
+            raise ValueError(f"relation {self.pred} is given a fact twice")
+        self.islots.fill(-1)
+        k = len(self.masks)
+        K.fill_indexes(self.cols, self.n, self.islots[:k], self.inext[:k], self.imask)
         return rows
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:

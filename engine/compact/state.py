@@ -127,7 +127,9 @@ def export_changes(m: FedMaintainer) -> StateChanges:
     return StateChanges(meta(m), full=j.full, columns=cols)
 
 
-def _put(into: dict, m: FedMaintainer, terms: Terms, pred: str, keys: np.ndarray, values: np.ndarray) -> None:
+def _put(
+    into: dict, m: FedMaintainer, terms: Terms, pred: str, keys: np.ndarray, values: np.ndarray
+) -> None:
     """`into[pred]` = (the rows' term ids, values), numbering new terms; nothing for no rows."""
     if len(keys):
         terms.pred(pred)
@@ -170,7 +172,9 @@ def restore(m: FedMaintainer, snap: StateSnapshot) -> None:
     _fill(m, facts, values, explicit, snap.meta)
     m.terms = Terms(_inverse(eids, len(m.dictionary)), {p: t for t, p in preds.items()},
                     1 + max(map(int, snap.terms), default=-1))  # fmt: skip
-    m.journal = Journal(epoch=m.core.epoch, full=True)  # texts: the next commit rewrites it in columns
+    m.journal = Journal(
+        epoch=m.core.epoch, full=True
+    )  # texts: the next commit rewrites it in columns
 
 
 def _terms(m: FedMaintainer, items: list[tuple[int, str]]) -> tuple[dict[int, str], np.ndarray]:
@@ -179,7 +183,9 @@ def _terms(m: FedMaintainer, items: list[tuple[int, str]]) -> tuple[dict[int, st
     pairs = []
     intern = m.dictionary.intern
     tids = [t for t, _ in items]
-    parsed = json.loads(f"[{','.join(text for _, text in items)}]")  # one parse for all the terms' JSON texts
+    parsed = json.loads(
+        f"[{','.join(text for _, text in items)}]"
+    )  # one parse for all the terms' JSON texts
     if len(parsed) != len(tids):
         raise ValueError(f"{len(tids)} term texts parse as {len(parsed)} JSON values")
     for tid, item in zip(tids, parsed, strict=True):
@@ -228,20 +234,27 @@ def _parse(texts: Iterable[str], preds: dict[int, str], eids: np.ndarray) -> dic
 
 
 def _fill(m: FedMaintainer, facts: dict[str, np.ndarray], values: dict[str, np.ndarray],
-          explicit: dict[str, np.ndarray], stored: dict) -> None:  # fmt: skip
-    """A fresh core holding the rows with their counters (value - 1), presence and explicit flags."""
+          explicit: dict[str, np.ndarray], stored: dict, ids=None) -> None:  # fmt: skip
+    """A fresh core holding the rows with their counters (value - 1), presence and explicit flags.
+
+    `ids` maps each relation's key block to engine constant ids just before its
+    rows are loaded (term ids in the columns: one relation's copy at a time).
+    """
     m.reset_core()
     for pred, keys in facts.items():
         m.arity.setdefault(pred, keys.shape[1])
         rel = m.core.rel(pred, m.arity[pred])
-        rows = rel.insert(np.ascontiguousarray(keys))
+        try:
+            rows = rel.load_rows(np.ascontiguousarray(keys if ids is None else ids[keys]))
+        except ValueError:
+            raise StateDamaged("the stored state is damaged (a fact stored twice)") from None
         cnt = values[pred] - 1
         rel.cnt[rows] = cnt
         rel.alive[rows] = 1
         rel.base[rows] = cnt > 0
     for pred, keys in explicit.items():
         rel = m.core.rels[pred]
-        rows = rel.lookup(np.ascontiguousarray(keys))
+        rows = rel.lookup(np.ascontiguousarray(keys if ids is None else ids[keys]))
         if (rows < 0).any():
             raise StateDamaged("the stored state is damaged (an explicit fact that is not present)")
         rel.expl[rows] = 1
@@ -280,13 +293,13 @@ def restore_columns(m: FedMaintainer, cols: StateColumns) -> None:
     """Rebuild the engine from `take`'s columns (its store holds that state: the journal is clean)."""
     check_fingerprint(m, cols.meta)
     preds, eids = _terms(m, list(cols.terms.items()))
-    facts = {p: eids[tids] for p, (tids, _v) in cols.facts.items()}
-    explicit = {p: eids[tids] for p, tids in cols.explicit.items()}
-    if any((a < 0).any() for a in (*facts.values(), *explicit.values())):
+    facts = {p: tids for p, (tids, _v) in cols.facts.items()}
+    constant = eids >= 0
+    if not all(constant[a].all() for a in (*facts.values(), *cols.explicit.values())):
         raise StateDamaged(
             "the local snapshot is damaged (a fact names a term that is not a constant)"
         )
-    _fill(m, facts, {p: v for p, (_t, v) in cols.facts.items()}, explicit, cols.meta)
+    _fill(m, facts, {p: v for p, (_t, v) in cols.facts.items()}, cols.explicit, cols.meta, eids)
     m.terms = Terms(
         _inverse(eids, len(m.dictionary)), {p: t for t, p in preds.items()}, cols.next_term
     )
