@@ -68,7 +68,11 @@ from fluxmat.engine.compact.small_rel import (
     u8,
 )
 
-COUNTING, ALL_NEW, OVER = 0, 1, 2  # how a plan reads its steps' states (`_mode`)
+# Arguments of the functions that are compiled on their own (`FAST`) are numpy ints, never Python
+# int literals: numba compiles such a function once per distinct literal value it is called with.
+COUNTING, ALL_NEW, OVER = map(np.int64, range(3))  # how a plan reads its steps' states (`_mode`)
+ABSENT, PRESENT, ALL, SIGNED = map(np.int64, range(4))  # which rows `run_rows` starts from (`want`)
+ANY_REL, NO_COMP = np.int64(-1), np.int64(-1)  # `rel_b`: every entry; `comp`: none
 
 
 @njit(**INLINE)

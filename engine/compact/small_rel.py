@@ -53,7 +53,10 @@ N_CHANGED, GROWN, SEEN_GROWN = 1, 2, 4
 GROWN_KINDS = tuple((lst, k) for lst, names in LISTS.items() for k, name in enumerate(names)
                     if name not in ("seen", "imask", "full"))  # fmt: skip
 # buffers of one call (`push`)
-FROWS, EREL, EROW, ESIGN, TREL, TROW, HB, HW, DREL, DROW, IREL, IROW, AUX, WORK = range(14)
+# (numpy ints: a Python int argument is a literal, and numba compiles a callee once per literal value)
+FROWS, EREL, EROW, ESIGN, TREL, TROW, HB, HW, DREL, DROW, IREL, IROW, AUX, WORK = map(
+    np.int64, range(14)
+)
 NBUF = 14
 FAST = {
     "cache": True,

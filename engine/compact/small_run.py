@@ -25,7 +25,19 @@ from numba import njit
 from numba.typed import List
 
 from fluxmat.engine.compact import kernels as K
-from fluxmat.engine.compact.small_plan import ALL_NEW, COUNTING, OVER, entries, run_rows
+from fluxmat.engine.compact.small_plan import (
+    ABSENT,
+    ALL,
+    ALL_NEW,
+    ANY_REL,
+    COUNTING,
+    NO_COMP,
+    OVER,
+    PRESENT,
+    SIGNED,
+    entries,
+    run_rows,
+)  # fmt: skip
 from fluxmat.engine.compact.small_program import (
     C_HEADP,
     C_INPUTS,
@@ -111,13 +123,13 @@ def _count_into(st, pg, p, epoch, fs, bufs, sizes):
             st,
             pg,
             pl,
-            -1,
+            ANY_REL,
             FROWS,
             fstart[q],
             fstart[q] + flen[q],
-            3,
+            SIGNED,
             COUNTING,
-            -1,
+            NO_COMP,
             epoch,
             bufs,
             sizes,
@@ -144,6 +156,10 @@ def _counted(st, pg, p, epoch, fs, bufs, sizes):
     fs[1][p] = sizes[FROWS] - fs[0][p]
 
 
+# `_heads` modes: over-deletion candidates, looked up (rederived), inserted; FIRST: a buffer's start
+LOST, BACK, NEW, FIRST = map(np.int64, (0, 1, 2, 0))
+
+
 @njit(**FAST)
 def _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes):
     """The heads in HB into the bag rel_b / row_b.
@@ -155,12 +171,12 @@ def _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes):
     ha = pg[PLANS][pl * PF + P_HLEN]
     for h in range(sizes[HW]):
         key = bufs[HB][h * ha : (h + 1) * ha]
-        r = insert(st, h_rel, key) if mode == 2 else lookup(st, h_rel, key)
+        r = insert(st, h_rel, key) if mode == NEW else lookup(st, h_rel, key)
         if r < 0:
             continue
         # after insert (it may grow them)
         alive, cnt, dmark = u8(st, ALIVE, h_rel), i32(st, CNT, h_rel), i32(st, DMARK, h_rel)
-        if mode == 0:
+        if mode == LOST:
             if alive[r] != 0 and cnt[r] == 0 and dmark[r] != epoch:
                 dmark[r] = epoch
                 push(bufs, sizes, rel_b, h_rel)
@@ -174,11 +190,11 @@ def _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes):
 @njit(**INLINE)
 def _fixpoint(st, pg, comp_row, c, mode, epoch, rel_b, row_b, bufs, sizes):
     """Semi-naive rounds of the component's recursive plans over the bag rel_b/row_b (grown in place)."""
-    kind = OVER if mode == 0 else ALL_NEW
+    kind = OVER if mode == LOST else ALL_NEW
     a, b = 0, sizes[row_b]
     while a < b:
         for pl in entries(pg, comp_row[C_REC : C_REC + 2]):
-            run_rows(st, pg, pl, rel_b, row_b, a, b, 2, kind, c, epoch, bufs, sizes)
+            run_rows(st, pg, pl, rel_b, row_b, a, b, ALL, kind, c, epoch, bufs, sizes)
             _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes)
         a, b = b, sizes[row_b]
 
@@ -203,10 +219,22 @@ def _dred(st, pg, c, epoch, fs, bufs, sizes):
     for pl in lower:  # a lower fact deleted: its instances lose a derivation
         q = pg[STEPS][pg[PLANS][pl * PF + P_START] * SF + S_REL]
         run_rows(
-            st, pg, pl, -1, FROWS, fstart[q], fstart[q] + flen[q], 0, OVER, c, epoch, bufs, sizes
+            st,
+            pg,
+            pl,
+            ANY_REL,
+            FROWS,
+            fstart[q],
+            fstart[q] + flen[q],
+            ABSENT,
+            OVER,
+            c,
+            epoch,
+            bufs,
+            sizes,
         )
-        _heads(st, pg, pl, 0, epoch, DREL, DROW, bufs, sizes)
-    _fixpoint(st, pg, comp_row, c, 0, epoch, DREL, DROW, bufs, sizes)
+        _heads(st, pg, pl, LOST, epoch, DREL, DROW, bufs, sizes)
+    _fixpoint(st, pg, comp_row, c, LOST, epoch, DREL, DROW, bufs, sizes)
     for e in range(sizes[DROW]):
         u8(st, ALIVE, bufs[DREL][e])[bufs[DROW][e]] = 0
     for t in range(sizes[TROW]):  # counted now: present
@@ -216,15 +244,27 @@ def _dred(st, pg, c, epoch, fs, bufs, sizes):
             push(bufs, sizes, IREL, i)
             push(bufs, sizes, IROW, r)
     for pl in entries(pg, comp_row[C_HEADP : C_HEADP + 2]):  # over-deleted, still derivable: back
-        run_rows(st, pg, pl, DREL, DROW, 0, sizes[DROW], 2, ALL_NEW, c, epoch, bufs, sizes)
-        _heads(st, pg, pl, 1, epoch, IREL, IROW, bufs, sizes)
+        run_rows(st, pg, pl, DREL, DROW, FIRST, sizes[DROW], ALL, ALL_NEW, c, epoch, bufs, sizes)
+        _heads(st, pg, pl, BACK, epoch, IREL, IROW, bufs, sizes)
     for pl in lower:
         q = pg[STEPS][pg[PLANS][pl * PF + P_START] * SF + S_REL]
         run_rows(
-            st, pg, pl, -1, FROWS, fstart[q], fstart[q] + flen[q], 1, ALL_NEW, c, epoch, bufs, sizes
+            st,
+            pg,
+            pl,
+            ANY_REL,
+            FROWS,
+            fstart[q],
+            fstart[q] + flen[q],
+            PRESENT,
+            ALL_NEW,
+            c,
+            epoch,
+            bufs,
+            sizes,
         )
-        _heads(st, pg, pl, 2, epoch, IREL, IROW, bufs, sizes)
-    _fixpoint(st, pg, comp_row, c, 2, epoch, IREL, IROW, bufs, sizes)
+        _heads(st, pg, pl, NEW, epoch, IREL, IROW, bufs, sizes)
+    _fixpoint(st, pg, comp_row, c, NEW, epoch, IREL, IROW, bufs, sizes)
     for p in preds:  # flips: over-deleted and not back, or newly present
         fstart[p] = sizes[FROWS]
         for e in range(sizes[DROW]):
