@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
+import pickle
 from pathlib import Path
 
 from numba.core import caching
@@ -78,6 +80,25 @@ class SourcesLocator(caching._CacheLocator):  # noqa: SLF001  (numba's locator i
             return None
         inner = _standard(py_func, py_file)
         return None if inner is None else cls(inner)
+
+
+def cached(py_func) -> bool:
+    """Whether numba's cache holds `py_func` (a function of `STAMPED`) compiled from today's sources."""
+    path = inspect.getfile(py_func)
+    locator = SourcesLocator.from_function(py_func, path)
+    if locator is None:
+        return False
+    pattern = f"{Path(path).stem}.{py_func.__qualname__}-*.nbi"
+    for index in Path(locator.get_cache_path()).glob(pattern):
+        try:
+            with index.open("rb") as f:
+                pickle.load(f)  # numba's version
+                stamp, overloads = pickle.loads(f.read())
+        except Exception:  # noqa: BLE001  (unreadable or another numba's: not cached)
+            continue
+        if stamp == sources_stamp() and overloads:
+            return True
+    return False
 
 
 def install() -> bool:

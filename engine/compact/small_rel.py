@@ -169,7 +169,7 @@ def _room(st, i, m):
     st[DIRTY][i] |= GROWN
 
 
-@njit(**FAST)
+@njit(**INLINE)
 def lookup(st, i, key):
     slots = i32(st, SLOTS, i)
     return np.int64(slots[K.find(cols(st, i), slots, key, full(st, i))])
@@ -200,7 +200,7 @@ def insert(st, i, key):
     return r
 
 
-@njit(**FAST)
+@njit(**INLINE)
 def count(st, i, r, w, epoch, bufs, sizes):
     """Cnt += w; a row touched for the first time this epoch is pushed to the touched buffers."""
     i32(st, CNT, i)[r] += w
@@ -211,7 +211,7 @@ def count(st, i, r, w, epoch, bufs, sizes):
         push(bufs, sizes, TROW, r)
 
 
-@njit(**FAST)
+@njit(**INLINE)
 def flip(st, i, r, epoch, bufs, sizes):
     i32(st, FLIP, i)[r] = epoch
     push(bufs, sizes, FROWS, r)

@@ -107,7 +107,7 @@ from fluxmat.engine.compact.small_rel import (
 )  # fmt: skip
 
 
-@njit(**FAST)
+@njit(**INLINE)
 def _count_into(st, pg, p, epoch, fs, bufs, sizes):
     """Explicit and counted derivation changes of relation p into its counters (touched rows pushed)."""
     fstart, flen = fs[0], fs[1]
@@ -140,7 +140,7 @@ def _count_into(st, pg, p, epoch, fs, bufs, sizes):
             count(st, p, r, bufs[HW][h], epoch, bufs, sizes)
 
 
-@njit(**FAST)
+@njit(**INLINE)
 def _counted(st, pg, p, epoch, fs, bufs, sizes):
     sizes[TREL] = 0
     sizes[TROW] = 0
@@ -199,7 +199,7 @@ def _fixpoint(st, pg, comp_row, c, mode, epoch, rel_b, row_b, bufs, sizes):
         a, b = b, sizes[row_b]
 
 
-@njit(**FAST)
+@njit(**INLINE)
 def _dred(st, pg, c, epoch, fs, bufs, sizes):
     """DRed^c for recursive component c (arrays._DRed, the same steps)."""
     comp_row = pg[COMPS][c * CF : (c + 1) * CF]
@@ -331,7 +331,7 @@ def _least(U, nodes, labels):
     return newmin
 
 
-@njit(**FAST)
+@njit(**INLINE)
 def _closure(st, pg, c, epoch, fs, bufs, sizes):
     """The symmetric-transitive closure module for component c (arrays.ArraysCore._closure, the same steps)."""
     p = entries(pg, pg[COMPS][c * CF + C_PREDS : c * CF + C_PREDS + 2])[0]

@@ -14,7 +14,6 @@ any of them (kernels, plans, relations) recompiles the interpreter.
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 
 import pytest
@@ -131,14 +130,16 @@ def test_an_edit_to_any_source_changes_the_stamp(tmp_path, monkeypatch):
     assert all(stamps)
 
 
-def test_numba_keeps_the_interpreter_under_the_sources_stamp():
-    """The interpreter's index file in numba's cache holds the stamp of all sources, not of its own file."""
-    locator = small_cache.SourcesLocator.from_function(
-        small_run.cascade.py_func, small_run.__file__
-    )
-    assert locator is not None
-    index = next(Path(locator.get_cache_path()).glob("small_run.cascade-*.nbi"))
-    with index.open("rb") as f:
-        pickle.load(f)  # numba's version
-        stamp, _ = pickle.loads(f.read())
-    assert stamp == small_cache.sources_stamp()
+def test_numba_keeps_the_interpreter_under_the_sources_stamp(tmp_path, monkeypatch):
+    """The interpreter's entry in numba's cache carries the stamp of all sources: another stamp misses it."""
+    assert small_cache.cached(small_run.cascade.py_func)
+    edited = tmp_path / "small_plan.py"
+    edited.write_bytes(Path(small_plan.__file__).read_bytes() + b"# edited\n")
+    assert small_cache.SOURCES[0].name == edited.name
+    monkeypatch.setattr(small_cache, "SOURCES", (*small_cache.SOURCES[1:], edited))
+    small_cache.sources_stamp.cache_clear()
+    try:
+        assert not small_cache.cached(small_run.cascade.py_func)
+    finally:
+        monkeypatch.undo()
+        small_cache.sources_stamp.cache_clear()
