@@ -56,7 +56,6 @@ from fluxmat.engine.compact.small_rel import (
     FLIP,
     HB,
     HW,
-    INLINE,
     NS,
     SLOTS,
     WORK,
@@ -75,7 +74,7 @@ ABSENT, PRESENT, ALL, SIGNED = map(np.int64, range(4))  # which rows `run_rows` 
 ANY_REL, NO_COMP = np.int64(-1), np.int64(-1)  # `rel_b`: every entry; `comp`: none
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _mode(pg, kind, plpos, s, comp):
     """0 reads the new state, 1 the old: COUNTING by position, ALL_NEW, OVER (new inside comp only)."""
     steps, rels = pg[STEPS], pg[RELS]
@@ -86,7 +85,7 @@ def _mode(pg, kind, plpos, s, comp):
     return 0 if rels[steps[s * SF + S_REL] * RF + R_COMP] == comp else 1
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _first(st, pg, s, vals, mode, epoch):
     """The first candidate row of step s for the bound values `vals` (-1: none)."""
     steps, cmask = pg[STEPS], pg[CMASK]
@@ -106,7 +105,7 @@ def _first(st, pg, s, vals, mode, epoch):
     return np.int64(0) if st[NS][i] > 0 else np.int64(-1)
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _next(st, pg, s, r):
     steps = pg[STEPS]
     i, how = steps[s * SF + S_REL], steps[s * SF + S_HOW]
@@ -117,7 +116,7 @@ def _next(st, pg, s, r):
     return r + 1 if r + 1 < st[NS][i] else np.int64(-1)
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _ok(st, pg, s, r, vals, mode, epoch):
     """Row r of step s's relation is present (in the mode's state) and agrees with the bound values."""
     steps, csrc = pg[STEPS], pg[CSRC]
@@ -132,7 +131,7 @@ def _ok(st, pg, s, r, vals, mode, epoch):
     return K.matches(cols(st, i), r, vals[:a], csrc[off : off + a])
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _values(st, pg, s, B, vals):
     """The bound values of step s's columns from the bindings B (slots and constants)."""
     steps, csrc, cval = pg[STEPS], pg[CSRC], pg[CVAL]
@@ -145,7 +144,7 @@ def _values(st, pg, s, B, vals):
             vals[j] = cval[off + j]
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _bind(st, pg, s, r, B):
     steps, cout = pg[STEPS], pg[COUT]
     i, off = steps[s * SF + S_REL], steps[s * SF + S_COFF]
@@ -157,7 +156,7 @@ def _bind(st, pg, s, r, B):
             B[cout[off + j]] = c[r, j]
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _start_ok(st, pg, s, r):
     """Row r matches the start atom's constants and repeated variables (kernels.bind_rows)."""
     steps, csrc, cval = pg[STEPS], pg[CSRC], pg[CVAL]
@@ -172,7 +171,7 @@ def _start_ok(st, pg, s, r):
     return True
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _emit(pg, pl, B, w, bufs, sizes):
     plans, hsrc, hval = pg[PLANS], pg[HSRC], pg[HVAL]
     hoff = plans[pl * PF + P_HOFF]
@@ -183,7 +182,7 @@ def _emit(pg, pl, B, w, bufs, sizes):
     bufs[WORK][pl] += 1
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _vals_for(st, pg, s0, nst):
     """One row of bound values per join step, wide enough for the widest relation."""
     steps, width = pg[STEPS], 1
@@ -192,7 +191,7 @@ def _vals_for(st, pg, s0, nst):
     return np.zeros((nst, width), np.int64)
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def run_one(st, pg, pl, row, w, kind, comp, epoch, bufs, sizes):
     """The plan's instances starting at `row` of its start relation: heads and weights pushed to HB / HW."""
     plans, steps = pg[PLANS], pg[STEPS]
@@ -260,7 +259,7 @@ def run_rows(st, pg, pl, rel_b, row_b, a, b, want, kind, comp, epoch, bufs, size
         run_one(st, pg, pl, r, w, kind, comp, epoch, bufs, sizes)
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def entries(pg, off):
     """A list of the program (an (offset, length) pair into `lists`)."""
     lists = pg[LISTS]

@@ -63,54 +63,53 @@ FAST = {
     "no_cpython_wrapper": True,
     "no_cfunc_wrapper": True,
 }  # called from numba only
-INLINE = {**FAST, "inline": "always"}  # compiled into each caller, not a function of its own
 
 
 # ---------------------------------------------------------------- the arrays of relation i
-@njit(**INLINE)
+@njit(**FAST)
 def at(st, kind, i):
     """Where relation i's array of `kind` sits in its list."""
     return kind * st[NS].shape[0] + i
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def i32(st, kind, i):
     return st[I32][kind * st[NS].shape[0] + i]
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def u8(st, kind, i):
     return st[U8][kind * st[NS].shape[0] + i]
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def cols(st, i):
     return st[I64][i].reshape((st[CAPS][i], st[ARITY][i]))
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _rows2(a, k):
     """A flat per-index table as (indexes, slots): max(k, 1) rows (Rel._alloc's shape)."""
     rows = max(k, 1)
     return a.reshape((rows, a.shape[0] // rows))
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def islots(st, i):
     return _rows2(i32(st, ISLOTS, i), st[NIDX][i])
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def inext(st, i):
     return _rows2(i32(st, INEXT, i), st[NIDX][i])
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def imask(st, i):
     return st[BOOL][at(st, IMASK, i)].reshape((st[NIDX][i], st[ARITY][i]))
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def full(st, i):
     return st[BOOL][at(st, FULL, i)]
 
@@ -169,7 +168,7 @@ def _room(st, i, m):
     st[DIRTY][i] |= GROWN
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def lookup(st, i, key):
     slots = i32(st, SLOTS, i)
     return np.int64(slots[K.find(cols(st, i), slots, key, full(st, i))])
@@ -200,7 +199,7 @@ def insert(st, i, key):
     return r
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def count(st, i, r, w, epoch, bufs, sizes):
     """Cnt += w; a row touched for the first time this epoch is pushed to the touched buffers."""
     i32(st, CNT, i)[r] += w
@@ -211,7 +210,7 @@ def count(st, i, r, w, epoch, bufs, sizes):
         push(bufs, sizes, TROW, r)
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def flip(st, i, r, epoch, bufs, sizes):
     i32(st, FLIP, i)[r] = epoch
     push(bufs, sizes, FROWS, r)

@@ -79,7 +79,6 @@ from fluxmat.engine.compact.small_rel import (
     HB,
     HW,
     I32,
-    INLINE,
     IREL,
     IROW,
     MAXIDS,
@@ -107,7 +106,7 @@ from fluxmat.engine.compact.small_rel import (
 )  # fmt: skip
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _count_into(st, pg, p, epoch, fs, bufs, sizes):
     """Explicit and counted derivation changes of relation p into its counters (touched rows pushed)."""
     fstart, flen = fs[0], fs[1]
@@ -140,7 +139,7 @@ def _count_into(st, pg, p, epoch, fs, bufs, sizes):
             count(st, p, r, bufs[HW][h], epoch, bufs, sizes)
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _counted(st, pg, p, epoch, fs, bufs, sizes):
     sizes[TREL] = 0
     sizes[TROW] = 0
@@ -187,7 +186,7 @@ def _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes):
             push(bufs, sizes, row_b, r)
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _fixpoint(st, pg, comp_row, c, mode, epoch, rel_b, row_b, bufs, sizes):
     """Semi-naive rounds of the component's recursive plans over the bag rel_b/row_b (grown in place)."""
     kind = OVER if mode == LOST else ALL_NEW
@@ -199,7 +198,7 @@ def _fixpoint(st, pg, comp_row, c, mode, epoch, rel_b, row_b, bufs, sizes):
         a, b = b, sizes[row_b]
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _dred(st, pg, c, epoch, fs, bufs, sizes):
     """DRed^c for recursive component c (arrays._DRed, the same steps)."""
     comp_row = pg[COMPS][c * CF : (c + 1) * CF]
@@ -277,7 +276,7 @@ def _dred(st, pg, c, epoch, fs, bufs, sizes):
 
 
 # ---------------------------------------------------------------- the closure module
-@njit(**INLINE)
+@njit(**FAST)
 def _ends(st, p, bufs, sizes):
     """Whether a touched row's base status (cnt > 0) change may change a component (kernels.base_changes).
 
@@ -298,7 +297,7 @@ def _ends(st, p, bufs, sizes):
     return matters
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _second(cols, rows):
     out = np.empty(rows.shape[0], np.int64)
     for t in range(rows.shape[0]):
@@ -306,7 +305,7 @@ def _second(cols, rows):
     return out
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _seen(st, p):
     seen, maxids = i32(st, SEEN, p), st[MAXIDS]
     if seen.shape[0] < maxids[p]:
@@ -331,7 +330,7 @@ def _least(U, nodes, labels):
     return newmin
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _closure(st, pg, c, epoch, fs, bufs, sizes):
     """The symmetric-transitive closure module for component c (arrays.ArraysCore._closure, the same steps)."""
     p = entries(pg, pg[COMPS][c * CF + C_PREDS : c * CF + C_PREDS + 2])[0]
@@ -394,7 +393,7 @@ def _pairs(st, p, x, nodes, labels, epoch, bufs, sizes):
 
 
 # ---------------------------------------------------------------- the call
-@njit(**INLINE)
+@njit(**FAST)
 def _explicit(st, xrel, xsign, xoff, xvals, hasx, bufs, sizes):
     """Explicit changes that change E: rows and signs pushed to EREL / EROW / ESIGN, `expl` set."""
     for e in range(xrel.shape[0]):
@@ -418,7 +417,7 @@ def _explicit(st, xrel, xsign, xoff, xvals, hasx, bufs, sizes):
         hasx[i] = 1
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _active(pg, c, hasx, flen):
     row = pg[COMPS][c * CF : (c + 1) * CF]
     for p in entries(pg, row[C_PREDS : C_PREDS + 2]):
@@ -430,7 +429,7 @@ def _active(pg, c, hasx, flen):
     return False
 
 
-@njit(**INLINE)
+@njit(**FAST)
 def _component(st, pg, c, epoch, fs, bufs, sizes):
     comps = pg[COMPS]
     kind = comps[c * CF + C_KIND]

@@ -127,7 +127,9 @@ def export_changes(m: FedMaintainer) -> StateChanges:
     return StateChanges(meta(m), full=j.full, columns=cols)
 
 
-def _put(into: dict, m: FedMaintainer, terms: Terms, pred: str, keys: np.ndarray, values: np.ndarray) -> None:
+def _put(
+    into: dict, m: FedMaintainer, terms: Terms, pred: str, keys: np.ndarray, values: np.ndarray
+) -> None:
     """`into[pred]` = (the rows' term ids, values), numbering new terms; nothing for no rows."""
     if len(keys):
         terms.pred(pred)
@@ -170,7 +172,9 @@ def restore(m: FedMaintainer, snap: StateSnapshot) -> None:
     _fill(m, facts, values, explicit, snap.meta)
     m.terms = Terms(_inverse(eids, len(m.dictionary)), {p: t for t, p in preds.items()},
                     1 + max(map(int, snap.terms), default=-1))  # fmt: skip
-    m.journal = Journal(epoch=m.core.epoch, full=True)  # texts: the next commit rewrites it in columns
+    m.journal = Journal(
+        epoch=m.core.epoch, full=True
+    )  # texts: the next commit rewrites it in columns
 
 
 def _terms(m: FedMaintainer, items: list[tuple[int, str]]) -> tuple[dict[int, str], np.ndarray]:
@@ -179,7 +183,9 @@ def _terms(m: FedMaintainer, items: list[tuple[int, str]]) -> tuple[dict[int, st
     pairs = []
     intern = m.dictionary.intern
     tids = [t for t, _ in items]
-    parsed = json.loads(f"[{','.join(text for _, text in items)}]")  # one parse for all the terms' JSON texts
+    parsed = json.loads(
+        f"[{','.join(text for _, text in items)}]"
+    )  # one parse for all the terms' JSON texts
     if len(parsed) != len(tids):
         raise ValueError(f"{len(tids)} term texts parse as {len(parsed)} JSON values")
     for tid, item in zip(tids, parsed, strict=True):
