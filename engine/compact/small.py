@@ -8,7 +8,7 @@ path (engine.compact.core), whose numba calls cost more to dispatch than to
 run when an update is small. Both leave the same state and report the same
 rows. The threshold was measured on LUBM-1 (docs/performance/compact-core-hybrid.md).
 
-Compiling the interpreter costs minutes of CPU when numba's cache is empty,
+Compiling the interpreter costs a minute or two of CPU when numba's cache is empty,
 so it is compiled only when a small update (not a load) first needs it, in a
 separate process that writes numba's on-disk cache (`Compiler`); until that
 is done every update takes the set-at-a-time path, and afterwards the

@@ -6,7 +6,7 @@ is empty, and every pytest-xdist worker and every `fluxmat` subprocess would
 compile the same kernels at the same time: numba writes its cache files
 atomically (a temporary file, then a rename) and takes no lock, so nothing is
 corrupted, but the work is repeated -- the small-update interpreter alone costs
-about 40 s of CPU cold. `make test` and `make test-fast` run this module first,
+about 100 s of CPU cold. `make test` and `make test-fast` run this module first,
 so the workers load the kernels from the cache. It does nothing when the
 interpreter is in the cache already, compiled from today's sources
 (engine.compact.small_cache.cached; `--force` warms anyway).
