@@ -46,9 +46,16 @@ def sources_stamp() -> str:
     return h.hexdigest()
 
 
+def _locators() -> list | None:
+    """The cache locator classes numba tries (its `CacheImpl`, `_CacheImpl` in older numbas); None: none."""
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    classes = getattr(impl, "_locator_classes", None)
+    return classes if isinstance(classes, list) else None
+
+
 def _standard(py_func, py_file):
     """The locator numba would use itself for this function (None: none fits)."""
-    for cls in caching._CacheImpl._locator_classes:  # noqa: SLF001  (numba's locator list)
+    for cls in _locators() or ():
         if cls is not SourcesLocator:
             found = cls.from_function(py_func, py_file)
             if found is not None:
@@ -103,8 +110,8 @@ def cached(py_func) -> bool:
 
 def install() -> bool:
     """Put `SourcesLocator` first in numba's locators (once); False when numba has no such hook."""
-    classes = getattr(getattr(caching, "_CacheImpl", None), "_locator_classes", None)
-    if not isinstance(classes, list):
+    classes = _locators()
+    if classes is None:
         return False
     if SourcesLocator not in classes:
         classes.insert(0, SourcesLocator)
