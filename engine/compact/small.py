@@ -8,7 +8,7 @@ path (engine.compact.core), whose numba calls cost more to dispatch than to
 run when an update is small. Both leave the same state and report the same
 rows. The threshold was measured on LUBM-1 (docs/performance/compact-core-hybrid.md).
 
-Compiling the interpreter costs minutes of CPU when numba's cache is empty,
+Compiling the interpreter costs a minute or two of CPU when numba's cache is empty,
 so it is compiled only when a small update (not a load) first needs it, in a
 separate process that writes numba's on-disk cache (`Compiler`); until that
 is done every update takes the set-at-a-time path, and afterwards the
@@ -17,7 +17,7 @@ the process that started it ends, so the next process finds it cached. `prepare(
 loads) it in this process instead (warm-up, tests).
 
 `Store` is the interpreter's view of the relations (engine.compact.small_rel):
-typed lists of the `Rel` objects' own buffers, no copy; what a call changed
+four typed lists of flat views of the `Rel` objects' own buffers, no copy; what a call changed
 (row counts, grown buffers) is handed back after it (`sync_back`), and the
 store re-reads the relations after a set-at-a-time update (`refresh`).
 Limits on work are checked after the call (a small update runs to its end).
@@ -35,7 +35,7 @@ from numba.typed import List
 from fluxmat.engine.compact.plans import has_builtins
 from fluxmat.engine.compact.recompute import reaches_large
 from fluxmat.engine.compact.small_program import encode
-from fluxmat.engine.compact.small_rel import GROWN, KINDS, SEEN_GROWN
+from fluxmat.engine.compact.small_rel import GROWN, GROWN_KINDS, I32, LISTS, SEEN, SEEN_GROWN
 from fluxmat.engine.compact.small_run import cascade
 
 # explicit changes up to which an update runs in one call (measured: see the module docstring)
@@ -67,51 +67,80 @@ def _get(lst, i):
 
 
 class Store:
-    """The relations as the interpreter reads them: typed lists of the `Rel` objects' own buffers."""
+    """The relations as the interpreter reads them: flat views of the `Rel` objects' own buffers.
+
+    Four typed lists, one per element type (engine.compact.small_rel.LISTS
+    says which array sits where), and int64 arrays per relation. `held`
+    remembers which array of a `Rel` each list entry is a view of, so that
+    `refresh` replaces exactly the entries whose arrays the set-at-a-time
+    path replaced.
+    """
 
     def __init__(self, rels: list) -> None:
         self.rels = rels
-        names = (*KINDS, "imask", "full", "seen")
-        self.lists = {name: _new_list(getattr(rels[0], name)) for name in names}
-        for rel in rels[1:]:
-            for name, lst in self.lists.items():
-                _append(lst, getattr(rel, name))
-        self.ns = np.array([r.n for r in rels], np.int64)
-        self.caps = np.array([r.cap for r in rels], np.int64)
-        self.maxids = np.array([r.maxid for r in rels], np.int64)
-        self.nstamps = np.array([r.node_stamp for r in rels], np.int64)
-        self.dirty = np.zeros(len(rels), np.int64)
-        self.seencap = [len(r.seen) for r in rels]
-        self.st = (*self.lists.values(), self.ns, self.caps, self.maxids, self.nstamps, self.dirty)
+        self.held: dict[tuple[str, int], np.ndarray] = {}
+        lists = []
+        for names in LISTS.values():
+            views = [self._view(name, i) for name in names for i in range(len(rels))]
+            lst = _new_list(views[0])
+            for v in views[1:]:
+                _append(lst, v)
+            lists.append(lst)
+        r = len(rels)
+        self.ns, self.caps, self.maxids, self.nstamps, self.dirty, self.arity, self.nidx = (
+            np.zeros(r, np.int64) for _ in range(7))  # fmt: skip
+        self.lists = lists
+        self.st = (*lists, self.ns, self.caps, self.maxids, self.nstamps, self.dirty, self.arity,
+                   self.nidx)  # fmt: skip
+        self._counts()
+
+    def _view(self, name: str, i: int) -> np.ndarray:
+        """Relation i's array `name`, flat (a view: the interpreter writes into the `Rel`'s buffer)."""
+        a = getattr(self.rels[i], name)
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{self.rels[i].pred}.{name} is not contiguous")
+        self.held[(name, i)] = a
+        return a.reshape(-1)
+
+    def _counts(self) -> None:
+        for i, rel in enumerate(self.rels):
+            self.ns[i], self.caps[i], self.maxids[i] = rel.n, rel.cap, rel.maxid
+            self.nstamps[i], self.arity[i], self.nidx[i] = rel.node_stamp, rel.arity, len(rel.imask)
 
     def refresh(self) -> None:
-        """Re-read the relations after the set-at-a-time path changed them."""
-        for i, rel in enumerate(self.rels):
-            if rel.cap != self.caps[i]:
-                for name in KINDS:
-                    _set(self.lists[name], i, getattr(rel, name))
-            if len(rel.seen) != self.seencap[i]:
-                _set(self.lists["seen"], i, rel.seen)
-                self.seencap[i] = len(rel.seen)
-        self.ns[:] = [r.n for r in self.rels]
-        self.caps[:] = [r.cap for r in self.rels]
-        self.maxids[:] = [r.maxid for r in self.rels]
-        self.nstamps[:] = [r.node_stamp for r in self.rels]
+        """Re-read the relations after the set-at-a-time path changed them (and replaced arrays)."""
+        r = len(self.rels)
+        for lst, names in zip(self.lists, LISTS.values(), strict=True):
+            for kind, name in enumerate(names):
+                for i, rel in enumerate(self.rels):
+                    if getattr(rel, name) is not self.held[(name, i)]:
+                        _set(lst, kind * r + i, self._view(name, i))
+        self._counts()
 
     def sync_back(self) -> None:
         """Hand what the call changed (row counts, grown buffers) back to the `Rel` objects."""
+        r = len(self.rels)
         for i in np.flatnonzero(self.dirty).tolist():
             rel, flags = self.rels[i], int(self.dirty[i])
             rel.n, rel.maxid = int(self.ns[i]), int(self.maxids[i])
             rel.node_stamp = int(self.nstamps[i])
             if flags & GROWN:
                 rel.cap = int(self.caps[i])
-                for name in KINDS:
-                    setattr(rel, name, _get(self.lists[name], i))
+                for lst, kind in GROWN_KINDS:
+                    self._take(rel, i, LISTS[lst][kind], _get(self.lists[lst], kind * r + i))
             if flags & SEEN_GROWN:
-                rel.seen = _get(self.lists["seen"], i)
-                self.seencap[i] = len(rel.seen)
+                self._take(rel, i, "seen", _get(self.lists[I32], SEEN * r + i))
         self.dirty[:] = 0
+
+    def _take(self, rel, i: int, name: str, flat: np.ndarray) -> None:
+        """The interpreter's new array `name` of relation i, in the `Rel`'s own shape."""
+        a = flat
+        if name == "cols":
+            a = flat.reshape(rel.cap, rel.arity)
+        elif name in ("islots", "inext"):
+            a = flat.reshape(max(len(rel.masks), 1), -1)
+        setattr(rel, name, a)
+        self.held[(name, i)] = a
 
 
 class Compiler:

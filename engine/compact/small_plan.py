@@ -51,22 +51,30 @@ from fluxmat.engine.compact.small_program import (
 )  # fmt: skip
 from fluxmat.engine.compact.small_rel import (
     ALIVE,
-    COLS,
+    ARITY,
+    FAST,
     FLIP,
     HB,
     HW,
-    INEXT,
-    ISLOTS,
     NS,
     SLOTS,
     WORK,
+    cols,
+    i32,
+    inext,
+    islots,
     push,
+    u8,
 )
 
-COUNTING, ALL_NEW, OVER = 0, 1, 2  # how a plan reads its steps' states (`_mode`)
+# Arguments of the functions that are compiled on their own (`FAST`) are numpy ints, never Python
+# int literals: numba compiles such a function once per distinct literal value it is called with.
+COUNTING, ALL_NEW, OVER = map(np.int64, range(3))  # how a plan reads its steps' states (`_mode`)
+ABSENT, PRESENT, ALL, SIGNED = map(np.int64, range(4))  # which rows `run_rows` starts from (`want`)
+ANY_REL, NO_COMP = np.int64(-1), np.int64(-1)  # `rel_b`: every entry; `comp`: none
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _mode(pg, kind, plpos, s, comp):
     """0 reads the new state, 1 the old: COUNTING by position, ALL_NEW, OVER (new inside comp only)."""
     steps, rels = pg[STEPS], pg[RELS]
@@ -77,59 +85,58 @@ def _mode(pg, kind, plpos, s, comp):
     return 0 if rels[steps[s * SF + S_REL] * RF + R_COMP] == comp else 1
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _first(st, pg, s, vals, mode, epoch):
     """The first candidate row of step s for the bound values `vals` (-1: none)."""
     steps, cmask = pg[STEPS], pg[CMASK]
     i, how, off = steps[s * SF + S_REL], steps[s * SF + S_HOW], steps[s * SF + S_COFF]
-    cols = st[COLS][i]
-    a = cols.shape[1]
+    c, a = cols(st, i), st[ARITY][i]
     mask, vals = cmask[off : off + a], vals[:a]
     if how == FULL or how == ANTI:
-        slots = st[SLOTS][i]
-        r = np.int64(slots[K.find(cols, slots, vals, mask)])
+        slots = i32(st, SLOTS, i)
+        r = np.int64(slots[K.find(c, slots, vals, mask)])
         if how == FULL:
             return r
-        here = r >= 0 and K.present(st[ALIVE][i], st[FLIP][i], r, epoch, mode)
+        here = r >= 0 and K.present(u8(st, ALIVE, i), i32(st, FLIP, i), r, epoch, mode)
         return np.int64(-1) if here else np.int64(0)
     if how == INDEX:
-        islot = st[ISLOTS][i][steps[s * SF + S_K]]
-        return np.int64(islot[K.find(cols, islot, vals, mask)])
+        islot = islots(st, i)[steps[s * SF + S_K]]
+        return np.int64(islot[K.find(c, islot, vals, mask)])
     return np.int64(0) if st[NS][i] > 0 else np.int64(-1)
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _next(st, pg, s, r):
     steps = pg[STEPS]
     i, how = steps[s * SF + S_REL], steps[s * SF + S_HOW]
     if how == INDEX:
-        return np.int64(st[INEXT][i][steps[s * SF + S_K], r])
+        return np.int64(inext(st, i)[steps[s * SF + S_K], r])
     if how == FULL or how == ANTI:
         return np.int64(-1)
     return r + 1 if r + 1 < st[NS][i] else np.int64(-1)
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _ok(st, pg, s, r, vals, mode, epoch):
     """Row r of step s's relation is present (in the mode's state) and agrees with the bound values."""
     steps, csrc = pg[STEPS], pg[CSRC]
     i, off, how = steps[s * SF + S_REL], steps[s * SF + S_COFF], steps[s * SF + S_HOW]
     if how == ANTI:
         return True  # `_first` already checked that the fact is absent
-    if not K.present(st[ALIVE][i], st[FLIP][i], r, epoch, mode):
+    if not K.present(u8(st, ALIVE, i), i32(st, FLIP, i), r, epoch, mode):
         return False
     if how == FULL:
         return True
-    cols = st[COLS][i]
-    return K.matches(cols, r, vals[: cols.shape[1]], csrc[off : off + cols.shape[1]])
+    a = st[ARITY][i]
+    return K.matches(cols(st, i), r, vals[:a], csrc[off : off + a])
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _values(st, pg, s, B, vals):
     """The bound values of step s's columns from the bindings B (slots and constants)."""
     steps, csrc, cval = pg[STEPS], pg[CSRC], pg[CVAL]
     i, off = steps[s * SF + S_REL], steps[s * SF + S_COFF]
-    for j in range(st[COLS][i].shape[1]):
+    for j in range(st[ARITY][i]):
         src = csrc[off + j]
         if src >= 0:
             vals[j] = B[src]
@@ -137,34 +144,34 @@ def _values(st, pg, s, B, vals):
             vals[j] = cval[off + j]
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _bind(st, pg, s, r, B):
     steps, cout = pg[STEPS], pg[COUT]
     i, off = steps[s * SF + S_REL], steps[s * SF + S_COFF]
     if steps[s * SF + S_HOW] == ANTI and steps[s * SF + S_POS] >= 0:
         return
-    cols = st[COLS][i]
-    for j in range(cols.shape[1]):
+    c = cols(st, i)
+    for j in range(st[ARITY][i]):
         if cout[off + j] >= 0:
-            B[cout[off + j]] = cols[r, j]
+            B[cout[off + j]] = c[r, j]
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _start_ok(st, pg, s, r):
     """Row r matches the start atom's constants and repeated variables (kernels.bind_rows)."""
     steps, csrc, cval = pg[STEPS], pg[CSRC], pg[CVAL]
     i, off = steps[s * SF + S_REL], steps[s * SF + S_COFF]
-    cols = st[COLS][i]
-    for j in range(cols.shape[1]):
+    c = cols(st, i)
+    for j in range(st[ARITY][i]):
         src = csrc[off + j]
-        if src == -1 and cols[r, j] != cval[off + j]:
+        if src == -1 and c[r, j] != cval[off + j]:
             return False
-        if src <= -3 and cols[r, j] != cols[r, -3 - src]:
+        if src <= -3 and c[r, j] != c[r, -3 - src]:
             return False
     return True
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _emit(pg, pl, B, w, bufs, sizes):
     plans, hsrc, hval = pg[PLANS], pg[HSRC], pg[HVAL]
     hoff = plans[pl * PF + P_HOFF]
@@ -175,16 +182,16 @@ def _emit(pg, pl, B, w, bufs, sizes):
     bufs[WORK][pl] += 1
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _vals_for(st, pg, s0, nst):
     """One row of bound values per join step, wide enough for the widest relation."""
     steps, width = pg[STEPS], 1
     for s in range(s0 + 1, s0 + 1 + nst):
-        width = max(width, st[COLS][steps[s * SF + S_REL]].shape[1])
+        width = max(width, st[ARITY][steps[s * SF + S_REL]])
     return np.zeros((nst, width), np.int64)
 
 
-@njit(cache=True)
+@njit(**FAST)
 def run_one(st, pg, pl, row, w, kind, comp, epoch, bufs, sizes):
     """The plan's instances starting at `row` of its start relation: heads and weights pushed to HB / HW."""
     plans, steps = pg[PLANS], pg[STEPS]
@@ -223,7 +230,7 @@ def run_one(st, pg, pl, row, w, kind, comp, epoch, bufs, sizes):
             cur[lvl] = _first(st, pg, s + 1, vals[lvl], _mode(pg, kind, plpos, s + 1, comp), epoch)
 
 
-@njit(cache=True)
+@njit(**FAST)
 def run_rows(st, pg, pl, rel_b, row_b, a, b, want, kind, comp, epoch, bufs, sizes):
     """The plan from the rows of buffer entries a..b of its start relation; heads in HB / HW (emptied first).
 
@@ -238,7 +245,7 @@ def run_rows(st, pg, pl, rel_b, row_b, a, b, want, kind, comp, epoch, bufs, size
     i, neg = pg[STEPS][s0 * SF + S_REL], pg[STEPS][s0 * SF + S_NEG]
     if neg and want < 2:
         want = 1 - want
-    alive = st[ALIVE][i]
+    alive = u8(st, ALIVE, i)
     for e in range(a, b):
         if rel_b >= 0 and bufs[rel_b][e] != i:
             continue
@@ -252,7 +259,7 @@ def run_rows(st, pg, pl, rel_b, row_b, a, b, want, kind, comp, epoch, bufs, size
         run_one(st, pg, pl, r, w, kind, comp, epoch, bufs, sizes)
 
 
-@njit(cache=True)
+@njit(**FAST)
 def entries(pg, off):
     """A list of the program (an (offset, length) pair into `lists`)."""
     lists = pg[LISTS]

@@ -1,18 +1,30 @@
 """Relations and buffers inside the small-update interpreter (engine.compact.small_run): numba functions.
 
-A store (`st`, built by engine.compact.small.Store) is a tuple: typed lists,
-one entry per relation, of the arrays engine.compact.relation keeps (indexes
-`COLS` .. `SEEN` below: `cols`, `cnt`, `alive`, `flip`, `stamp`, `dmark`,
-`expl`, `base`, `slots`, `islots`, `inext`, `imask`, `full`, `seen`), then
-int64 arrays `ns` (rows), `caps` (capacity), `maxids` (1 + the largest term
-id), `nstamps` (closure search stamps) and `dirty` (flags: `N_CHANGED`,
-`GROWN`, `SEEN_GROWN`), so the Python side knows which `Rel` objects to
-update after a call. A relation that runs out of room is grown here, its
+A store (`st`, built by engine.compact.small.Store) is a tuple of four typed
+lists, one per element type, holding every relation's arrays as flat (1-d)
+views of the `Rel` objects' own buffers (engine.compact.relation), then int64
+arrays with one entry per relation:
+
+* `st[I64]`: `cols` (rows x arity, flattened), at `i`;
+* `st[I32]`: `cnt`, `flip`, `stamp`, `dmark`, `slots`, `islots`, `inext`,
+  `seen`, at `kind * R + i` (R relations; `kind` one of `CNT` .. `SEEN`);
+* `st[U8]`: `alive`, `expl`, `base` (`ALIVE` .. `BASE`);
+* `st[BOOL]`: `imask`, `full` (`IMASK`, `FULL`);
+* `NS` (rows), `CAPS` (capacity), `MAXIDS` (1 + the largest term id),
+  `NSTAMPS` (closure search stamps), `DIRTY` (flags: `N_CHANGED`, `GROWN`,
+  `SEEN_GROWN`, so the Python side knows which `Rel` objects to update after
+  a call), `ARITY` and `NIDX` (indexes per relation).
+
+Four list types instead of one per array kind, and 2-d arrays as flat views
+reshaped on access (`cols`, `islots`, `inext`, `imask`), keep numba's work
+small: every list type compiles its own list methods, every function its own
+copy of its callees. A relation that runs out of room is grown here, its
 tables rebuilt as `Rel._alloc` does.
 
-A call's growable int64 buffers are one typed list `bufs` with fill counts
-`sizes`, named by the constants `FROWS` .. `AUX` (`push` appends); `WORK`
-(one counter per plan: head instances, the work report) is indexed directly.
+A call's growable int64 buffers are one typed list `bufs` (the type of
+`st[I64]`) with fill counts `sizes`, named by the constants `FROWS` .. `AUX`
+(`push` appends); `WORK` (one counter per plan: head instances, the work
+report) is indexed directly.
 
 Not here: plans and maintenance (engine.compact.small_plan, small_run).
 """
@@ -23,32 +35,87 @@ import numpy as np
 from numba import njit
 
 from fluxmat.engine.compact import kernels as K
+from fluxmat.engine.compact import small_cache  # noqa: F401  (cache stamps before any function)
 
-COLS, CNT, ALIVE, FLIP, STAMP, DMARK, EXPL, BASE, SLOTS, ISLOTS, INEXT, IMASK, FULL, SEEN = range(
-    14
-)
-NS, CAPS, MAXIDS, NSTAMPS, DIRTY = range(14, 19)
+I64, I32, U8, BOOL, NS, CAPS, MAXIDS, NSTAMPS, DIRTY, ARITY, NIDX = range(11)
+# which Rel attribute sits in which list, in kind order (`st[list][kind * R + i]`)
+LISTS = {
+    I64: ("cols",),
+    I32: ("cnt", "flip", "stamp", "dmark", "slots", "islots", "inext", "seen"),
+    U8: ("alive", "expl", "base"),
+    BOOL: ("imask", "full"),
+}
+CNT, FLIP, STAMP, DMARK, SLOTS, ISLOTS, INEXT, SEEN = range(8)
+ALIVE, EXPL, BASE = range(3)
+IMASK, FULL = range(2)
 N_CHANGED, GROWN, SEEN_GROWN = 1, 2, 4
-KINDS = (
-    "cols",
-    "cnt",
-    "alive",
-    "flip",
-    "stamp",
-    "dmark",
-    "expl",
-    "base",
-    "slots",
-    "islots",
-    "inext",
-)
+# the arrays a relation grows (all but `seen`, `imask`, `full`)
+GROWN_KINDS = tuple((lst, k) for lst, names in LISTS.items() for k, name in enumerate(names)
+                    if name not in ("seen", "imask", "full"))  # fmt: skip
 # buffers of one call (`push`)
-FROWS, EREL, EROW, ESIGN, TREL, TROW, HB, HW, DREL, DROW, IREL, IROW, AUX, WORK = range(14)
+# (numpy ints: a Python int argument is a literal, and numba compiles a callee once per literal value)
+FROWS, EREL, EROW, ESIGN, TREL, TROW, HB, HW, DREL, DROW, IREL, IROW, AUX, WORK = map(
+    np.int64, range(14)
+)
 NBUF = 14
+FAST = {
+    "cache": True,
+    "no_cpython_wrapper": True,
+    "no_cfunc_wrapper": True,
+}  # called from numba only
+
+
+# ---------------------------------------------------------------- the arrays of relation i
+@njit(**FAST)
+def at(st, kind, i):
+    """Where relation i's array of `kind` sits in its list."""
+    return kind * st[NS].shape[0] + i
+
+
+@njit(**FAST)
+def i32(st, kind, i):
+    return st[I32][kind * st[NS].shape[0] + i]
+
+
+@njit(**FAST)
+def u8(st, kind, i):
+    return st[U8][kind * st[NS].shape[0] + i]
+
+
+@njit(**FAST)
+def cols(st, i):
+    return st[I64][i].reshape((st[CAPS][i], st[ARITY][i]))
+
+
+@njit(**FAST)
+def _rows2(a, k):
+    """A flat per-index table as (indexes, slots): max(k, 1) rows (Rel._alloc's shape)."""
+    rows = max(k, 1)
+    return a.reshape((rows, a.shape[0] // rows))
+
+
+@njit(**FAST)
+def islots(st, i):
+    return _rows2(i32(st, ISLOTS, i), st[NIDX][i])
+
+
+@njit(**FAST)
+def inext(st, i):
+    return _rows2(i32(st, INEXT, i), st[NIDX][i])
+
+
+@njit(**FAST)
+def imask(st, i):
+    return st[BOOL][at(st, IMASK, i)].reshape((st[NIDX][i], st[ARITY][i]))
+
+
+@njit(**FAST)
+def full(st, i):
+    return st[BOOL][at(st, FULL, i)]
 
 
 # ---------------------------------------------------------------- buffers and relations
-@njit(cache=True)
+@njit(**FAST)
 def push(bufs, sizes, b, v):
     n = sizes[b]
     a = bufs[b]
@@ -61,7 +128,7 @@ def push(bufs, sizes, b, v):
     sizes[b] = n + 1
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _pow2(n):
     bits, m = 0, n - 1
     while m > 0:
@@ -70,102 +137,80 @@ def _pow2(n):
     return 1 << max(4, bits)
 
 
-@njit(cache=True)
+@njit(**FAST)
 def widen(a, n, cap):
     b = np.zeros(cap, a.dtype)
     b[:n] = a[:n]
     return b
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _room(st, i, m):
     """Room for m more rows in relation i: grown (tables rebuilt) when full."""
-    cols_l, cnt_l, alive_l, flip_l, stamp_l, dmark_l = (
-        st[COLS],
-        st[CNT],
-        st[ALIVE],
-        st[FLIP],
-        st[STAMP],
-        st[DMARK],
-    )
-    expl_l, base_l, slots_l, islots_l, inext_l = (
-        st[EXPL],
-        st[BASE],
-        st[SLOTS],
-        st[ISLOTS],
-        st[INEXT],
-    )
-    imask_l, full_l, ns, caps, dirty = st[IMASK], st[FULL], st[NS], st[CAPS], st[DIRTY]
-    n = ns[i]
+    ns, caps = st[NS], st[CAPS]
+    n, a = ns[i], st[ARITY][i]
     if n + m <= caps[i]:
         return
     cap = max(2 * caps[i], n + m)
-    old = cols_l[i]
-    cols = np.zeros((cap, old.shape[1]), np.int64)
-    cols[:n] = old[:n]
-    cols_l[i] = cols
-    cnt_l[i], flip_l[i] = widen(cnt_l[i], n, cap), widen(flip_l[i], n, cap)
-    stamp_l[i], dmark_l[i] = widen(stamp_l[i], n, cap), widen(dmark_l[i], n, cap)
-    alive_l[i], expl_l[i], base_l[i] = (
-        widen(alive_l[i], n, cap),
-        widen(expl_l[i], n, cap),
-        widen(base_l[i], n, cap),
-    )
-    k = imask_l[i].shape[0]
+    st[I64][i] = widen(st[I64][i], n * a, cap * a)
+    for kind in (CNT, FLIP, STAMP, DMARK):
+        st[I32][at(st, kind, i)] = widen(i32(st, kind, i), n, cap)
+    for kind in (ALIVE, EXPL, BASE):
+        st[U8][at(st, kind, i)] = widen(u8(st, kind, i), n, cap)
+    k = st[NIDX][i]
     tcap = _pow2(2 * cap)
-    slots = np.full(tcap, -1, np.int32)
-    islots = np.full((max(k, 1), tcap if k else 1), -1, np.int32)
-    inext = np.full((max(k, 1), cap if k else 1), -1, np.int32)
-    K.rebuild(cols, n, slots, islots[:k], inext[:k], imask_l[i], full_l[i])
-    slots_l[i], islots_l[i], inext_l[i] = slots, islots, inext
+    st[I32][at(st, SLOTS, i)] = np.full(tcap, -1, np.int32)
+    st[I32][at(st, ISLOTS, i)] = np.full(max(k, 1) * (tcap if k else 1), -1, np.int32)
+    st[I32][at(st, INEXT, i)] = np.full(max(k, 1) * (cap if k else 1), -1, np.int32)
     caps[i] = cap
-    dirty[i] |= GROWN
+    c, isl, inx = cols(st, i), islots(st, i), inext(st, i)
+    K.rebuild(c, n, i32(st, SLOTS, i), isl[:k], inx[:k], imask(st, i), full(st, i))
+    st[DIRTY][i] |= GROWN
 
 
-@njit(cache=True)
+@njit(**FAST)
 def lookup(st, i, key):
-    cols, slots = st[COLS][i], st[SLOTS][i]
-    return np.int64(slots[K.find(cols, slots, key, st[FULL][i])])
+    slots = i32(st, SLOTS, i)
+    return np.int64(slots[K.find(cols(st, i), slots, key, full(st, i))])
 
 
-@njit(cache=True)
+@njit(**FAST)
 def insert(st, i, key):
     """The row of `key` in relation i; a new (dead, uncounted) row when it has none."""
     _room(st, i, 1)
-    cols, slots, full = st[COLS][i], st[SLOTS][i], st[FULL][i]
-    ns, maxids, dirty = st[NS], st[MAXIDS], st[DIRTY]
-    s = K.find(cols, slots, key, full)
+    c, slots, ns, maxids = cols(st, i), i32(st, SLOTS, i), st[NS], st[MAXIDS]
+    s = K.find(c, slots, key, full(st, i))
     r = np.int64(slots[s])
     if r >= 0:
         return r
     r = ns[i]
     ns[i] = r + 1
     for j in range(key.shape[0]):
-        cols[r, j] = key[j]
+        c[r, j] = key[j]
         if key[j] + 1 > maxids[i]:
             maxids[i] = key[j] + 1
     slots[s] = r
-    imask, islots, inext = st[IMASK][i], st[ISLOTS][i], st[INEXT][i]
-    for k in range(imask.shape[0]):
-        t = K.find(cols, islots[k], cols[r], imask[k])
-        inext[k, r] = islots[k, t]
-        islots[k, t] = r
-    dirty[i] |= N_CHANGED
+    im, isl, inx = imask(st, i), islots(st, i), inext(st, i)
+    for k in range(im.shape[0]):
+        t = K.find(c, isl[k], c[r], im[k])
+        inx[k, r] = isl[k, t]
+        isl[k, t] = r
+    st[DIRTY][i] |= N_CHANGED
     return r
 
 
-@njit(cache=True)
+@njit(**FAST)
 def count(st, i, r, w, epoch, bufs, sizes):
     """Cnt += w; a row touched for the first time this epoch is pushed to the touched buffers."""
-    st[CNT][i][r] += w
-    stamp = st[STAMP][i]
+    i32(st, CNT, i)[r] += w
+    stamp = i32(st, STAMP, i)
     if stamp[r] != epoch:
         stamp[r] = epoch
         push(bufs, sizes, TREL, i)
         push(bufs, sizes, TROW, r)
 
 
-@njit(cache=True)
+@njit(**FAST)
 def flip(st, i, r, epoch, bufs, sizes):
-    st[FLIP][i][r] = epoch
+    i32(st, FLIP, i)[r] = epoch
     push(bufs, sizes, FROWS, r)

@@ -25,7 +25,19 @@ from numba import njit
 from numba.typed import List
 
 from fluxmat.engine.compact import kernels as K
-from fluxmat.engine.compact.small_plan import ALL_NEW, COUNTING, OVER, entries, run_rows
+from fluxmat.engine.compact.small_plan import (
+    ABSENT,
+    ALL,
+    ALL_NEW,
+    ANY_REL,
+    COUNTING,
+    NO_COMP,
+    OVER,
+    PRESENT,
+    SIGNED,
+    entries,
+    run_rows,
+)  # fmt: skip
 from fluxmat.engine.compact.small_program import (
     C_HEADP,
     C_INPUTS,
@@ -54,7 +66,6 @@ from fluxmat.engine.compact.small_rel import (
     AUX,
     BASE,
     CNT,
-    COLS,
     DIRTY,
     DMARK,
     DREL,
@@ -63,13 +74,13 @@ from fluxmat.engine.compact.small_rel import (
     EROW,
     ESIGN,
     EXPL,
+    FAST,
     FROWS,
     HB,
     HW,
-    INEXT,
+    I32,
     IREL,
     IROW,
-    ISLOTS,
     MAXIDS,
     N_CHANGED,
     NBUF,
@@ -80,16 +91,22 @@ from fluxmat.engine.compact.small_rel import (
     TREL,
     TROW,
     WORK,
+    at,
+    cols,
     count,
     flip,
+    i32,
+    inext,
     insert,
+    islots,
     lookup,
     push,
+    u8,
     widen,
 )  # fmt: skip
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _count_into(st, pg, p, epoch, fs, bufs, sizes):
     """Explicit and counted derivation changes of relation p into its counters (touched rows pushed)."""
     fstart, flen = fs[0], fs[1]
@@ -105,13 +122,13 @@ def _count_into(st, pg, p, epoch, fs, bufs, sizes):
             st,
             pg,
             pl,
-            -1,
+            ANY_REL,
             FROWS,
             fstart[q],
             fstart[q] + flen[q],
-            3,
+            SIGNED,
             COUNTING,
-            -1,
+            NO_COMP,
             epoch,
             bufs,
             sizes,
@@ -122,12 +139,12 @@ def _count_into(st, pg, p, epoch, fs, bufs, sizes):
             count(st, p, r, bufs[HW][h], epoch, bufs, sizes)
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _counted(st, pg, p, epoch, fs, bufs, sizes):
     sizes[TREL] = 0
     sizes[TROW] = 0
     _count_into(st, pg, p, epoch, fs, bufs, sizes)
-    cnt, alive = st[CNT][p], st[ALIVE][p]
+    cnt, alive = i32(st, CNT, p), u8(st, ALIVE, p)
     fs[0][p] = sizes[FROWS]
     for t in range(sizes[TROW]):
         r = bufs[TROW][t]
@@ -138,7 +155,11 @@ def _counted(st, pg, p, epoch, fs, bufs, sizes):
     fs[1][p] = sizes[FROWS] - fs[0][p]
 
 
-@njit(cache=True)
+# `_heads` modes: over-deletion candidates, looked up (rederived), inserted; FIRST: a buffer's start
+LOST, BACK, NEW, FIRST = map(np.int64, (0, 1, 2, 0))
+
+
+@njit(**FAST)
 def _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes):
     """The heads in HB into the bag rel_b / row_b.
 
@@ -149,15 +170,12 @@ def _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes):
     ha = pg[PLANS][pl * PF + P_HLEN]
     for h in range(sizes[HW]):
         key = bufs[HB][h * ha : (h + 1) * ha]
-        r = insert(st, h_rel, key) if mode == 2 else lookup(st, h_rel, key)
+        r = insert(st, h_rel, key) if mode == NEW else lookup(st, h_rel, key)
         if r < 0:
             continue
-        alive, cnt, dmark = (
-            st[ALIVE][h_rel],
-            st[CNT][h_rel],
-            st[DMARK][h_rel],
-        )  # after insert (it may grow them)
-        if mode == 0:
+        # after insert (it may grow them)
+        alive, cnt, dmark = u8(st, ALIVE, h_rel), i32(st, CNT, h_rel), i32(st, DMARK, h_rel)
+        if mode == LOST:
             if alive[r] != 0 and cnt[r] == 0 and dmark[r] != epoch:
                 dmark[r] = epoch
                 push(bufs, sizes, rel_b, h_rel)
@@ -168,19 +186,19 @@ def _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes):
             push(bufs, sizes, row_b, r)
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _fixpoint(st, pg, comp_row, c, mode, epoch, rel_b, row_b, bufs, sizes):
     """Semi-naive rounds of the component's recursive plans over the bag rel_b/row_b (grown in place)."""
-    kind = OVER if mode == 0 else ALL_NEW
+    kind = OVER if mode == LOST else ALL_NEW
     a, b = 0, sizes[row_b]
     while a < b:
         for pl in entries(pg, comp_row[C_REC : C_REC + 2]):
-            run_rows(st, pg, pl, rel_b, row_b, a, b, 2, kind, c, epoch, bufs, sizes)
+            run_rows(st, pg, pl, rel_b, row_b, a, b, ALL, kind, c, epoch, bufs, sizes)
             _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes)
         a, b = b, sizes[row_b]
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _dred(st, pg, c, epoch, fs, bufs, sizes):
     """DRed^c for recursive component c (arrays._DRed, the same steps)."""
     comp_row = pg[COMPS][c * CF : (c + 1) * CF]
@@ -192,55 +210,79 @@ def _dred(st, pg, c, epoch, fs, bufs, sizes):
         _count_into(st, pg, p, epoch, fs, bufs, sizes)
     for t in range(sizes[TROW]):  # lost: present, uncounted now
         i, r = bufs[TREL][t], bufs[TROW][t]
-        if st[ALIVE][i][r] != 0 and st[CNT][i][r] == 0 and st[DMARK][i][r] != epoch:
-            st[DMARK][i][r] = epoch
+        if u8(st, ALIVE, i)[r] != 0 and i32(st, CNT, i)[r] == 0 and i32(st, DMARK, i)[r] != epoch:
+            i32(st, DMARK, i)[r] = epoch
             push(bufs, sizes, DREL, i)
             push(bufs, sizes, DROW, r)
     lower = entries(pg, comp_row[C_LOWER : C_LOWER + 2])
     for pl in lower:  # a lower fact deleted: its instances lose a derivation
         q = pg[STEPS][pg[PLANS][pl * PF + P_START] * SF + S_REL]
         run_rows(
-            st, pg, pl, -1, FROWS, fstart[q], fstart[q] + flen[q], 0, OVER, c, epoch, bufs, sizes
+            st,
+            pg,
+            pl,
+            ANY_REL,
+            FROWS,
+            fstart[q],
+            fstart[q] + flen[q],
+            ABSENT,
+            OVER,
+            c,
+            epoch,
+            bufs,
+            sizes,
         )
-        _heads(st, pg, pl, 0, epoch, DREL, DROW, bufs, sizes)
-    _fixpoint(st, pg, comp_row, c, 0, epoch, DREL, DROW, bufs, sizes)
+        _heads(st, pg, pl, LOST, epoch, DREL, DROW, bufs, sizes)
+    _fixpoint(st, pg, comp_row, c, LOST, epoch, DREL, DROW, bufs, sizes)
     for e in range(sizes[DROW]):
-        st[ALIVE][bufs[DREL][e]][bufs[DROW][e]] = 0
+        u8(st, ALIVE, bufs[DREL][e])[bufs[DROW][e]] = 0
     for t in range(sizes[TROW]):  # counted now: present
         i, r = bufs[TREL][t], bufs[TROW][t]
-        if st[CNT][i][r] > 0 and st[ALIVE][i][r] == 0:
-            st[ALIVE][i][r] = 1
+        if i32(st, CNT, i)[r] > 0 and u8(st, ALIVE, i)[r] == 0:
+            u8(st, ALIVE, i)[r] = 1
             push(bufs, sizes, IREL, i)
             push(bufs, sizes, IROW, r)
     for pl in entries(pg, comp_row[C_HEADP : C_HEADP + 2]):  # over-deleted, still derivable: back
-        run_rows(st, pg, pl, DREL, DROW, 0, sizes[DROW], 2, ALL_NEW, c, epoch, bufs, sizes)
-        _heads(st, pg, pl, 1, epoch, IREL, IROW, bufs, sizes)
+        run_rows(st, pg, pl, DREL, DROW, FIRST, sizes[DROW], ALL, ALL_NEW, c, epoch, bufs, sizes)
+        _heads(st, pg, pl, BACK, epoch, IREL, IROW, bufs, sizes)
     for pl in lower:
         q = pg[STEPS][pg[PLANS][pl * PF + P_START] * SF + S_REL]
         run_rows(
-            st, pg, pl, -1, FROWS, fstart[q], fstart[q] + flen[q], 1, ALL_NEW, c, epoch, bufs, sizes
+            st,
+            pg,
+            pl,
+            ANY_REL,
+            FROWS,
+            fstart[q],
+            fstart[q] + flen[q],
+            PRESENT,
+            ALL_NEW,
+            c,
+            epoch,
+            bufs,
+            sizes,
         )
-        _heads(st, pg, pl, 2, epoch, IREL, IROW, bufs, sizes)
-    _fixpoint(st, pg, comp_row, c, 2, epoch, IREL, IROW, bufs, sizes)
+        _heads(st, pg, pl, NEW, epoch, IREL, IROW, bufs, sizes)
+    _fixpoint(st, pg, comp_row, c, NEW, epoch, IREL, IROW, bufs, sizes)
     for p in preds:  # flips: over-deleted and not back, or newly present
         fstart[p] = sizes[FROWS]
         for e in range(sizes[DROW]):
-            if bufs[DREL][e] == p and st[ALIVE][p][bufs[DROW][e]] == 0:
+            if bufs[DREL][e] == p and u8(st, ALIVE, p)[bufs[DROW][e]] == 0:
                 flip(st, p, bufs[DROW][e], epoch, bufs, sizes)
         for e in range(sizes[IROW]):
-            if bufs[IREL][e] == p and st[DMARK][p][bufs[IROW][e]] != epoch:
+            if bufs[IREL][e] == p and i32(st, DMARK, p)[bufs[IROW][e]] != epoch:
                 flip(st, p, bufs[IROW][e], epoch, bufs, sizes)
         flen[p] = sizes[FROWS] - fstart[p]
 
 
 # ---------------------------------------------------------------- the closure module
-@njit(cache=True)
+@njit(**FAST)
 def _ends(st, p, bufs, sizes):
     """Whether a touched row's base status (cnt > 0) change may change a component (kernels.base_changes).
 
     `base` is updated; the changed rows' endpoints go to AUX.
     """
-    cnt, base, alive, cols = st[CNT][p], st[BASE][p], st[ALIVE][p], st[COLS][p]
+    cnt, base, alive, c = i32(st, CNT, p), u8(st, BASE, p), u8(st, ALIVE, p), cols(st, p)
     sizes[AUX] = 0
     matters = False
     for t in range(sizes[TROW]):
@@ -248,14 +290,14 @@ def _ends(st, p, bufs, sizes):
         now = 1 if cnt[r] > 0 else 0
         if now != base[r]:
             base[r] = now
-            push(bufs, sizes, AUX, cols[r, 0])
-            push(bufs, sizes, AUX, cols[r, 1])
+            push(bufs, sizes, AUX, c[r, 0])
+            push(bufs, sizes, AUX, c[r, 1])
             if now == 0 or alive[r] == 0:
                 matters = True
     return matters
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _second(cols, rows):
     out = np.empty(rows.shape[0], np.int64)
     for t in range(rows.shape[0]):
@@ -263,18 +305,19 @@ def _second(cols, rows):
     return out
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _seen(st, p):
-    seen_l, maxids = st[SEEN], st[MAXIDS]
-    if seen_l[p].shape[0] < maxids[p]:
-        seen_l[p] = widen(seen_l[p], seen_l[p].shape[0], max(maxids[p], 2 * seen_l[p].shape[0]))
+    seen, maxids = i32(st, SEEN, p), st[MAXIDS]
+    if seen.shape[0] < maxids[p]:
+        seen = widen(seen, seen.shape[0], max(maxids[p], 2 * seen.shape[0]))
+        st[I32][at(st, SEEN, p)] = seen
         st[DIRTY][p] |= SEEN_GROWN
     st[NSTAMPS][p] += 1
     st[DIRTY][p] |= N_CHANGED
-    return seen_l[p], st[NSTAMPS][p]
+    return seen, st[NSTAMPS][p]
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _least(U, nodes, labels):
     """Per node of U the least node of its new component (-1: in none)."""
     big = np.iinfo(np.int64).max
@@ -287,7 +330,7 @@ def _least(U, nodes, labels):
     return newmin
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _closure(st, pg, c, epoch, fs, bufs, sizes):
     """The symmetric-transitive closure module for component c (arrays.ArraysCore._closure, the same steps)."""
     p = entries(pg, pg[COMPS][c * CF + C_PREDS : c * CF + C_PREDS + 2])[0]
@@ -298,21 +341,21 @@ def _closure(st, pg, c, epoch, fs, bufs, sizes):
     _count_into(st, pg, p, epoch, fs, bufs, sizes)
     if not _ends(st, p, bufs, sizes):
         return
-    cols, alive, islots, inext = st[COLS][p], st[ALIVE][p], st[ISLOTS][p], st[INEXT][p]
+    c, alive, isl, inx = cols(st, p), u8(st, ALIVE, p), islots(st, p), inext(st, p)
     ends = np.unique(bufs[AUX][: sizes[AUX]])
-    old = K.rows_from(ends, cols, islots[0], inext[0], alive)
-    region = np.unique(np.concatenate((ends, _second(cols, old))))
+    old = K.rows_from(ends, c, isl[0], inx[0], alive)
+    region = np.unique(np.concatenate((ends, _second(c, old))))
     seen, stamp = _seen(st, p)
     nodes, labels = K.components_from(
-        region, cols, islots[0], inext[0], islots[1], inext[1], st[CNT][p], seen, stamp
+        region, c, isl[0], inx[0], isl[1], inx[1], i32(st, CNT, p), seen, stamp
     )
     U = np.unique(np.concatenate((region, nodes)))
-    old = K.rows_from(U, cols, islots[0], inext[0], alive)
+    old = K.rows_from(U, c, isl[0], inx[0], alive)
     ix, iy = np.empty(old.shape[0], np.int64), np.empty(old.shape[0], np.int64)
     oldmin = np.full(U.shape[0], np.iinfo(np.int64).max, np.int64)
     for t in range(old.shape[0]):
-        ix[t], iy[t] = np.searchsorted(U, cols[old[t], 0]), np.searchsorted(U, cols[old[t], 1])
-        oldmin[ix[t]] = min(oldmin[ix[t]], cols[old[t], 1])
+        ix[t], iy[t] = np.searchsorted(U, c[old[t], 0]), np.searchsorted(U, c[old[t], 1])
+        oldmin[ix[t]] = min(oldmin[ix[t]], c[old[t], 1])
     for u in range(U.shape[0]):
         if oldmin[u] == np.iinfo(np.int64).max:
             oldmin[u] = -1
@@ -331,7 +374,7 @@ def _closure(st, pg, c, epoch, fs, bufs, sizes):
     fs[1][p] = sizes[FROWS] - fs[0][p]
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _pairs(st, p, x, nodes, labels, epoch, bufs, sizes):
     lab = -1
     for t in range(nodes.shape[0]):
@@ -344,19 +387,19 @@ def _pairs(st, p, x, nodes, labels, epoch, bufs, sizes):
         for a, b in ((x, nodes[t]), (nodes[t], x)):
             key[0], key[1] = a, b
             r = insert(st, p, key)
-            if st[ALIVE][p][r] == 0:
-                st[ALIVE][p][r] = 1
+            if u8(st, ALIVE, p)[r] == 0:
+                u8(st, ALIVE, p)[r] = 1
                 flip(st, p, r, epoch, bufs, sizes)
 
 
 # ---------------------------------------------------------------- the call
-@njit(cache=True)
+@njit(**FAST)
 def _explicit(st, xrel, xsign, xoff, xvals, hasx, bufs, sizes):
     """Explicit changes that change E: rows and signs pushed to EREL / EROW / ESIGN, `expl` set."""
     for e in range(xrel.shape[0]):
         i = xrel[e]
         key = xvals[xoff[e] : xoff[e + 1]]
-        expl = st[EXPL][i]
+        expl = u8(st, EXPL, i)
         if xsign[e] < 0:
             r = lookup(st, i, key)
             if r < 0 or expl[r] == 0:
@@ -364,7 +407,7 @@ def _explicit(st, xrel, xsign, xoff, xvals, hasx, bufs, sizes):
             expl[r] = 0
         else:
             r = insert(st, i, key)
-            expl = st[EXPL][i]
+            expl = u8(st, EXPL, i)
             if expl[r] != 0:
                 continue
             expl[r] = 1
@@ -374,7 +417,7 @@ def _explicit(st, xrel, xsign, xoff, xvals, hasx, bufs, sizes):
         hasx[i] = 1
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _active(pg, c, hasx, flen):
     row = pg[COMPS][c * CF : (c + 1) * CF]
     for p in entries(pg, row[C_PREDS : C_PREDS + 2]):
@@ -386,7 +429,7 @@ def _active(pg, c, hasx, flen):
     return False
 
 
-@njit(cache=True)
+@njit(**FAST)
 def _component(st, pg, c, epoch, fs, bufs, sizes):
     comps = pg[COMPS]
     kind = comps[c * CF + C_KIND]

@@ -6,9 +6,10 @@ is empty, and every pytest-xdist worker and every `fluxmat` subprocess would
 compile the same kernels at the same time: numba writes its cache files
 atomically (a temporary file, then a rename) and takes no lock, so nothing is
 corrupted, but the work is repeated -- the small-update interpreter alone costs
-about 150 s of CPU cold. `make test` and `make test-fast` run this module first,
+about 100 s of CPU cold. `make test` and `make test-fast` run this module first,
 so the workers load the kernels from the cache. It does nothing when the
-interpreter's index file is in the cache already (`--force` warms anyway).
+interpreter is in the cache already, compiled from today's sources
+(engine.compact.small_cache.cached; `--force` warms anyway).
 
 What it runs: the small-update interpreter (engine.compact.small.prepare) and a
 load, a large (set-at-a-time) and a small update under each algorithm of the
@@ -17,18 +18,16 @@ arrays core.
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 
-COMPACT = Path(__file__).resolve().parent.parent.parent / "engine" / "compact"
 ARRAYS_ALGORITHMS = ("counting", "dred", "dredc", "remat")
 
 
 def cached() -> bool:
-    """Whether the interpreter is in numba's cache already (its index file next to the source)."""
-    folder = Path(os.environ["NUMBA_CACHE_DIR"]) if os.environ.get("NUMBA_CACHE_DIR") else COMPACT
-    return any(folder.rglob("small_run.*.nbi"))
+    """Whether the interpreter is in numba's cache, compiled from today's sources."""
+    from fluxmat.engine.compact import small_cache, small_run
+
+    return small_cache.cached(small_run.cascade.py_func)
 
 
 def warm() -> None:
