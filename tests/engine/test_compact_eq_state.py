@@ -6,7 +6,9 @@ store; at a random point a NEW reasoner is restored from the store (as texts,
 or as the columns a local snapshot holds) and the remaining updates go to it.
 After every update the materialisation (with equality) equals the
 axiomatised oracle from scratch, and the restored engine's classes and
-compact materialisation equal the exporting engine's.
+compact materialisation equal the exporting engine's; at the end an engine
+restored from the store (written incrementally since the last full export)
+equals the one that wrote it.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ def test_restored_engine_goes_on_as_if_it_never_stopped(case, algorithm, at, col
             assert back.last_id == r.last_id
             r = back
         assert r.facts() == oracle(text, explicit), (text, n)
+    last = _eq(text, algorithm)  # what the store holds after the incremental exports
+    last.restore(store.load())
+    _same(last, r)
 
 
 def test_merges_since_the_last_export_are_stored_incrementally():

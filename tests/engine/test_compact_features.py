@@ -225,7 +225,7 @@ def test_random_rules_without_a_positive_atom_equal_remat(case, algorithm):
         assert r.explicit() == set(explicit)
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=25)
 @given(_unit_scenarios(), st.sampled_from(("fd-counting", "fd-dred")), st.integers(0, 7))
 def test_fully_dynamic_rules_without_a_positive_atom_restart_from_their_state(case, algorithm, at):
     text, explicit, updates = case
