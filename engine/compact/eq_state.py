@@ -175,7 +175,9 @@ def _fill(m, facts: dict, values: dict, explicit: dict, stored: dict) -> None:
     try:
         m.restore_state(explicit, pairs, facts, values)
     except ValueError as exc:
-        raise StateDamaged(f"the stored state is damaged ({exc}); restore the Redis data or reset the state") from None
+        raise StateDamaged(
+            f"the stored state is damaged ({exc}); restore the Redis data or reset the state"
+        ) from None
     m.inbox.clear()
     m.changed = {}
     m.last_seq = m.seq = int(stored.get("seq", 0) or 0)

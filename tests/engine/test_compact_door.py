@@ -137,8 +137,8 @@ def test_match_and_sizes_through_the_door():
 
 REFUSED = {  # rules without a positive body atom and body expressions run: test_compact_features.py
     "bf": ("p(X) :- q(X).", {"algorithm": "bf"}, "algorithm 'bf'"),
-    "bf names the nearest": ("p(X) :- q(X).", {"algorithm": "bf"}, "the nearest it runs is 'dredc'"),
-    "bf with equality": ("p(X) :- q(X).", {"algorithm": "bf", "equality": "rewrite"}, "algorithm 'bf'"),
+    "bf names the nearest": ("p(X) :- q(X).", {"algorithm": "bf"}, "nearest it runs is 'dredc'"),
+    "bf, equality": ("p(X) :- q(X).", {"algorithm": "bf", "equality": "rewrite"}, "'bf'"),
 }
 
 

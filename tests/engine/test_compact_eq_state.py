@@ -26,7 +26,9 @@ SETTINGS = settings(max_examples=60, deadline=None,
 
 
 def _eq(text: str, algorithm: str = "fd-counting") -> Reasoner:
-    return Reasoner.from_text(text, algorithm, equality="rewrite", options=EngineOptions(core="arrays"))
+    return Reasoner.from_text(
+        text, algorithm, equality="rewrite", options=EngineOptions(core="arrays")
+    )
 
 
 def _same(a: Reasoner, b: Reasoner) -> None:

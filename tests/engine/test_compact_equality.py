@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from fluxmat.engine import AlgorithmError, EngineOptions, Reasoner
+from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.engine.equality import SAME_AS
 from fluxmat.engine.feed import Fed
 from fluxmat.engine.parser import parse_pattern
