@@ -1,9 +1,10 @@
 """Stage 2: analysis of a parsed program (AST -> frozen `Analysis`).
 
 Computed once, then only queried:
-  * rewrites (Program -> Program): variables local to a negated atom are
-    projected away through an auxiliary predicate (`not q(X, _)` holds when no
-    `q(X, .)` exists, as in Nemo);
+  * rewrites (Program -> Program): an expression in a body atom becomes a
+    fresh variable and a comparison (`q(X, Y + 1)` is `q(X, #b0), #b0 = Y + 1`);
+    variables local to a negated atom are projected away through an auxiliary
+    predicate (`not q(X, _)` holds when no `q(X, .)` exists, as in Nemo);
   * per rule: positive atoms, negated atoms and built-ins, with `=` resolved to an
     assignment where its left (or right) side is an unbound variable;
   * safety and arity checks (errors name file, line and column);
@@ -26,7 +27,7 @@ from fluxmat.engine.decompose import decompositions
 from fluxmat.engine.errors import AnalysisError
 from fluxmat.engine.graph import components
 from fluxmat.engine.rules import AnalysedRule, Assign, Builtin, Filter, term_vars
-from fluxmat.engine.syntax import Atom, Comparison, Negation, Pos, Program, Rule, Var
+from fluxmat.engine.syntax import Atom, BinOp, Call, Comparison, Negation, Pos, Program, Rule, Var
 
 INTERNAL_PREFIX = "__"
 
@@ -194,7 +195,46 @@ def split_overloads(program: Program) -> Program:
     )
 
 
-REWRITES = (split_overloads, project_negation_locals)
+def body_expression_var(k: int) -> str:
+    """The fresh variable standing for a rule's k-th body-atom expression (no program text can name it)."""
+    return f"#b{k}"
+
+
+def lift_body_expressions(program: Program) -> Program:
+    """Rewrite an expression in a body atom into a fresh variable and a comparison.
+
+    `p(X) :- q(X, Y + 1), r(Y).` becomes `p(X) :- q(X, #b0), r(Y), #b0 = Y + 1.`
+    (and likewise inside a negated atom), which every core evaluates with the
+    built-ins it already has: the atom matches the facts whose column holds the
+    expression's value. The expression's variables must be bound elsewhere in
+    the body; a rule without body expressions is kept as it is.
+    """
+    rules: list[Rule] = []
+    for rule in program.rules:
+        made: list[Comparison] = []
+
+        def lift(atom: Atom, made=made) -> Atom:
+            if not any(isinstance(t, BinOp | Call) for t in atom.args):
+                return atom
+            args = []
+            for t in atom.args:
+                if isinstance(t, BinOp | Call):
+                    v = Var(body_expression_var(len(made)))
+                    made.append(Comparison("=", v, t, atom.pos))
+                    t = v
+                args.append(t)
+            return Atom(atom.pred, tuple(args), atom.pos, atom.rdf)
+
+        body = [
+            Negation(lift(lit.atom), lit.pos) if isinstance(lit, Negation)
+            else lift(lit) if isinstance(lit, Atom) else lit
+            for lit in rule.body
+        ]  # fmt: skip
+        rules.append(Rule(rule.head, (*body, *made), rule.pos) if made else rule)
+    return Program(tuple(rules), program.facts, program.prefixes, program.source)
+
+
+REWRITES = (split_overloads, lift_body_expressions, project_negation_locals)
 
 
 # ---------------------------------------------------------------- per rule

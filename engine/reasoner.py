@@ -5,9 +5,9 @@ A reasoner is a program, its analysis and one maintainer built from one
 engine.fd) or, with `core="arrays"`, the arrays core (engine.compact; the
 fully dynamic algorithms and their state through engine.compact.fed and
 engine.compact.state; equality through engine.compact.equality and
-engine.compact.eq_fed), which refuses what it cannot do yet (`bf`, rules
-without a positive body atom; with equality, the fd state and program changes)
-with an `AlgorithmError`. Everything outside engine/ goes through it:
+engine.compact.eq_fed, their state through engine.compact.eq_state), which
+refuses what it cannot do yet (`bf`; with equality, program changes) with an
+`AlgorithmError`. Everything outside engine/ goes through it:
 loading and updating (`load`, `update`), the fully dynamic driver (`feed`,
 `poll`, `work_counts`; engine.feed), the work per rule by its file:line
 (`rule_work`, `rules_since`, `rule_texts`), reading (`facts`, `lines`, `match`,
@@ -388,9 +388,11 @@ class Reasoner:
         return meta(self._fd())
 
     def _arrays_state(self):
-        """engine.compact.state, imported when the arrays core keeps the stream's state (numba)."""
+        """engine.compact.state (with equality: eq_state), imported when the arrays core keeps the state (numba)."""
         if self.options.equality != "off":
-            raise AlgorithmError("core=arrays does not support the stored state with equality=rewrite yet")
+            from fluxmat.engine.compact import eq_state
+
+            return eq_state
         from fluxmat.engine.compact import state
 
         return state

@@ -49,11 +49,12 @@ class TermClasses:
     def find(self, term: int) -> int:
         return int(self.rep[term]) if term < len(self.rep) else term
 
-    def merge(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Union the classes of each pair (rows of two term ids); (moved, affected) term ids.
+    def merge(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Union the classes of each pair (rows of two term ids); (moved, affected, was) term ids.
 
         `moved`: the terms whose representative changed; `affected`: every member
-        of a class that changed (its old representatives included).
+        of a class that changed (its old representatives included); `was`: the
+        moved terms' representatives before.
         """
         self.grow()
         parent: dict[int, int] = {}
@@ -84,8 +85,26 @@ class TermClasses:
             self.members[new] = tuple(m for ms in classes for m in ms)
             affected += self.members[new]
         moved_ids = np.array(moved, np.int64)
+        was = self.rep[moved_ids]
         self.rep[moved_ids] = np.array(to, np.int64)
-        return moved_ids, np.array(affected, np.int64)
+        return moved_ids, np.array(affected, np.int64), was
+
+    def assign(self, members: np.ndarray, reps: np.ndarray) -> None:
+        """Set the classes from (member, representative) term ids (a restore; others stay alone)."""
+        self.grow()
+        top = int(max(members.max(initial=-1), reps.max(initial=-1))) + 1
+        if top > len(self.rep):
+            self.rep = np.concatenate([self.rep, np.arange(len(self.rep), top, dtype=np.int64)])
+        self.rep[members] = reps
+        self.members = {}
+        for m, r in zip(members.tolist(), reps.tolist(), strict=True):
+            self.members.setdefault(r, []).append(m)
+        self.members = {r: tuple(ms) for r, ms in self.members.items() if len(ms) > 1}
+
+    def pairs(self) -> np.ndarray:
+        """(member, representative) rows of every member of a non-trivial class."""
+        rows = [(m, r) for r, ms in self.members.items() for m in ms]
+        return np.array(rows, np.int64).reshape(len(rows), 2)
 
     def copy_members(self) -> Members:
         """The classes now (members tuples are never changed in place)."""

@@ -13,8 +13,10 @@ previous poll and, per fact, the update that changed it: the one update
 whose integration changed the fact, or 0 when several did (a fact changed
 and changed back is not reported).
 
-Not here: the stored state of the fully dynamic algorithms (engine.compact.state),
-which is refused with equality (engine.reasoner).
+Its stored state (E, the classes, the rewritten core's rows and counters)
+is engine.compact.eq_state's; `terms` holds the store's term ids.
+
+Not here: the stored state (engine.compact.eq_state), the classes (engine.compact.eq_classes).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class EqualityFed(Inbox, ArraysEquality):
         self.inbox: list[tuple[int, object, Changes, Changes]] = []
         self.stats = FDStats()
         self.changed: dict[tuple, list] = {}  # (pred, ids) -> [present at the last poll, updates]
+        self.terms = None  # the stored state's term ids (engine.compact.eq_state)
 
     def configure(self, seed: int | None = None, interleaved: bool | None = None) -> None:
         """Accepted for the objects engine's interface: updates run one after the other."""

@@ -37,10 +37,11 @@ Not here: the classes (engine.compact.eq_classes), the core (engine.compact.core
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from fluxmat.engine.analysis import Analysis, analyse
+from fluxmat.engine.analysis import INTERNAL_PREFIX, Analysis, analyse
 from fluxmat.engine.compact.eq_classes import Members, TermClasses, expand_rows, expanded_count
 from fluxmat.engine.compact.maintainer import CompactMaintainer, unsupported
 from fluxmat.engine.compact.relation import Rel
@@ -82,12 +83,54 @@ class Flips:
         return rows, was[first]
 
 
+@dataclass
+class EqJournal:
+    """What changed since the last export (engine.compact.eq_state).
+
+    E's changed rows per relation (original term ids), the classes' changes
+    (terms that moved, their representatives before, every member of a
+    changed class) and the core's epoch at the last export; `full`: export
+    everything (after a load or a rebuild: the core is a new one).
+    """
+
+    full: bool = True
+    epoch: int = 0
+    keys: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    moved: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    affected: list[np.ndarray] = field(default_factory=list)
+
+    def explicit(self, add: Arrays, delete: Arrays) -> None:
+        for changes in (add, delete):
+            for p, rows in changes.items():
+                self.keys.setdefault(p, []).append(rows)
+
+    def classes(self, moved: np.ndarray, was: np.ndarray, affected: np.ndarray) -> None:
+        self.moved.append((moved, was))
+        self.affected.append(affected)
+
+
 class RewrittenCore(CompactMaintainer):
     """The arrays core over pi(P), counting its work and checking limits as the maintainer it serves."""
 
     def follow(self, counts, limits, work_start: int | None) -> None:
         """Share `counts` (rule ids of P are kept), apply `limits` from `work_start` on."""
         self.counts, self.limits, self._work_start = counts, limits, work_start
+
+    def fill(self, facts: Arrays, values: dict[str, np.ndarray], explicit: Arrays) -> None:
+        """A fresh core holding stored rows with their counters (value - 1), presence and explicit flags."""
+        self.core = self._new_core()
+        for pred, keys in facts.items():
+            rel = self.core.rel(pred, self.arity.setdefault(pred, keys.shape[1]))
+            rows = rel.insert(np.ascontiguousarray(keys))
+            rel.cnt[rows] = values[pred] - 1
+            rel.alive[rows] = 1
+            rel.base[rows] = values[pred] > 1
+        for pred, keys in explicit.items():
+            rel = self.core.rel(pred, keys.shape[1])
+            rows = rel.lookup(np.ascontiguousarray(keys))
+            if (rows < 0).any():
+                raise ValueError("an explicit fact of the rewritten program is not present")
+            rel.expl[rows] = 1
 
 
 class ArraysEquality(Maintainer):
@@ -105,6 +148,7 @@ class ArraysEquality(Maintainer):
         self.program, self.const_facts = constants_as_facts(analysis.program)
         self.derives_equality = any(r.head.pred == SAME_AS for r in analysis.program.rules)
         self.ex: dict[str, Rel] = {}  # E as given (original term ids), `expl` flags membership
+        self.journal = EqJournal()  # what changed since the last export (engine.compact.eq_state)
         self._build(signatures(analysis.program))
 
     def _build(self, sigs: set[tuple[str, int]]) -> None:
@@ -171,6 +215,7 @@ class ArraysEquality(Maintainer):
 
     # ------------------------------------------------------------ load and update
     def materialise(self, report: Report) -> None:
+        self.journal = EqJournal()
         self._rebuild(start=False)
         report.added = self._expanded_size()
         report.details = {"compact_facts": self.size()}
@@ -182,12 +227,41 @@ class ArraysEquality(Maintainer):
         same = explicit.get(SAME_AS, _EMPTY.reshape(0, 2))
         if len(same):
             self.pi.merge(same[same[:, 0] != same[:, 1]])
-        consts: Arrays = {}
-        for f in self.const_facts:
-            consts.setdefault(f[0], []).append([self.dictionary.intern(v) for v in f[1:]])
-        add = {**explicit, **{p: np.array(rows, np.int64) for p, rows in consts.items()}}
+        add = {**explicit, **self._consts()}
         flips = Flips()
         self._saturate(self._push(add, {}, flips, start), flips, start)
+
+    def _consts(self) -> Arrays:
+        """The rule constants' facts (engine.equality.constants_as_facts) as rows per relation."""
+        consts: dict[str, list] = {}
+        for f in self.const_facts:
+            consts.setdefault(f[0], []).append([self.dictionary.intern(v) for v in f[1:]])
+        return {p: np.array(rows, np.int64) for p, rows in consts.items()}
+
+    def restore_state(self, explicit: Arrays, pairs: np.ndarray, facts: Arrays,
+                      values: dict[str, np.ndarray]) -> None:  # fmt: skip
+        """Rebuild from a stored state without evaluating: E, the classes, the core's rows and counters.
+
+        The normal explicit rows and their preimage counts are pi(E) plus the
+        rule constants' facts, as a load computes them; the core's relations
+        get their stored rows (engine.compact.eq_state).
+        """
+        sigs = signatures(self.analysis.program) | {(p, k.shape[1]) for p, k in explicit.items()}
+        sigs |= {(p, k.shape[1]) for p, k in facts.items() if not p.startswith(INTERNAL_PREFIX)}
+        self._build(sigs)
+        self.ex = {}
+        for p, keys in explicit.items():
+            self.arity.setdefault(p, keys.shape[1])
+            rel = self._ex(p)
+            rel.expl[rel.insert(keys)] = 1
+        if len(pairs):
+            self.pi.assign(pairs[:, 0], pairs[:, 1])
+        normal = {}
+        for p, keys in {**explicit, **self._consts()}.items():
+            rows = self._norm(p).insert(self.pi.image(keys))
+            np.add.at(self._pre(p), rows, 1)
+            normal[p] = self.norm[p].cols[np.unique(rows)]
+        self.inner.fill(facts, values, normal)
 
     def maintain(self, update: Update, report: Report) -> None:
         self.inner.follow(self.counts, self.limits, self._work_start)
@@ -195,7 +269,9 @@ class ArraysEquality(Maintainer):
             update.plus, update.minus
         )
         recomputed = 0
+        self.journal.explicit(add, delete)
         if self._splits(add, delete):
+            self.journal.full = True  # a new core: the next export writes everything
             before = self._expanded()
             self._rebuild()
             self._note_all(report, before, self._expanded())
@@ -271,8 +347,9 @@ class ArraysEquality(Maintainer):
                 return old, affected
             if old is None:
                 old = self.pi.copy_members()
-            moved, touched = self.pi.merge(pairs)
+            moved, touched, was = self.pi.merge(pairs)
             affected.append(touched)
+            self.journal.classes(moved, was, touched)
             flipped = self._rewrite(moved, flips, start)
 
     def _new_equalities(self, flipped: Arrays) -> np.ndarray:

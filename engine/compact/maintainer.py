@@ -12,8 +12,10 @@ and `remat` all run the same maintenance -- counting for non-recursive
 predicates, DRed^c for recursive components, the closure module for
 symmetric-transitive relations (unless `modules=False`) -- so `counting` also
 accepts recursive programs here. `remat` evaluates from scratch on every
-update (engine.compact.remat), except a program change. Programs and options it cannot run yet are refused by
-`unsupported` with a message naming what is missing.
+update (engine.compact.remat), except a program change. Rules without a
+positive body atom join the unit relation (engine.compact.unit). Options it
+cannot run yet (the algorithm `bf`) are refused by `unsupported` with a
+message naming what is missing and the nearest algorithm it runs.
 
 Not here: the arrays and loops (engine.compact.core, kernels), the door (engine.reasoner).
 """
@@ -29,10 +31,11 @@ from fluxmat.engine.compact.core import ArraysCore
 from fluxmat.engine.compact.plans import compile_program
 from fluxmat.engine.compact.remat import differences, explicit_after
 from fluxmat.engine.compact.small import SmallPath
+from fluxmat.engine.compact.unit import UNIT, UNIT_ROW, needs_unit, with_unit
 from fluxmat.engine.errors import AlgorithmError
 from fluxmat.engine.maintainer import Changes, Maintainer, Report, Update
 from fluxmat.engine.storage import Dictionary
-from fluxmat.engine.syntax import BinOp, Call, PyFact
+from fluxmat.engine.syntax import PyFact
 
 ALGORITHMS = (
     "counting",
@@ -42,17 +45,22 @@ ALGORITHMS = (
 )  # remat from scratch, the others counting + DRed^c (see the module docstring)
 
 
+NEAREST = {"bf": "dredc"}  # an algorithm the arrays core does not run -> the one nearest to it
+
+
 def unsupported(analysis: Analysis, algorithm: str, equality: str) -> str | None:
-    """What of this program or these options the arrays core cannot do yet (None: it can do all)."""
+    """What of these options the arrays core cannot do yet (None: it can do all).
+
+    Every program the analysis accepts runs: expressions in body atoms are
+    rewritten by the analysis (engine.analysis.lift_body_expressions), rules
+    without a positive body atom join the unit relation (engine.compact.unit).
+    """
     if algorithm not in ALGORITHMS:
-        return f"algorithm '{algorithm}' (it runs {', '.join(ALGORITHMS)})"
+        near = NEAREST.get(algorithm)
+        hint = f"; the nearest it runs is '{near}'" if near else ""
+        return f"algorithm '{algorithm}' (it runs {', '.join(ALGORITHMS)}{hint})"
     if equality not in ("off", "rewrite"):  # rewrite: engine.compact.equality
         return f"equality={equality}"
-    for r in analysis.rules:
-        if not r.positives:  # no atom whose delta starts its plans: it would never fire
-            return f"rules without a positive body atom (rule at {r.rule.pos}: {r.rule})"
-        if any(isinstance(t, BinOp | Call) for a in (*r.positives, *r.negatives) for t in a.args):
-            return f"expressions in body atoms (rule at {r.rule.pos}: {r.rule})"
     return None
 
 
@@ -67,12 +75,14 @@ class CompactMaintainer(Maintainer):
 
     def __init__(self, analysis: Analysis, algorithm: str = "dredc", modules: bool = True,
                  dictionary: Dictionary | None = None):  # fmt: skip
-        super().__init__(analysis, dictionary)
+        super().__init__(with_unit(analysis), dictionary)
         self.name = algorithm
         self.closures = modules
         # the core's updates: small ones in one compiled call (engine.compact.small)
         self.small = SmallPath()
         self.core = self._new_core()
+        if needs_unit(self.analysis):  # mat(P, {}) from the start (engine.compact.unit)
+            self.small.update({UNIT: UNIT_ROW}, {}, start=False)
 
     @property
     def core_algorithm(self) -> str:
@@ -98,7 +108,7 @@ class CompactMaintainer(Maintainer):
     def set_explicit(self, facts: Iterable[PyFact]) -> None:
         """E := the encoded `facts` in a fresh core (a load's first step; `materialise` applies them)."""
         self.core = self._new_core()
-        self._loading: Changes = {}
+        self._loading: Changes = {UNIT: {()}} if needs_unit(self.analysis) else {}
         for fact in facts:
             pred, f = self.encode(fact)
             self._loading.setdefault(pred, set()).add(f)
@@ -180,7 +190,8 @@ class CompactMaintainer(Maintainer):
 
     def explicit(self) -> Iterator[PyFact]:
         for pred, rel in self.core.rels.items():
-            yield from self._decoded(pred, rel.explicit())
+            if pred not in self.analysis.internal:  # the unit fact (engine.compact.unit)
+                yield from self._decoded(pred, rel.explicit())
 
     def contains(self, fact: PyFact) -> bool:
         pred = self.analysis.relation(fact[0], len(fact) - 1)
@@ -206,7 +217,7 @@ class CompactMaintainer(Maintainer):
         internal, rels = self.analysis.internal, self.core.rels
         return {
             "facts": sum(r.size() for p, r in rels.items() if p not in internal),
-            "explicit": sum(len(r.explicit()) for r in rels.values()),
+            "explicit": sum(len(r.explicit()) for p, r in rels.items() if p not in internal),
             "log": 0,
             "bytes": self.core.nbytes(),
         }

@@ -49,6 +49,7 @@ from fluxmat.engine.compact.plans import (
     uses_builtins,
 )  # fmt: skip
 from fluxmat.engine.compact.relation import Rel
+from fluxmat.engine.compact.unit import UNIT, has_unit, needs_unit, with_unit
 from fluxmat.engine.errors import AlgorithmError
 from fluxmat.engine.maintainer import Report
 from fluxmat.engine.program_change import ProgramChangeError, RuleChanges, rule_changes
@@ -132,10 +133,6 @@ def check(m: CompactMaintainer, new: Analysis, changes: RuleChanges) -> None:
                 f"predicate {shown} has {a} arguments here but {rel.arity} in the materialisation",
                 where(new.program, p),
             )
-    for r in changes.added:
-        if not r.positives:
-            raise ProgramChangeError(f"a rule added to a running program needs a positive body atom: {r.rule}",
-                                     r.rule.pos)  # fmt: skip
 
 
 # ---------------------------------------------------------------- recompiling
@@ -145,9 +142,7 @@ def _full_plans(rules: list[AnalysedRule], term_id, rule_id=None) -> Plans:
     """Each rule's plan from its first positive atom, by head (engine.compact.core.ArraysCore.run_all)."""
     out: Plans = {}
     rt = Runtime(term_id) if uses_builtins(rules) else None
-    for r in rules:
-        if not r.positives:  # derives nothing on the arrays core (`check` refuses adding one)
-            continue
+    for r in rules:  # every rule has a positive atom (engine.compact.unit)
         head, body = literals(r, term_id)
         pl = plan(r.id if rule_id is None else rule_id, head, body, 0, rule_builtins(r, rt))
         out.setdefault(head[0], []).append((pl, r.recursive))
@@ -188,8 +183,11 @@ def change_program(m: CompactMaintainer, new: Analysis) -> Report:
     The report is an update's: facts added and removed, rule instances.
     Errors raised before the change (`check`) leave everything unchanged.
     """
+    new = with_unit(new)
     changes = rule_changes(m.analysis, new)
     check(m, new, changes)
+    # the unit fact enters with the change when no old rule needed it (engine.compact.unit)
+    unit = [(UNIT,)] if needs_unit(new) and not has_unit(m.core) else []
     change = _recompile(m, new, changes)
     apps = m.counts.applications
     kept = {changes.kept[rid]: n for rid, n in apps.items() if rid in changes.kept}
@@ -202,7 +200,7 @@ def change_program(m: CompactMaintainer, new: Analysis) -> Report:
     m.arity = {**{p: rel.arity for p, rel in m.core.rels.items()}, **new.arity}
     m.rules_changed()
     m.core.change = change
-    report = m.update(_facts(changes.facts_added), _facts(changes.facts_removed))
+    report = m.update(_facts(changes.facts_added) + unit, _facts(changes.facts_removed))
     if m.core.change is not None or m.core.epoch == 0:  # an update path that skipped core.update
         raise RuntimeError("the program change was not applied by the arrays core's update")
     change.settle()

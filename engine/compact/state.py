@@ -303,3 +303,16 @@ def restore_columns(m: FedMaintainer, cols: StateColumns) -> None:
     m.terms = Terms(
         _inverse(eids, len(m.dictionary)), {p: t for t, p in preds.items()}, cols.next_term
     )
+
+
+def term_text(value) -> str:
+    """A constant's stored JSON text."""
+    return _dumps(wire.json_value(value))
+
+
+# The same rows and terms, for the state of the arrays core with equality (engine.compact.eq_state).
+put_rows = _put
+parse_terms = _terms
+parse_facts = _parse
+group_values = _group
+inverse_ids = _inverse

@@ -135,10 +135,10 @@ def test_match_and_sizes_through_the_door():
     assert sizes == objects.sizes() == {"facts": 9, "explicit": 3, "log": 0}
 
 
-REFUSED = {
+REFUSED = {  # rules without a positive body atom and body expressions run: test_compact_features.py
     "bf": ("p(X) :- q(X).", {"algorithm": "bf"}, "algorithm 'bf'"),
-    "negation only": ("q(a) :- not r(b).", {}, "rules without a positive body atom"),
-    "built-ins only": ("p(Z) :- Z = 1 + 2.", {"algorithm": "fd-counting"}, "without a positive body atom"),
+    "bf names the nearest": ("p(X) :- q(X).", {"algorithm": "bf"}, "nearest it runs is 'dredc'"),
+    "bf, equality": ("p(X) :- q(X).", {"algorithm": "bf", "equality": "rewrite"}, "'bf'"),
 }
 
 
