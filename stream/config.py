@@ -258,8 +258,7 @@ class JobConfig:
     algorithm: str = setting("fd-counting", "fd-counting or fd-dred", check=_fully_dynamic)
     core: str = setting(
         "objects", "how the engine keeps facts: objects (Python sets, every feature) or arrays (int64 columns, "
-        "~40x less memory per fact; updates of a batch integrated set-at-a-time; refuses equality and rules "
-        "without a positive body atom)", choices=CORES)
+        "~40x less memory per fact; updates of a batch integrated set-at-a-time)", choices=CORES)
     master: str = setting("local[2]", "Spark master URL")
     metrics_port: int | None = setting(None, "serve Prometheus metrics on this port (off when unset)", COUNT, _port)
     metrics_host: str = setting("127.0.0.1", "address the metrics server binds to")
