@@ -18,7 +18,7 @@ import pytest
 
 from fluxmat.connectors.broker import EmbeddedBroker
 from tests.support import profile
-from tests.support.servers import PostgresServer, RedisServer, postgres_bin
+from tests.support.servers import PostgresServer, RedisServer, free_port, postgres_bin
 
 # Tests that start a server (Redis, a Kafka broker, Spark, a browser, a job) are marked
 # `integration`: through these fixtures (wherever they are defined), because their module
@@ -196,7 +196,9 @@ def broker(tmp_path_factory, use_containers):
             yield _ContainerKafka(c.get_bootstrap_server())
         return
     log = tmp_path_factory.mktemp("tansu") / "tansu.log"
-    with EmbeddedBroker(log_path=log) as b:
+    # a port outside the ephemeral range (tests/support/servers.py free_port): with two xdist
+    # workers, another module's clients could take an ephemeral one before tansu binds it
+    with EmbeddedBroker(port=free_port(), log_path=log) as b:
         yield b
 
 
