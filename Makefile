@@ -37,7 +37,7 @@ test: $(STAMP)
 	exit $$status
 
 # the quick unit tests only: no servers, browser, Spark or job (`integration`), none of the unit
-# tests over ~2 s (`heavy`, tests/conftest.py), and a quarter of the random examples
+# tests over ~2 s (`heavy`, tests/conftest.py), and a tenth of the random examples
 # (FLUXMAT_TEST_PROFILE=fast, tests/support/profile.py); `make test` runs all of them
 test-fast: $(STAMP)
 	$(VPY) -m tests.support.warm

@@ -79,6 +79,16 @@ HEAVY = {
     "test_parser::test_lexer_memory_is_linear_in_the_input",
     "test_sparql::test_cli_sparql_file_query_and_errors",
     "test_hypertree::test_updates_equal_with_and_without_hypertree",
+    # over 2 s of CPU each in the fast lane (tests/support/cputime.py, docs/testing.md)
+    "test_sparql::test_lubm_answers_equal_pyoxigraph_over_owlrl",
+    "test_compact_equality::test_cli_materialise_and_replay_with_equality_on_the_arrays_core",
+    "test_docs::test_tutorial_commands_print_what_the_tutorial_shows",
+    "test_docs::test_strict_build_fails_on_a_broken_link",
+    "test_docs::test_strict_build_ignores_incoming_pages",
+    "test_small_updates::test_background_compile_reports_ready",
+    "test_small_updates::test_a_small_update_starts_the_compile_and_the_set_path_serves_meanwhile",
+    "test_layering::test_cycle_check_catches_a_reintroduced_cycle",
+    "test_cli::test_explain_prints_every_stage",
 }  # fmt: skip
 # Integration tests whose outcome depends on timing (Redis stalls and pauses, late workers,
 # failover, retry windows, lag, a broker restart, a standalone Spark cluster): marked `alone`.
