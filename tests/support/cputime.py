@@ -8,7 +8,7 @@ every process below it: the servers, the Spark JVM and its Python workers,
 `getrusage(RUSAGE_CHILDREN)`. A module-scoped server's start is charged to the
 module's first test and its stop to the last one, so sum by module.
 
-One JSON line per test is appended to the file $FLUXMAT_TEST_CPU names (each
+One JSON line per test (with its outcome and the time it ended) is appended to the file $FLUXMAT_TEST_CPU names (each
 pytest-xdist worker appends its own lines; `worker` tells them apart).
 `python -m tests.support.cputime FILE` prints the totals per module and the
 most expensive tests. Without $FLUXMAT_TEST_CPU the plugin does nothing.
@@ -66,6 +66,19 @@ def tree_cpu() -> float:
     )
 
 
+_outcomes: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Remember a test's outcome: failed if any phase failed, else skipped or passed from its call."""
+    if (
+        report.failed
+        or report.when == "call"
+        or (report.skipped and report.nodeid not in _outcomes)
+    ):
+        _outcomes[report.nodeid] = "failed" if report.failed else report.outcome
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     out = os.environ.get("FLUXMAT_TEST_CPU")
@@ -83,6 +96,8 @@ def pytest_runtest_protocol(item, nextitem):
         "wall": round(time.monotonic() - wall, 3),
         "cpu": round(tree_cpu() - cpu, 3),
         "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        "outcome": _outcomes.pop(item.nodeid, "?"),
+        "end": round(time.time(), 1),
     }
     with open(out, "a") as f:
         f.write(json.dumps(record) + "\n")
