@@ -118,10 +118,11 @@ def pytest_collection_modifyitems(config, items):
         seen |= {module, test}
         if SERVER_FIXTURES & set(item.fixturenames) or module in INTEGRATION_MODULES:
             item.add_marker(pytest.mark.integration)
-            if module in ALONE_MODULES:
-                item.add_marker(pytest.mark.alone)
         elif module in HEAVY or test in HEAVY:
             item.add_marker(pytest.mark.heavy)
+        # also the tests marked `integration` by hand (or by a fixture param) in an ALONE module
+        if module in ALONE_MODULES and item.get_closest_marker("integration"):
+            item.add_marker(pytest.mark.alone)
     unknown = sorted(HEAVY - seen) if _whole_suite(config) else []
     if unknown:
         raise pytest.UsageError(f"tests/conftest.py HEAVY: no test named {', '.join(unknown)}")
