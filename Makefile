@@ -25,7 +25,7 @@ IWORKERS ?= 0
 
 # Every test, in three lanes (each runs even when one before failed; the target fails if any did):
 # the unit tests on every core, then the integration tests one module at a time (IWORKERS=2 runs
-# two modules at a time; not yet proven free of timing flakes on a 2-core machine), then the
+# two modules at a time; not yet proven free of timing flakes on a 2-core machine: docs/testing.md), then the
 # timing-sensitive integration tests (`alone`) one at a time. tests.support.warm first fills
 # numba's cache once, so that the workers do not all compile the arrays core at the same time.
 test: $(STAMP)
@@ -37,7 +37,7 @@ test: $(STAMP)
 	exit $$status
 
 # the quick unit tests only: no servers, browser, Spark or job (`integration`), none of the unit
-# tests over ~2 s (`heavy`, tests/conftest.py), and a quarter of the random examples
+# tests over ~2 s (`heavy`, tests/conftest.py), and a tenth of the random examples
 # (FLUXMAT_TEST_PROFILE=fast, tests/support/profile.py); `make test` runs all of them
 test-fast: $(STAMP)
 	$(VPY) -m tests.support.warm

@@ -18,7 +18,7 @@ import pytest
 
 from fluxmat.connectors.broker import EmbeddedBroker
 from tests.support import profile
-from tests.support.servers import PostgresServer, RedisServer, postgres_bin
+from tests.support.servers import PostgresServer, RedisServer, free_port, postgres_bin
 
 # Tests that start a server (Redis, a Kafka broker, Spark, a browser, a job) are marked
 # `integration`: through these fixtures (wherever they are defined), because their module
@@ -79,6 +79,16 @@ HEAVY = {
     "test_parser::test_lexer_memory_is_linear_in_the_input",
     "test_sparql::test_cli_sparql_file_query_and_errors",
     "test_hypertree::test_updates_equal_with_and_without_hypertree",
+    # over 2 s of CPU each in the fast lane (tests/support/cputime.py, docs/testing.md)
+    "test_sparql::test_lubm_answers_equal_pyoxigraph_over_owlrl",
+    "test_compact_equality::test_cli_materialise_and_replay_with_equality_on_the_arrays_core",
+    "test_docs::test_tutorial_commands_print_what_the_tutorial_shows",
+    "test_docs::test_strict_build_fails_on_a_broken_link",
+    "test_docs::test_strict_build_ignores_incoming_pages",
+    "test_small_updates::test_background_compile_reports_ready",
+    "test_small_updates::test_a_small_update_starts_the_compile_and_the_set_path_serves_meanwhile",
+    "test_layering::test_cycle_check_catches_a_reintroduced_cycle",
+    "test_cli::test_explain_prints_every_stage",
 }  # fmt: skip
 # Integration tests whose outcome depends on timing (Redis stalls and pauses, late workers,
 # failover, retry windows, lag, a broker restart, a standalone Spark cluster): marked `alone`.
@@ -108,10 +118,11 @@ def pytest_collection_modifyitems(config, items):
         seen |= {module, test}
         if SERVER_FIXTURES & set(item.fixturenames) or module in INTEGRATION_MODULES:
             item.add_marker(pytest.mark.integration)
-            if module in ALONE_MODULES:
-                item.add_marker(pytest.mark.alone)
         elif module in HEAVY or test in HEAVY:
             item.add_marker(pytest.mark.heavy)
+        # also the tests marked `integration` by hand (or by a fixture param) in an ALONE module
+        if module in ALONE_MODULES and item.get_closest_marker("integration"):
+            item.add_marker(pytest.mark.alone)
     unknown = sorted(HEAVY - seen) if _whole_suite(config) else []
     if unknown:
         raise pytest.UsageError(f"tests/conftest.py HEAVY: no test named {', '.join(unknown)}")
@@ -196,7 +207,9 @@ def broker(tmp_path_factory, use_containers):
             yield _ContainerKafka(c.get_bootstrap_server())
         return
     log = tmp_path_factory.mktemp("tansu") / "tansu.log"
-    with EmbeddedBroker(log_path=log) as b:
+    # a port outside the ephemeral range (tests/support/servers.py free_port): with two xdist
+    # workers, another module's clients could take an ephemeral one before tansu binds it
+    with EmbeddedBroker(port=free_port(), log_path=log) as b:
         yield b
 
 

@@ -21,6 +21,7 @@ import pytest
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import Reasoner
 from fluxmat.stream.batch import BatchProcessor
+from tests.support import profile
 from tests.support.shared import DeadLetters
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -74,6 +75,15 @@ def refused(r: subprocess.CompletedProcess, path: Path, what: str) -> None:
     assert what in lines[0], lines[0]
 
 
+HOWS = ["facts", "facts-gz", "ontology", "owl2rl"]
+# `make test` runs every hostile file on every path; `make test-fast` each file once and each path
+# at least once (a `fluxmat` process per pair, about a second of CPU each)
+PAIRS = [pytest.param(how, case, id=f"{how}-{case}") for how, case in profile.pick(
+    ci=[(h, c) for c in sorted(HOSTILE) for h in HOWS],
+    fast=[(HOWS[i % len(HOWS)], c) for i, c in enumerate(sorted(HOSTILE))],
+)]  # fmt: skip
+
+
 @pytest.fixture
 def program(tmp_path):
     p = tmp_path / "p.dl"
@@ -81,8 +91,7 @@ def program(tmp_path):
     return p
 
 
-@pytest.mark.parametrize("case", sorted(HOSTILE))
-@pytest.mark.parametrize("how", ["facts", "facts-gz", "ontology", "owl2rl"])
+@pytest.mark.parametrize(("how", "case"), PAIRS)
 def test_hostile_entities_are_refused_with_a_position(tmp_path, program, case, how):
     text, what = HOSTILE[case]
     path = tmp_path / ("x.rdf.gz" if how == "facts-gz" else "x.rdf")

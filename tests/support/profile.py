@@ -2,7 +2,7 @@
 
 * `ci` (the default; `make test`, CI): every property test runs the example count
   written in it, and tests without one run Hypothesis's default (100).
-* `fast` (`make test-fast`): a quarter of those counts, at least one example: the
+* `fast` (`make test-fast`): a tenth of those counts, at least one example: the
   same properties and the same code paths, fewer random cases; a few data-heavy
   comparisons take smaller data (`pick`).
 
@@ -16,7 +16,7 @@ import os
 import pytest
 from hypothesis import settings
 
-SCALE = {"fast": 0.25, "ci": 1.0}
+SCALE = {"fast": 0.1, "ci": 1.0}
 DEFAULT_EXAMPLES = 100  # Hypothesis's own default
 
 
