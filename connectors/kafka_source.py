@@ -65,6 +65,8 @@ Contract:
       previous one of its partition ended goes on without a seek, using the
       records already fetched; any other start seeks. A consumer is closed
       when its read fails or is abandoned, so the next read starts afresh.
+      The job's driver reads whole-stream micro-batches the same way
+      (`read_table` over the partitions Spark planned, stream.collect).
 """
 
 from __future__ import annotations
