@@ -95,12 +95,14 @@ def test_a_batch_is_read_on_the_driver_exactly_as_planned_without_a_spark_job(sp
                 .trigger(processingTime="200 milliseconds").start())  # fmt: skip
 
     query = [start()]
+    runs = [query]  # a query's Spark jobs run in the job group of its run id
     try:
         _wait_for(query, start, batches, len(records))
         # a second batch, read from where the first ended
         _produce(broker.bootstrap, topic, [(1, "late")])
         _wait_for(query, start, batches, len(records) + 1)
     finally:
+        runs.append(str(query[0].runId))
         query[0].stop()
     got = {(m.partition, m.offset): m.value for m in batches.rows}
     assert len(got) == len(batches.rows) == len(records) + 1, "a record was read twice"
@@ -110,7 +112,9 @@ def test_a_batch_is_read_on_the_driver_exactly_as_planned_without_a_spark_job(sp
         want[(partition, offsets[partition])] = value
         offsets[partition] += 1
     assert got == want
-    assert batches.jobs == [], f"Spark jobs ran to collect the batches: {batches.jobs}"
+    tracker = spark.sparkContext.statusTracker()
+    jobs = [j for run in runs[1:] for j in tracker.getJobIdsForGroup(run)]
+    assert jobs == [], f"Spark jobs ran to collect the batches: {jobs}"
     assert said == []
 
 
