@@ -65,6 +65,8 @@ Contract:
       previous one of its partition ended goes on without a seek, using the
       records already fetched; any other start seeks. A consumer is closed
       when its read fails or is abandoned, so the next read starts afresh.
+      The job's driver reads whole-stream micro-batches the same way
+      (`read_table` over the partitions Spark planned, stream.collect).
 """
 
 from __future__ import annotations
@@ -454,7 +456,19 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Close the driver-side metadata consumer."""
         self._close_meta()
 
-    # -- executor side -----------------------------------------------------
+    # -- executor side (or the driver: `read_table`) ------------------------
+
+    def read_table(self, partitions: list[KafkaInputPartition]):
+        """The records of planned `partitions`, read in this process, as one Arrow table (SCHEMA's columns).
+
+        What Spark's job over the batch would bring to the driver, without the
+        job: the job's driver reads a whole-stream micro-batch so (stream.collect),
+        with the consumers `read` keeps in this process between micro-batches.
+        """
+        import pyarrow as pa
+
+        batches = [b for p in partitions for b in self.read(p)]
+        return pa.Table.from_batches(batches, schema=_arrow_schema())
 
     def read(self, partition: KafkaInputPartition):
         """Yield exactly the records [start, end) of one partition, in offset order, as Arrow batches.

@@ -38,6 +38,7 @@ from fluxmat.connectors.redact import redact
 from fluxmat.connectors.state import open_store
 from fluxmat.engine import FluxmatError
 from fluxmat.stream.batch import BatchOutcome
+from fluxmat.stream.collect import DriverCollect
 from fluxmat.stream.config import JobConfig
 from fluxmat.stream.inflight import InFlight
 from fluxmat.stream.loading import load_reasoner, shared_facts
@@ -218,6 +219,8 @@ class Job:
                                     lock=self.lock, inflight=self.inflight, verifier=verifier,
                                     snapshots=snapshots, consumed=consumed, log=self.log)  # fmt: skip
         self.processor = batches.processor
+        # each batch's rows read here, with no Spark job (stream.collect)
+        batches.collect = DriverCollect(source_options(cfg), self.log)
         return batches
 
     def _one_batch(self, batches: MicroBatches, store, df, batch_id: int) -> None:
@@ -489,25 +492,26 @@ def checkpoint_offsets(checkpoint: str) -> dict[str, int]:
         return {}  # an unreadable file: Spark's progress takes over after the first batch
 
 
+def source_options(cfg: JobConfig) -> dict[str, str]:
+    """The `fluxmat-kafka` source's options for the updates topic (connectors.kafka_source)."""
+    options = {"bootstrap": cfg.bootstrap_servers, "topic": cfg.updates_topic}
+    if cfg.kafka_config:  # the path: executors read the file, no secret in the plan
+        options["kafkaConfig"] = cfg.kafka_config
+    if cfg.max_updates_per_batch:
+        options["maxOffsetsPerTrigger"] = str(cfg.max_updates_per_batch)
+    if cfg.starting_offsets:
+        options["startingOffsets"] = cfg.starting_offsets
+    if cfg.max_message_bytes:  # an oversized value is cut where it is read
+        options["maxValueBytes"] = str(cfg.max_message_bytes)
+    return options
+
+
 def _updates_reader(spark, cfg: JobConfig):
     """The streaming reader of the updates topic (the `fluxmat-kafka` source, connectors.kafka_source)."""
     from fluxmat.connectors.kafka_source import register
 
     register(spark)
-    reader = (
-        spark.readStream.format("fluxmat-kafka")
-        .option("bootstrap", cfg.bootstrap_servers)
-        .option("topic", cfg.updates_topic)
-    )
-    if cfg.kafka_config:  # the path: executors read the file, no secret in the plan
-        reader = reader.option("kafkaConfig", cfg.kafka_config)
-    if cfg.max_updates_per_batch:
-        reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_updates_per_batch))
-    if cfg.starting_offsets:
-        reader = reader.option("startingOffsets", cfg.starting_offsets)
-    if cfg.max_message_bytes:  # an oversized value is cut where it is read
-        reader = reader.option("maxValueBytes", str(cfg.max_message_bytes))
-    return reader
+    return spark.readStream.format("fluxmat-kafka").options(**source_options(cfg))
 
 
 def run_until_signalled(cfg: JobConfig, operations: Operations | None = None) -> None:

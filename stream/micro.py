@@ -55,6 +55,9 @@ class MicroBatches(ABC):
 class WholeStream(MicroBatches):
     """One materialisation: the rows to the driver, one `BatchProcessor` under the batch lock."""
 
+    # The batch's rows as Arrow: Spark's job by default; the job reads them on its driver (stream.collect).
+    collect: Callable = staticmethod(lambda df: df.toArrow())
+
     def __init__(self, processor: BatchProcessor, lock: threading.Lock, inflight, verifier, snapshots,
                  consumed: dict[str, int], log: Callable[[str], None]):  # fmt: skip
         self.processor, self.lock, self.inflight = processor, lock, inflight
@@ -65,7 +68,7 @@ class WholeStream(MicroBatches):
 
     def apply(self, df, batch_id: int) -> BatchOutcome:
         started = time.perf_counter()
-        table = df.toArrow()
+        table = self.collect(df)
         collected = time.perf_counter() - started  # the source read on the executor, and the rows to here
         rows = messages(table)
         converted = time.perf_counter() - started - collected
