@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import orjson
 
-from fluxmat.engine import JsonFacts
+from fluxmat.engine import FactColumns, JsonFacts, UpdateColumns
 from fluxmat.engine.syntax import int_in_range
-from fluxmat.engine.update_columns import FactColumns, UpdateColumns
 from fluxmat.engine.wire import value_from_json
 
 _PLAIN_KEYS = frozenset(("add", "del", "id"))

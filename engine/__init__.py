@@ -38,13 +38,14 @@ from fluxmat.engine.options import EngineOptions
 from fluxmat.engine.parser import parse_facts, parse_program
 from fluxmat.engine.reasoner import Reasoner, atom_to_fact
 from fluxmat.engine.syntax import Iri, Program
+from fluxmat.engine.update_columns import FactColumns, UpdateColumns
 from fluxmat.engine.wire import JsonFacts, fact_from_json
 
 __all__ = [
     "ALGORITHMS", "FULLY_DYNAMIC", "SAME_AS", "AlgorithmError", "Analysis", "AnalysisError", "ChangeColumns",
-    "EngineOptions",
+    "EngineOptions", "FactColumns",
     "FactLimitExceeded", "Fed", "FeedResult", "FluxmatError", "InputMemoryError", "Iri", "JsonFacts", "LimitExceeded", "Limits",
     "Maintainer", "ParseError", "Program", "Reasoner", "Report", "StateChanges", "StateDamaged", "StateMismatch",
-    "StateColumns", "StateSnapshot", "UpdateError", "VALUE_SPACES", "WorkLimitExceeded", "analyse", "atom_to_fact", "create",
+    "StateColumns", "StateSnapshot", "UpdateColumns", "UpdateError", "VALUE_SPACES", "WorkLimitExceeded", "analyse", "atom_to_fact", "create",
     "fact_from_json", "parse_facts", "parse_program", "read_source",
 ]  # fmt: skip

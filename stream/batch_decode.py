@@ -31,8 +31,7 @@ import numpy as np
 from fluxmat.connectors.files import Update, decode_json, parse_update
 from fluxmat.connectors.json_columns import ColumnsBuilder
 from fluxmat.connectors.message import Message, Messages
-from fluxmat.engine import FluxmatError, JsonFacts, Reasoner
-from fluxmat.engine.update_columns import UpdateColumns
+from fluxmat.engine import FluxmatError, JsonFacts, Reasoner, UpdateColumns
 
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB
