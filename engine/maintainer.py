@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from fluxmat.engine.analysis import Analysis
+from fluxmat.engine.analysis import INTERNAL_PREFIX, Analysis
 from fluxmat.engine.errors import UpdateError
 from fluxmat.engine.evaluate import Counts
 from fluxmat.engine.limits import NO_LIMITS, Limits
@@ -131,6 +131,21 @@ class Maintainer(ABC):
         self.modules: dict[int, list[Module]] = {}  # stratum -> the modules it runs
         self.limits: Limits = NO_LIMITS
         self._work_start: int | None = None  # counts.work when the current update began
+
+    own = False  # inside `own_facts`: updates may hold facts of internal relations
+
+    @contextmanager
+    def own_facts(self) -> Iterator[None]:
+        """Inside, updates may hold facts of the engine's internal relations.
+
+        `given` refuses them from outside; a program change adds its unit fact
+        (engine.compact.program) this way.
+        """
+        self.own = True
+        try:
+            yield
+        finally:
+            self.own = False
 
     # ------------------------------------------------------------ what an algorithm implements
     @abstractmethod
@@ -249,10 +264,10 @@ class Maintainer(ABC):
         def check(add: Iterable[PyFact], delete: Iterable[PyFact]) -> None:
             added = set()
             for fact in add:
-                self._relation(fact, arity)
+                self._relation(given(fact), arity)
                 added.add(fact)
             for fact in delete:
-                self._relation(fact, arity)
+                self._relation(given(fact), arity)
                 if fact in added:
                     raise UpdateError(_both(self.show_fact(fact)))
 
@@ -286,7 +301,7 @@ class Maintainer(ABC):
         """E := the encoded `facts` (a load's first step)."""
         self.E.clear()
         for fact in facts:
-            pred, f = self.encode(fact)
+            pred, f = self.encode(given(fact))
             self.E.setdefault(pred, set()).add(f)
 
     def normalise(self, add: Iterable[PyFact], delete: Iterable[PyFact]) -> Update:
@@ -306,10 +321,10 @@ class Maintainer(ABC):
         known = len(self.arity)  # new predicates are appended (dicts keep insertion order)
         try:
             for fact in add:
-                pred, f = self.encode(fact)
+                pred, f = self.encode(fact if self.own else given(fact))
                 plus.setdefault(pred, set()).add(f)
             for fact in delete:
-                pred, f = self.encode(fact)
+                pred, f = self.encode(fact if self.own else given(fact))
                 if f in plus.get(pred, ()):
                     raise UpdateError(_both(self.show_fact(fact)))
                 minus.setdefault(pred, set()).add(f)
@@ -342,6 +357,23 @@ class Maintainer(ABC):
             rel = self.I.get(pred)
             was, now = old.get(pred, set()), rel.facts if rel is not None else set()
             report.note(pred, now - was, was - now)
+
+
+def given(fact: PyFact) -> PyFact:
+    """`fact` as given in an update or a load; its predicate must not be one of the engine's own.
+
+    Names starting with `__` are the engine's internal relations (projected
+    negations, the unit relation, equality's constants): the parser refuses
+    them in programs, and a fact of one given from outside would change what
+    the engine derives.
+    """
+    pred = fact[0] if fact else None
+    if isinstance(pred, str) and pred.startswith(INTERNAL_PREFIX):
+        raise UpdateError(
+            f"predicate {pred!r} is reserved: names starting with "
+            f"{INTERNAL_PREFIX!r} belong to the engine's internal relations"
+        )
+    return fact
 
 
 def _both(fact: str) -> str:

@@ -49,7 +49,7 @@ from fluxmat.engine.equality import SAME_AS, Classes, check, constants_as_facts,
 from fluxmat.engine.equality.classes import sorted_facts
 from fluxmat.engine.equality.program import signatures
 from fluxmat.engine.errors import AlgorithmError
-from fluxmat.engine.maintainer import Changes, Maintainer, Report, Update
+from fluxmat.engine.maintainer import Changes, Maintainer, Report, Update, given
 from fluxmat.engine.storage import Dictionary
 from fluxmat.engine.syntax import Program, PyFact
 
@@ -177,7 +177,7 @@ class ArraysEquality(Maintainer):
         self.ex = {}
         loading: Changes = {}
         for fact in facts:
-            pred, f = self.encode(fact)
+            pred, f = self.encode(given(fact))
             loading.setdefault(pred, set()).add(f)
         self._change_e(loading, {})
 

@@ -6,8 +6,9 @@
 
 * An update is *checked* -- encoded one by one by `encode_update`, which may
   refuse it (`rejected(key, error)`, as engine.feed does) -- when one of its
-  facts has a predicate the engine does not know at that arity, or it both adds
-  and deletes a fact. Every other update cannot be refused: its facts go to the
+  facts has a predicate the engine does not know at that arity or one of its
+  internal relations (`__...`, refused), or it both adds and deletes a fact.
+  Every other update cannot be refused: its facts go to the
   run's operations (`m.ops`, engine.compact.net) as term-id columns.
 * Term values are interned in the order the one-by-one submission interns them
   (update by update, each fact's terms in order; a checked update interns its
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fluxmat.engine.analysis import INTERNAL_PREFIX
 from fluxmat.engine.errors import FluxmatError
 from fluxmat.engine.feed import FeedResult
 from fluxmat.engine.update_columns import FactColumns, UpdateColumns
@@ -74,7 +76,7 @@ def _groups(m, cols: UpdateColumns, checked: np.ndarray) -> dict[str, list[FactC
     overloads = m.analysis.overloads
     for (pred, arity), fc in cols.facts.items():
         rel = m.analysis.relation(pred, arity) if overloads else pred
-        if m.arity.get(rel) != arity:
+        if m.arity.get(rel) != arity or rel.startswith(INTERNAL_PREFIX):  # the latter: refused
             checked[fc.update] = True
         else:
             groups.setdefault(rel, []).append(fc)

@@ -33,7 +33,7 @@ from fluxmat.engine.compact.remat import differences, explicit_after
 from fluxmat.engine.compact.small import SmallPath
 from fluxmat.engine.compact.unit import UNIT, UNIT_ROW, needs_unit, with_unit
 from fluxmat.engine.errors import AlgorithmError
-from fluxmat.engine.maintainer import Changes, Maintainer, Report, Update
+from fluxmat.engine.maintainer import Changes, Maintainer, Report, Update, given
 from fluxmat.engine.storage import Dictionary
 from fluxmat.engine.syntax import PyFact
 
@@ -110,7 +110,7 @@ class CompactMaintainer(Maintainer):
         self.core = self._new_core()
         self._loading: Changes = {UNIT: {()}} if needs_unit(self.analysis) else {}
         for fact in facts:
-            pred, f = self.encode(fact)
+            pred, f = self.encode(given(fact))
             self._loading.setdefault(pred, set()).add(f)
 
     def materialise(self, report: Report) -> None:

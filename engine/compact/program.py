@@ -200,7 +200,8 @@ def change_program(m: CompactMaintainer, new: Analysis) -> Report:
     m.arity = {**{p: rel.arity for p, rel in m.core.rels.items()}, **new.arity}
     m.rules_changed()
     m.core.change = change
-    report = m.update(_facts(changes.facts_added) + unit, _facts(changes.facts_removed))
+    with m.own_facts():
+        report = m.update(_facts(changes.facts_added) + unit, _facts(changes.facts_removed))
     if m.core.change is not None or m.core.epoch == 0:  # an update path that skipped core.update
         raise RuntimeError("the program change was not applied by the arrays core's update")
     change.settle()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -64,11 +65,12 @@ def _rows(values: list[str], start: int) -> list[Message]:
     ]
 
 
-def _run(core: str, batches: list[list[str]], bulk: bool) -> tuple[list[str], set, BatchProcessor]:
-    reasoner = Reasoner.from_text(PROGRAM, options=EngineOptions("fd-counting", core=core))
+def _run(core: str, batches: list[list[str]], bulk: bool, program: str = PROGRAM,
+         initial=(("e", "a", "b"),)) -> tuple[list[str], set, BatchProcessor]:  # fmt: skip
+    reasoner = Reasoner.from_text(program, options=EngineOptions("fd-counting", core=core))
     pub = Recorder()
     proc = BatchProcessor(reasoner, MemoryStateStore(), pub, max_message_bytes=MAX_BYTES, bulk=bulk)
-    proc.start([("e", "a", "b")])
+    proc.start(list(initial))
     start = 0
     for b, values in enumerate(batches):
         proc.process(b, Messages.of(_rows(values, start)))
@@ -102,6 +104,20 @@ def test_a_plain_batch_takes_the_bulk_path_and_a_poisoned_message_only_itself():
         and "has 1 argument but predicate e has 2" in dead[1][1]
     )
     assert ("p", "b", "a") in facts and ("e", "a", "b") not in facts
+
+
+@pytest.mark.parametrize("core", ["arrays", "objects"])
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_fact_of_an_internal_relation_is_a_dead_letter(core, bulk):
+    """`__neg0` keeps the projected negation `not r(X, Y)`: a message giving one of its facts is refused."""
+    program = "p(X) :- q(X), not r(X, Y).\n"
+    values = [json.dumps({"add": [["q", "c"]]}), json.dumps({"add": [["__neg0", "a"]]}),
+              json.dumps({"add": [["q", "d"]], "del": [["__neg0", "b"]]})]  # fmt: skip
+    sent, facts, _ = _run(core, [values], bulk, program, [("q", "a"), ("q", "b")])
+    dead = [json.loads(m) for m in sent if m.startswith('["dead"')]
+    assert sorted(d[3] for d in dead) == [1, 2]
+    assert all("predicate '__neg0' is reserved" in d[1] for d in dead)
+    assert {("p", "a"), ("p", "b"), ("p", "c")} <= facts and ("q", "d") not in facts
 
 
 def test_messages_from_arrow_are_columns_and_rows_on_demand():
