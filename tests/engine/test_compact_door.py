@@ -270,3 +270,30 @@ def test_each_kernel_compiled_once():
     """
     done = subprocess.run([sys.executable, "-c", KERNELS_ONCE], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_unwritable_cache_folder_set_by_the_user_is_dropped_with_a_warning(tmp_path):
+    """NUMBA_CACHE_DIR that cannot be created: one warning line, and the kernels cache in the fallback folder."""
+    script = (
+        "import os, pathlib, tempfile\n"
+        f"tempfile.tempdir = {str(tmp_path)!r}\n"
+        "import fluxmat.engine.compact.cache as c\n"
+        "c.HERE = pathlib.Path('/dev/null/site-packages')\n"
+        "os.environ['NUMBA_CACHE_DIR'] = '/dev/null/numba'\n"
+        "chosen = c.choose_cache_dir()\n"
+        "import numpy as np\n"
+        "from fluxmat.engine.compact import kernels as K\n"
+        "K.revive(np.array([0], np.int64), np.zeros(1, np.uint8))\n"
+        "print(chosen)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = "/dev/null/cache"
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    chosen = Path(proc.stdout.strip())
+    assert chosen.parent == tmp_path and chosen.name.startswith("fluxmat-numba-")
+    assert list(chosen.rglob("*.nbi")), "revive was not cached in the fallback folder"
+    assert "NUMBA_CACHE_DIR=/dev/null/numba cannot be written" in proc.stderr
+    assert f"cached in {chosen} instead" in proc.stderr
