@@ -209,14 +209,17 @@ def test_cli_refusal_is_one_line(tmp_path):
 # ---------------------------------------------------------------- numba's cache
 
 
-def test_cache_folder_chosen_when_nothing_default_is_writable(tmp_path):
-    """A read-only install run by a user without a writable cache: NUMBA_CACHE_DIR is set, kernels cache there."""
-    folder = tmp_path / "numba-cache"
+def _chosen_in_a_fresh_process(tmp_path, before: str = "") -> tuple[Path, str]:
+    """choose_cache_dir where neither default folder is writable (after `before`); (the folder, stderr).
+
+    The kernel it then compiles must be cached in the folder chosen.
+    """
     script = (
         "import os, pathlib, tempfile\n"
         "import fluxmat.engine.compact.cache as c\n"
         f"tempfile.tempdir = {str(tmp_path)!r}\n"
         "c.HERE = pathlib.Path('/dev/null/site-packages')\n"
+        f"{before}"
         "chosen = c.choose_cache_dir()\n"
         "import numpy as np\n"
         "from fluxmat.engine.compact import kernels as K\n"
@@ -232,7 +235,13 @@ def test_cache_folder_chosen_when_nothing_default_is_writable(tmp_path):
     chosen = Path(proc.stdout.strip())
     assert chosen.parent == tmp_path and chosen.name.startswith("fluxmat-numba-")
     assert list(chosen.rglob("*.nbi")), "revive was not cached in the chosen folder"
-    assert not folder.exists()
+    return chosen, proc.stderr
+
+
+def test_cache_folder_chosen_when_nothing_default_is_writable(tmp_path):
+    """A read-only install run by a user without a writable cache: NUMBA_CACHE_DIR is set, kernels cache there."""
+    _chosen_in_a_fresh_process(tmp_path)
+    assert not (tmp_path / "numba-cache").exists()
 
 
 def test_cache_folder_left_alone_when_set(monkeypatch, tmp_path):
@@ -274,26 +283,7 @@ def test_each_kernel_compiled_once():
 
 def test_unwritable_cache_folder_set_by_the_user_is_dropped_with_a_warning(tmp_path):
     """NUMBA_CACHE_DIR that cannot be created: one warning line, and the kernels cache in the fallback folder."""
-    script = (
-        "import os, pathlib, tempfile\n"
-        f"tempfile.tempdir = {str(tmp_path)!r}\n"
-        "import fluxmat.engine.compact.cache as c\n"
-        "c.HERE = pathlib.Path('/dev/null/site-packages')\n"
-        "os.environ['NUMBA_CACHE_DIR'] = '/dev/null/numba'\n"
-        "chosen = c.choose_cache_dir()\n"
-        "import numpy as np\n"
-        "from fluxmat.engine.compact import kernels as K\n"
-        "K.revive(np.array([0], np.int64), np.zeros(1, np.uint8))\n"
-        "print(chosen)\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
-    env["XDG_CACHE_HOME"] = "/dev/null/cache"
-    proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr
-    chosen = Path(proc.stdout.strip())
-    assert chosen.parent == tmp_path and chosen.name.startswith("fluxmat-numba-")
-    assert list(chosen.rglob("*.nbi")), "revive was not cached in the fallback folder"
-    assert "NUMBA_CACHE_DIR=/dev/null/numba cannot be written" in proc.stderr
-    assert f"cached in {chosen} instead" in proc.stderr
+    before = "os.environ['NUMBA_CACHE_DIR'] = '/dev/null/numba'\n"
+    chosen, stderr = _chosen_in_a_fresh_process(tmp_path, before)
+    assert "NUMBA_CACHE_DIR=/dev/null/numba cannot be written" in stderr
+    assert f"cached in {chosen} instead" in stderr
