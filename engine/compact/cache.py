@@ -6,19 +6,24 @@ writable, else in the user's cache folder (`~/.cache/numba` or
 user without a writable home, as in some containers -- and `NUMBA_CACHE_DIR`
 is not set, it is set to `fluxmat-numba-<uid>` in the system's temporary
 folder, so the kernels still load (and compile at most once per folder).
-`NUMBA_CACHE_DIR`, when set, always wins.
+`NUMBA_CACHE_DIR`, when set to a folder that can be written, always wins; one
+that cannot be created or written is dropped with a warning (numba would
+otherwise cache nothing there, or fail at import when no other folder is
+writable), and the folder is chosen as if it were not set.
 
 Not here: the kernels (engine.compact.kernels).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+log = logging.getLogger("fluxmat.numba_cache")
 
 
 def _writable(folder: Path) -> bool:
@@ -37,18 +42,27 @@ def _user_cache() -> Path:
 
 def choose_cache_dir() -> str | None:
     """Set `NUMBA_CACHE_DIR` when numba would find no writable cache folder; the folder set, else None."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
+    given = os.environ.get("NUMBA_CACHE_DIR")
+    if given and _writable(Path(given)):
         return None
-    if _writable(HERE / "__pycache__") or _writable(_user_cache()):
+    folder = None
+    if not (_writable(HERE / "__pycache__") or _writable(_user_cache())):
+        uid = os.getuid() if hasattr(os, "getuid") else "user"
+        folder = str(Path(tempfile.gettempdir()) / f"fluxmat-numba-{uid}")
+    if not given and folder is None:
         return None
-    uid = os.getuid() if hasattr(os, "getuid") else "user"
-    folder = Path(tempfile.gettempdir()) / f"fluxmat-numba-{uid}"
-    os.environ["NUMBA_CACHE_DIR"] = str(folder)
+    if given:
+        instead = folder or "numba's default folder"
+        log.warning("NUMBA_CACHE_DIR=%s cannot be written: compiled code is cached in %s instead",
+                    given, instead)  # fmt: skip
+        del os.environ["NUMBA_CACHE_DIR"]
+    if folder is not None:
+        os.environ["NUMBA_CACHE_DIR"] = folder
     if "numba" in sys.modules:  # imported before us: make it read the variable again
         from numba.core import config
 
         config.reload_config()
-    return str(folder)
+    return folder
 
 
 choose_cache_dir()

@@ -152,9 +152,9 @@ class CompactMaintainer(Maintainer):
             if p in self.analysis.internal or not len(rows):
                 continue
             rel = self.core.rels[p]
-            alive = rel.alive[rows] != 0
-            report.note(p, set(map(tuple, rel.cols[rows[alive]].tolist())),
-                        set(map(tuple, rel.cols[rows[~alive]].tolist())))  # fmt: skip
+            rows_alive = zip(rel.cols[rows].tolist(), rel.alive[rows].tolist(), strict=True)
+            facts = [(tuple(f), a) for f, a in rows_alive]
+            report.note(p, {f for f, a in facts if a}, {f for f, a in facts if not a})
 
     def _explicit_count(self, facts: dict[str, np.ndarray]) -> int:
         """How many of `facts` (distinct rows per relation) are explicit now."""

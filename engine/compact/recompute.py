@@ -40,7 +40,27 @@ class DeletionChoice:
         return self.fraction * sum(core.rels[p].size() for p in preds)
 
 
-def reaches_large(core, delete: dict) -> bool:
+def large_reach(comps: list) -> dict[str, list[list[str]]]:
+    """Per predicate, the recursive components (not closures) a deletion of its facts reaches (their preds).
+
+    The components are in dependency order, so one walk per predicate finds
+    every component above it; what a deletion of several predicates reaches
+    is the union of theirs. Computed once per program (engine.compact.small).
+    """
+    out: dict[str, list[list[str]]] = {}
+    for p in {q for comp in comps for q in (*comp.preds, *comp.inputs)}:
+        reached, hit = {p}, []
+        for comp in comps:
+            if comp.inputs.isdisjoint(reached) and reached.isdisjoint(comp.preds):
+                continue
+            reached.update(comp.preds)
+            if comp.recursive and not comp.stc:
+                hit.append(comp.preds)
+        out[p] = hit
+    return out
+
+
+def reaches_large(core, delete: dict, reach: dict[str, list[list[str]]] | None = None) -> bool:
     """Whether deleting facts of these predicates reaches a recursive component of many rows.
 
     The one-call path for small updates (engine.compact.small) runs DRed^c
@@ -48,14 +68,12 @@ def reaches_large(core, delete: dict) -> bool:
     four times as long as the set-at-a-time path for the same deletions, so
     such a deletion goes set-at-a-time, where the choice above is made.
     A component's rows (live or not) stand for its size: no count per update.
+    `reach` is `large_reach(core.comps)`, when the caller keeps it.
     """
-    reached = {p for p, keys in delete.items() if len(keys)}
-    for comp in core.comps if reached else ():
-        if comp.inputs.isdisjoint(reached) and reached.isdisjoint(comp.preds):
-            continue
-        reached.update(comp.preds)
-        if comp.recursive and not comp.stc:
-            if sum(core.rels[p].n for p in comp.preds) > LARGE_COMPONENT:
+    reach = large_reach(core.comps) if reach is None else reach
+    for p, keys in delete.items():
+        for preds in reach.get(p, ()) if len(keys) else ():
+            if sum(core.rels[q].n for q in preds) > LARGE_COMPONENT:
                 return True
     return False
 

@@ -25,6 +25,7 @@ Limits on work are checked after the call (a small update runs to its end).
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 
@@ -33,13 +34,15 @@ from numba import njit
 from numba.typed import List
 
 from fluxmat.engine.compact.plans import has_builtins
-from fluxmat.engine.compact.recompute import reaches_large
+from fluxmat.engine.compact.recompute import large_reach, reaches_large
 from fluxmat.engine.compact.small_program import encode
 from fluxmat.engine.compact.small_rel import GROWN, GROWN_KINDS, I32, LISTS, SEEN, SEEN_GROWN
 from fluxmat.engine.compact.small_run import cascade
 
 # explicit changes up to which an update runs in one call (measured: see the module docstring)
 THRESHOLD = 256
+NOT_CACHED = 3  # the compile process's exit status when numba's cache could not be written
+log = logging.getLogger("fluxmat.small_updates")
 
 
 # Typed lists are built and changed only through these cached functions: done from Python, every
@@ -158,6 +161,11 @@ class Compiler:
             self.state = "compiling"
         elif self.state == "compiling" and self.proc is not None and self.proc.poll() is not None:
             self.state = "ready" if self.proc.returncode == 0 else "failed"
+            if self.state == "failed":
+                why = "numba's cache could not be written" if self.proc.returncode == NOT_CACHED else (
+                    f"the compile process exited with status {self.proc.returncode}")  # fmt: skip
+                log.warning("small-update interpreter not available (%s): small updates run "
+                            "set-at-a-time in this process", why)  # fmt: skip
         return self.state == "ready"
 
     def prepare(self) -> None:
@@ -230,6 +238,7 @@ class SmallPath:
         self.shape = (-1, -1)  # (relations, components) the program was encoded for
         self.store: Store | None = None
         self.entry = None  # the compiled cascade for these argument types (see `_call`)
+        self.gate: tuple = (None, -1, False, {})  # (core, components, has built-ins, large_reach)
 
     def small(self, add: dict, delete: dict) -> bool:
         """Whether the compiled call serves this update.
@@ -241,9 +250,13 @@ class SmallPath:
         component takes the set path too.
         """
         n = sum(map(len, add.values())) + sum(map(len, delete.values()))
-        if n > self.threshold or not self.core.rels or has_builtins(self.core.comps):
+        core = self.core
+        if self.gate[:2] != (core, len(core.comps)):  # once per program (attach, or a new relation)
+            self.gate = (core, len(core.comps), has_builtins(core.comps), large_reach(core.comps))
+        if n > self.threshold or not core.rels or self.gate[2]:
             return False
-        return not (delete and reaches_large(self.core, delete))  # engine.compact.recompute
+        # engine.compact.recompute
+        return not (delete and reaches_large(core, delete, self.gate[3]))
 
     def update(self, add: dict, delete: dict, start: bool = True) -> dict[str, np.ndarray]:
         """Apply explicit adds and deletes (ArraysCore.update): the rows that flipped, per predicate.
@@ -305,18 +318,19 @@ class SmallPath:
         """The explicit changes as (xrel, xsign, xoff, xvals), deletions first.
 
         `xrel` is each changed fact's relation, `xsign` -1 (delete) or +1 (add),
-        `xoff` where each fact's values start in `xvals` (plus the end).
+        `xoff` where each fact's values start in `xvals` (plus the end). All
+        four are views of one array (one numpy call: an update is a few facts).
         """
-        rel, sign, lens, vals = [], [], [], []
+        rel, sign, off, vals = [], [], [0], []
         for s, facts in ((-1, delete), (1, add)):
             for p, keys in facts.items():
                 n = len(keys)
                 if n:
+                    a, end = self.core.rels[p].arity, off[-1]
                     rel += [self.ids[p]] * n
                     sign += [s] * n
-                    lens += [self.core.rels[p].arity] * n
-                    vals.append(np.ascontiguousarray(keys, np.int64).ravel())
-        xoff = np.zeros(len(rel) + 1, np.int64)
-        np.cumsum(lens, out=xoff[1:])
-        xvals = np.concatenate(vals) if vals else np.empty(0, np.int64)
-        return np.asarray(rel, np.int64), np.asarray(sign, np.int64), xoff, xvals
+                    off += [end + a * j for j in range(1, n + 1)]  # arity 0: all `end`
+                    vals += np.ravel(keys).tolist()
+        m = len(rel)
+        flat = np.array(rel + sign + off + vals, np.int64)
+        return flat[:m], flat[m : 2 * m], flat[2 * m : 3 * m + 1], flat[3 * m + 1 :]

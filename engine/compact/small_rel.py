@@ -32,7 +32,10 @@ Not here: plans and maintenance (engine.compact.small_plan, small_run).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 from fluxmat.engine.compact import kernels as K
 from fluxmat.engine.compact import small_cache  # noqa: F401  (cache stamps before any function)
@@ -45,9 +48,10 @@ LISTS = {
     U8: ("alive", "expl", "base"),
     BOOL: ("imask", "full"),
 }
-CNT, FLIP, STAMP, DMARK, SLOTS, ISLOTS, INEXT, SEEN = range(8)
-ALIVE, EXPL, BASE = range(3)
-IMASK, FULL = range(2)
+# (numpy ints: a Python int argument is a literal, and numba compiles a callee once per literal value)
+CNT, FLIP, STAMP, DMARK, SLOTS, ISLOTS, INEXT, SEEN = map(np.int64, range(8))
+ALIVE, EXPL, BASE = map(np.int64, range(3))
+IMASK, FULL = map(np.int64, range(2))
 N_CHANGED, GROWN, SEEN_GROWN = 1, 2, 4
 # the arrays a relation grows (all but `seen`, `imask`, `full`)
 GROWN_KINDS = tuple((lst, k) for lst, names in LISTS.items() for k, name in enumerate(names)
@@ -66,6 +70,39 @@ FAST = {
 
 
 # ---------------------------------------------------------------- the arrays of relation i
+@intrinsic
+def _view2(typingctx, a, rows, width):
+    """The 1-d C-contiguous array `a` as a (rows, width) C array: a view, no checks (see `view2`).
+
+    numba's `reshape` calls a C helper and normalises the shape on every
+    call; the interpreter takes 2-d views of flat buffers in its innermost
+    loops, so this builds the view's header directly.
+    """
+    if not (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"):
+        return None
+    ret = a.copy(ndim=2, layout="C")
+
+    def codegen(context, builder, sig, args):
+        ary = make_array(a)(context, builder, args[0])
+        r, w = (context.cast(builder, v, t, types.intp)
+                for v, t in zip(args[1:], sig.args[1:], strict=True))  # fmt: skip
+        out = make_array(ret)(context, builder)
+        populate_array(out, data=ary.data, shape=[r, w],
+                       strides=[builder.mul(w, ary.itemsize), ary.itemsize],
+                       itemsize=ary.itemsize, meminfo=ary.meminfo, parent=ary.parent)  # fmt: skip
+        return impl_ret_borrowed(context, builder, ret, out._getvalue())
+
+    return ret(a, rows, width), codegen
+
+
+@njit(**FAST)
+def view2(a, rows, width):
+    """`a.reshape((rows, width))` for a flat buffer of at least rows x width items (fewer rows if not)."""
+    if width > 0 and rows * width > a.shape[0]:
+        rows = a.shape[0] // width
+    return _view2(a, rows, width)
+
+
 @njit(**FAST)
 def at(st, kind, i):
     """Where relation i's array of `kind` sits in its list."""
@@ -84,14 +121,14 @@ def u8(st, kind, i):
 
 @njit(**FAST)
 def cols(st, i):
-    return st[I64][i].reshape((st[CAPS][i], st[ARITY][i]))
+    return view2(st[I64][i], st[CAPS][i], st[ARITY][i])
 
 
 @njit(**FAST)
 def _rows2(a, k):
     """A flat per-index table as (indexes, slots): max(k, 1) rows (Rel._alloc's shape)."""
     rows = max(k, 1)
-    return a.reshape((rows, a.shape[0] // rows))
+    return view2(a, rows, a.shape[0] // rows)
 
 
 @njit(**FAST)
@@ -106,7 +143,7 @@ def inext(st, i):
 
 @njit(**FAST)
 def imask(st, i):
-    return st[BOOL][at(st, IMASK, i)].reshape((st[NIDX][i], st[ARITY][i]))
+    return view2(st[BOOL][at(st, IMASK, i)], st[NIDX][i], st[ARITY][i])
 
 
 @njit(**FAST)

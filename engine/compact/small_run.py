@@ -298,6 +298,38 @@ def _ends(st, p, bufs, sizes):
 
 
 @njit(**FAST)
+def _union(a, b):
+    """The sorted distinct values of a and b: np.unique(np.concatenate((a, b))), heapsorted.
+
+    numba's np.unique and sort cost seconds to compile; a region is a few nodes.
+    """
+    n = a.shape[0] + b.shape[0]
+    v = np.empty(n, np.int64)
+    v[: a.shape[0]] = a
+    v[a.shape[0] :] = b
+    # j >= n: heapify from j - n; then move the largest to j and sift
+    for j in range(2 * n - 1, 0, -1):
+        root, end = j - n, n
+        if j < n:
+            root, end = 0, j
+            v[0], v[end] = v[end], v[0]
+        while 2 * root + 1 < end:
+            child = 2 * root + 1
+            if child + 1 < end and v[child] < v[child + 1]:
+                child += 1
+            if v[root] >= v[child]:
+                break
+            v[root], v[child] = v[child], v[root]
+            root = child
+    m = 0
+    for t in range(n):
+        if m == 0 or v[t] != v[m - 1]:
+            v[m] = v[t]
+            m += 1
+    return v[:m].copy()
+
+
+@njit(**FAST)
 def _second(cols, rows):
     out = np.empty(rows.shape[0], np.int64)
     for t in range(rows.shape[0]):
@@ -342,14 +374,15 @@ def _closure(st, pg, c, epoch, fs, bufs, sizes):
     if not _ends(st, p, bufs, sizes):
         return
     c, alive, isl, inx = cols(st, p), u8(st, ALIVE, p), islots(st, p), inext(st, p)
-    ends = np.unique(bufs[AUX][: sizes[AUX]])
+    aux = bufs[AUX][: sizes[AUX]]
+    ends = _union(aux, aux[:0])
     old = K.rows_from(ends, c, isl[0], inx[0], alive)
-    region = np.unique(np.concatenate((ends, _second(c, old))))
+    region = _union(ends, _second(c, old))
     seen, stamp = _seen(st, p)
     nodes, labels = K.components_from(
         region, c, isl[0], inx[0], isl[1], inx[1], i32(st, CNT, p), seen, stamp
     )
-    U = np.unique(np.concatenate((region, nodes)))
+    U = _union(region, nodes)
     old = K.rows_from(U, c, isl[0], inx[0], alive)
     ix, iy = np.empty(old.shape[0], np.int64), np.empty(old.shape[0], np.int64)
     oldmin = np.full(U.shape[0], np.iinfo(np.int64).max, np.int64)
@@ -429,19 +462,6 @@ def _active(pg, c, hasx, flen):
     return False
 
 
-@njit(**FAST)
-def _component(st, pg, c, epoch, fs, bufs, sizes):
-    comps = pg[COMPS]
-    kind = comps[c * CF + C_KIND]
-    if kind == COUNTED:
-        p = entries(pg, comps[c * CF + C_PREDS : c * CF + C_PREDS + 2])[0]
-        _counted(st, pg, p, epoch, fs, bufs, sizes)
-    elif kind == CLOSURE:
-        _closure(st, pg, c, epoch, fs, bufs, sizes)
-    else:
-        _dred(st, pg, c, epoch, fs, bufs, sizes)
-
-
 @njit(cache=True)
 def cascade(st, pg, xrel, xsign, xoff, xvals, epoch):
     """One update, every component it reaches, in one call.
@@ -458,7 +478,16 @@ def cascade(st, pg, xrel, xsign, xoff, xvals, epoch):
     fs = (np.zeros(nrel, np.int64), np.zeros(nrel, np.int64))
     hasx = np.zeros(nrel, np.uint8)
     _explicit(st, xrel, xsign, xoff, xvals, hasx, bufs, sizes)
-    for c in range(pg[COMPS].shape[0] // CF):
-        if _active(pg, c, hasx, fs[1]):
-            _component(st, pg, c, epoch, fs, bufs, sizes)
+    comps = pg[COMPS]
+    for c in range(comps.shape[0] // CF):  # (not a function of its own: one level less to compile)
+        if not _active(pg, c, hasx, fs[1]):
+            continue
+        kind = comps[c * CF + C_KIND]
+        if kind == COUNTED:
+            _counted(st, pg, entries(pg, comps[c * CF + C_PREDS : c * CF + C_PREDS + 2])[0],
+                     epoch, fs, bufs, sizes)  # fmt: skip
+        elif kind == CLOSURE:
+            _closure(st, pg, c, epoch, fs, bufs, sizes)
+        else:
+            _dred(st, pg, c, epoch, fs, bufs, sizes)
     return bufs[FROWS][: sizes[FROWS]].copy(), fs[0], fs[1], bufs[WORK]

@@ -1,6 +1,6 @@
 """Small updates on LUBM: the objects core against the arrays core's one-call and set-at-a-time paths.
 
-    python -m tests.benchmarks.small_updates [--universities 1] [--sizes 1,5,50,128,500] [--repeat 31]
+    python -m tests.benchmarks.small_updates [--universities 1] [--sizes 1,5,50,128,500] [--repeat 31] [--alternate]
 
 The bake-off workload (tests/benchmarks/bakeoff/workload.py: `lubm.dlog` over
 LUBM-N, updates from its `UpdateMaker`). Three reasoners load the same facts:
@@ -9,8 +9,10 @@ LUBM-N, updates from its `UpdateMaker`). Three reasoners load the same facts:
 `door`, with the small-update threshold above or below every update). Then,
 per size k, the same `--repeat` updates of k additions and k deletions go to
 each reasoner in turn (all of them to one, then to the next, so each runs
-with its own caches warm); each is timed in CPU seconds (time.process_time)
-and the median per size and reasoner is printed, with the load average.
+with its own caches warm; with `--alternate` each update to every reasoner
+before the next, so a change in the machine's load hits all alike); each is
+timed in CPU seconds (time.process_time) and the median per size and
+reasoner is printed, with the load average.
 After each size the three must hold the same facts (checked by digest).
 `--held-out` facts are kept out of the initial data (they are what updates
 add; at least 2 x k + the repeats are needed for large k).
@@ -43,7 +45,8 @@ def _cores(w) -> dict:
     return cores
 
 
-def run(universities: int, sizes: list[int], repeat: int, held_out: int | None) -> None:
+def run(universities: int, sizes: list[int], repeat: int, held_out: int | None,
+        alternate: bool = False) -> None:  # fmt: skip
     t = time.process_time()
     DoorCore.warm()
     small.prepare(wait=True)
@@ -62,11 +65,13 @@ def run(universities: int, sizes: list[int], repeat: int, held_out: int | None) 
         batch = [w.maker.make(k, k) for _ in range(max(5, repeat // max(1, k // 25)))]
         batch = [(w.encode(add), w.encode(dele)) for add, dele in batch]
         times: dict[str, list[float]] = {name: [] for name in cores}
-        for name, core in cores.items():  # one reasoner at a time: its own caches stay warm
-            for a, d in batch:
-                t = time.process_time()
-                core.update(a, d)
-                times[name].append(time.process_time() - t)
+        # one reasoner at a time (its own caches stay warm), or each update to every reasoner in turn
+        order = ([(a, d, n) for a, d in batch for n in cores] if alternate else
+                 [(a, d, n) for n in cores for a, d in batch])  # fmt: skip
+        for a, d, name in order:
+            t = time.process_time()
+            cores[name].update(a, d)
+            times[name].append(time.process_time() - t)
         digests = {digest(w.dictionary, core.facts()) for core in cores.values()}
         assert len(digests) == 1, f"the reasoners differ after updates of {k} + {k}"
         cells = " | ".join(f"{1000 * statistics.median(ts):.2f}" for ts in times.values())
@@ -84,8 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--held-out", type=int, default=None, help="generated facts held out (default 300)"
     )
+    ap.add_argument(
+        "--alternate", action="store_true", help="each update to every reasoner in turn"
+    )
     args = ap.parse_args(argv)
-    run(args.universities, [int(x) for x in args.sizes.split(",")], args.repeat, args.held_out)
+    sizes = [int(x) for x in args.sizes.split(",")]
+    run(args.universities, sizes, args.repeat, args.held_out, args.alternate)
     return 0
 
 

@@ -209,14 +209,17 @@ def test_cli_refusal_is_one_line(tmp_path):
 # ---------------------------------------------------------------- numba's cache
 
 
-def test_cache_folder_chosen_when_nothing_default_is_writable(tmp_path):
-    """A read-only install run by a user without a writable cache: NUMBA_CACHE_DIR is set, kernels cache there."""
-    folder = tmp_path / "numba-cache"
+def _chosen_in_a_fresh_process(tmp_path, before: str = "") -> tuple[Path, str]:
+    """choose_cache_dir where neither default folder is writable (after `before`); (the folder, stderr).
+
+    The kernel it then compiles must be cached in the folder chosen.
+    """
     script = (
         "import os, pathlib, tempfile\n"
         "import fluxmat.engine.compact.cache as c\n"
         f"tempfile.tempdir = {str(tmp_path)!r}\n"
         "c.HERE = pathlib.Path('/dev/null/site-packages')\n"
+        f"{before}"
         "chosen = c.choose_cache_dir()\n"
         "import numpy as np\n"
         "from fluxmat.engine.compact import kernels as K\n"
@@ -232,7 +235,13 @@ def test_cache_folder_chosen_when_nothing_default_is_writable(tmp_path):
     chosen = Path(proc.stdout.strip())
     assert chosen.parent == tmp_path and chosen.name.startswith("fluxmat-numba-")
     assert list(chosen.rglob("*.nbi")), "revive was not cached in the chosen folder"
-    assert not folder.exists()
+    return chosen, proc.stderr
+
+
+def test_cache_folder_chosen_when_nothing_default_is_writable(tmp_path):
+    """A read-only install run by a user without a writable cache: NUMBA_CACHE_DIR is set, kernels cache there."""
+    _chosen_in_a_fresh_process(tmp_path)
+    assert not (tmp_path / "numba-cache").exists()
 
 
 def test_cache_folder_left_alone_when_set(monkeypatch, tmp_path):
@@ -270,3 +279,11 @@ def test_each_kernel_compiled_once():
     """
     done = subprocess.run([sys.executable, "-c", KERNELS_ONCE], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_unwritable_cache_folder_set_by_the_user_is_dropped_with_a_warning(tmp_path):
+    """NUMBA_CACHE_DIR that cannot be created: one warning line, and the kernels cache in the fallback folder."""
+    before = "os.environ['NUMBA_CACHE_DIR'] = '/dev/null/numba'\n"
+    chosen, stderr = _chosen_in_a_fresh_process(tmp_path, before)
+    assert "NUMBA_CACHE_DIR=/dev/null/numba cannot be written" in stderr
+    assert f"cached in {chosen} instead" in stderr

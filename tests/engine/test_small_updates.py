@@ -12,12 +12,15 @@ gives, and report the same facts added and removed and the same no-ops.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fluxmat.engine import AnalysisError, EngineOptions, Reasoner
-from fluxmat.engine.compact import small
+from fluxmat.engine.compact import small, small_warm
 from tests.support.compact import EDGES, IDB, TC, VALUES, programs, updates
 
 ONE_CALL, SET = 10**9, -1  # thresholds: every update in one call / every update set-at-a-time
@@ -168,3 +171,44 @@ def test_a_core_without_relations_takes_the_set_path():
     r.change_program(add="q(X) :- e(X, X).")
     r.update(add=[("e", 1, 1)])
     assert r.facts() == {("e", 1, 1), ("q", 1)}
+
+
+def test_a_program_change_that_brings_builtins_is_seen_by_the_next_small_update():
+    """Whether the call can serve is kept per program: a change to a rule with a comparison sends updates set-at-a-time.
+
+    The change keeps the number of components, so only the change itself (which re-attaches the core) can tell.
+    """
+    r = _arrays("p(X, Y) :- e(X, Y).\n", ONE_CALL)
+    r.load([("e", 1, 2)])
+    taken = r.maintainer.small.taken
+    calls = taken["one call"]
+    r.update([("e", 2, 3)], [])
+    assert taken["one call"] == calls + 1
+    r.change_program(add="p(X, Y) :- e(X, Y), X < Y.", delete="p(X, Y) :- e(X, Y).")
+    sets = taken["set"]
+    r.update([("e", 5, 4), ("e", 6, 7)], [("e", 1, 2)])
+    assert taken["one call"] == calls + 1 and taken["set"] == sets + 1
+    assert r.facts() == {("e", 2, 3), ("e", 5, 4), ("e", 6, 7), ("p", 2, 3), ("p", 6, 7)}
+
+
+def test_a_compile_that_could_not_be_cached_is_logged_and_the_set_path_serves(caplog):
+    """The compile process exits NOT_CACHED: one warning line, and the process never compiles it itself."""
+    compiler = small.Compiler()
+    compiler.proc = subprocess.Popen(
+        [sys.executable, "-c", f"raise SystemExit({small.NOT_CACHED})"]
+    )
+    compiler.state = "compiling"
+    compiler.proc.wait()
+    assert not compiler.ready() and compiler.state == "failed"
+    assert (
+        "small-update interpreter not available (numba's cache could not be written)" in caplog.text
+    )
+    assert not compiler.ready()
+
+
+def test_the_compile_process_fails_when_the_interpreter_is_not_cached(monkeypatch, capsys):
+    """small_warm's exit status: 0 when numba's cache holds the interpreter, NOT_CACHED when it does not."""
+    assert small_warm.main() == 0
+    monkeypatch.setattr(small_warm.small_cache, "cached", lambda py_func: False)
+    assert small_warm.main() == small.NOT_CACHED
+    assert "numba's cache could not be written" in capsys.readouterr().err
