@@ -249,8 +249,8 @@ class ArraysEquality(Maintainer):
 
     def _rebuild(self, start: bool = True) -> None:
         """Recompute (pi, I) from E: explicit sameAs classes first, then pi(E) and the rounds."""
-        explicit = {p: rel.explicit() for p, rel in self.ex.items()}
-        self._build(self.sigs | {(p, self.arity[p]) for p, rows in explicit.items() if len(rows)})
+        explicit = {p: rows for p, rel in self.ex.items() if len(rows := rel.explicit())}
+        self._build(self.sigs | {(p, self.arity[p]) for p in explicit})
         same = explicit.get(SAME_AS, _EMPTY.reshape(0, 2))
         if len(same):
             self.pi.merge(same[same[:, 0] != same[:, 1]])
