@@ -238,8 +238,9 @@ def _equality_change_restart_replay(open_store) -> None:
     assert ("f", "a") in seen and p.reasoner.program_version == 2  # a, b, d are one
     restarted = _eq_processor(open_store())  # the stored program, classes and rewritten facts
     assert restarted.reasoner.program_version == 2 and restarted.facts() == seen
-    later = [{"add": [["e", "x", "c"]]}, {"program": {"del": OWL + SAME_TARGET, "add": "q(X) :- f(X)."}}]
-    out = restarted.process(1, _rows(later, 4)).output  # the class splits: a rebuild under the new program
+    split = {"del": OWL + SAME_TARGET, "add": "q(X) :- f(X)."}  # the class splits: a rebuild
+    later = [{"add": [["e", "x", "c"]]}, {"program": split}]
+    out = restarted.process(1, _rows(later, 4)).output
     seen = _fold(seen, _expanded(out))
     final = EQ_PROGRAM + "q(X) :- f(X).\n"
     assert seen == _eq_scratch(final, explicit | {("e", "x", "c")}) == restarted.facts()
