@@ -200,13 +200,14 @@ def test_removing_a_rule_while_rules_derive_sameas_splits_the_class_by_a_rebuild
 def test_other_rules_keep_their_constants_relation_when_one_is_removed():
     """A rule's constants live in a relation named by the rule's text: removing an earlier rule
     renames nothing, so the change is in place and the later rule's instances stay."""
-    text = OWL + "r(X) :- e(X, a).\nq(X) :- p(X, c).\np(X, Y) :- e(X, Y).\n"
+    text = OWL + "r(X) :- e(X, a).\nq(X) :- p(X, c), f(d).\np(X, Y) :- e(X, Y).\n"
     r = rewrite(text, "counting")
-    r.load([("e", "b", "a"), ("e", "d", "c")])
-    report = r.change_program(delete="r(X) :- e(X, a).")
+    r.load([("e", "b", "a"), ("e", "d", "c"), ("f", "d")])
+    report = r.change_program(delete="r(X) :- e(X, a).")  # q's two constants: no other arity
     assert report.details["equality_recomputed"] == 0
     assert (report.added, report.removed) == (0, 1)  # r(b) only
     assert ("q", "d") in r.facts()
+    assert report.rule_applications.get(0, 0) == 0  # q's rule (now rule 0) was not evaluated again
 
 
 def test_refused_changes_change_nothing():
