@@ -168,6 +168,7 @@ class ArraysEquality(Maintainer):
         self.sigs: set[tuple[str, int]] = set()
         self.adopt(analysis)
         self.ex: dict[str, Rel] = {}  # E as given (original term ids), `expl` flags membership
+        self.renamed = False  # a restore renamed the constants' relations of an older state
         self.journal = EqJournal()  # what changed since the last export (engine.compact.eq_state)
         self._build(self.sigs)
 
@@ -274,6 +275,7 @@ class ArraysEquality(Maintainer):
         get their stored rows (engine.compact.eq_state).
         """
         legacy = legacy_const_relations(self.analysis.program)  # states stored before digest names
+        self.renamed = not legacy.keys().isdisjoint(facts)  # then the next export writes everything
         facts = {legacy.get(p, p): k for p, k in facts.items()}
         values = {legacy.get(p, p): v for p, v in values.items()}
         sigs = signatures(self.analysis.program) | {(p, k.shape[1]) for p, k in explicit.items()}

@@ -123,3 +123,21 @@ def test_a_state_stored_with_the_former_names_of_the_constants_relations_restore
         engine.feed([Fed(1, [("e", "z", "a")], [])])
     _same(back, r)
     assert ("r", "z") in back.facts()  # z ~ x ~ y by q: r(y) holds for all three
+
+
+def test_a_snapshot_with_the_former_names_restores_and_its_next_export_writes_everything():
+    text = OWL + "q(X) :- e(X, a).\nowl:sameAs(X, Y) :- q(X), q(Y).\n"
+    r, store = _eq(text), MemoryStateStore()
+    r.load([("e", "x", "a"), ("e", "y", "a")])
+    store.commit(0, r.export_changes(), {})
+    cols = r.state_columns()
+    former = {
+        pred_json(new): pred_json(old) for old, new in legacy_const_relations(r.program).items()
+    }
+    cols.terms = {t: former.get(text_, text_) for t, text_ in cols.terms.items()}
+    old = {new: old for old, new in legacy_const_relations(r.program).items()}
+    cols.facts = {old.get(p, p): v for p, v in cols.facts.items()}
+    back = _eq(text)
+    back.restore_columns(cols)
+    _same(back, r)
+    assert back.export_changes().full  # the store's relation names are replaced, not patched
