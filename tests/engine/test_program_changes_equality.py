@@ -24,6 +24,7 @@ from fluxmat.engine.equality import SAME_AS
 from fluxmat.engine.errors import AnalysisError, FluxmatError
 from fluxmat.engine.feed import Fed
 from fluxmat.engine.program_change import rule_changes
+from tests.support.compact import fold_report
 from tests.support.equality import OWL, PREDS, facts_of, rules
 from tests.support.gen import examples
 
@@ -58,15 +59,6 @@ def from_scratch(text: str, explicit: set) -> set:
     fresh = Reasoner.from_text(text, "remat", equality="rewrite")
     fresh.load(explicit)
     return fresh.facts()
-
-
-def fold(facts: set, r: Reasoner, report) -> set:
-    """`facts` with the report's delta applied, checking it is a proper delta."""
-    m = r.maintainer
-    added = {m.decode(p, f) for p, fs in report.added_facts.items() for f in fs}
-    removed = {m.decode(p, f) for p, fs in report.removed_facts.items() for f in fs}
-    assert not added & facts and removed <= facts, "a delta adds present or removes absent facts"
-    return (facts - removed) | added
 
 
 def fold_poll(facts: set, r: Reasoner) -> set:
@@ -104,7 +96,9 @@ def _change(step, rules_now: list[str], facts_now: list[str], pool: list[str]):
 def _splits(before: str, after: str) -> bool:
     """Whether the change may split a class (the engine must rebuild; engine.compact.eq_program)."""
     old, new = (Reasoner.from_text(t).analysis for t in (before, after))
-    removed = rule_changes(old, new).removed  # a rule whose recursiveness changes is removed and added
+    removed = rule_changes(
+        old, new
+    ).removed  # a rule whose recursiveness changes is removed and added
     facts_removed = set(map(str, old.program.facts)) - set(map(str, new.program.facts))
     old_derives = any(r.head.pred == SAME_AS for r in old.program.rules)
     new_derives = any(r.head.pred == SAME_AS for r in new.program.rules)
@@ -139,7 +133,7 @@ def test_changes_equal_remat_with_equality_from_scratch(algorithm, pool, start, 
             if fed:  # through the driver: the delta is polled below (`update` polls by itself)
                 r.feed([Fed(i, sorted(add), sorted(delete))])
             else:
-                reported = fold(seen, r, r.update(add, delete))
+                reported = fold_report(seen, r, r.update(add, delete))
         else:
             rules_after, facts_after, kwargs = _change(step, rules_now, facts_now, pool)
             if kwargs is None:
@@ -150,7 +144,7 @@ def test_changes_equal_remat_with_equality_from_scratch(algorithm, pool, start, 
             )
             version = r.program_version
             report = r.change_program(**kwargs)
-            reported = fold(seen, r, report)
+            reported = fold_report(seen, r, report)
             assert r.program_version == version + 1
             recomputed = report.details["equality_recomputed"]
             assert recomputed == _splits(before_text, after_text), f"step {i}: {report.details}"
