@@ -6,15 +6,15 @@ engine.fd) or, with `core="arrays"`, the arrays core (engine.compact; the
 fully dynamic algorithms and their state through engine.compact.fed and
 engine.compact.state; equality through engine.compact.equality and
 engine.compact.eq_fed, their state through engine.compact.eq_state), which
-refuses what it cannot do yet (`bf`; with equality, program changes) with an
-`AlgorithmError`. Everything outside engine/ goes through it:
+refuses what it cannot do yet (`bf`) with an `AlgorithmError`. Everything outside engine/ goes through it:
 loading and updating (`load`, `update`), the fully dynamic driver (`feed`,
 `poll`, `work_counts`; engine.feed), the work per rule by its file:line
 (`rule_work`, `rules_since`, `rule_texts`), reading (`facts`, `lines`, `match`,
 `explain`, `show`, `sizes`), validating updates without applying them
 (`update_checker`, `check_update`), program changes on the arrays core
 (`change_program`, `program_text`, `program_version`, `program_history`;
-engine.program_change, engine.compact.program), and the fully dynamic state
+engine.program_change, engine.compact.program, with equality
+engine.compact.eq_program), and the fully dynamic state
 (`export_changes`, `restore`, `state_meta`; engine.fd.snapshot; as integer
 columns for a local snapshot: `state_columns`, `restore_columns`; engine.fd.columns). Facts cross
 the door as Python values `(pred, arg, ...)` (engine.syntax.PyFact).
@@ -192,9 +192,10 @@ class Reasoner:
             raise AlgorithmError("program changes need the arrays core (--core arrays)")
         if self.triples:
             raise AlgorithmError("program changes are not supported for programs over triples yet")
-        if self.options.equality != "off":
-            raise AlgorithmError("program changes are not supported with equality=rewrite yet")
-        from fluxmat.engine.compact.program import change_program  # numba only with the arrays core
+        if self.options.equality != "off":  # owl:sameAs as equality: engine.compact.eq_program
+            from fluxmat.engine.compact.eq_program import change_program
+        else:  # imported here: numba only with the arrays core
+            from fluxmat.engine.compact.program import change_program
 
         program = changed_program(self.program, add, delete, whole, source)
         before = self.analysis

@@ -99,6 +99,13 @@ class EqualityFed(Inbox, ArraysEquality):
         self.changed = {}
         self.last_seq = self.last_id = self.seq
 
+    def program_changed(self, report: Report) -> None:
+        """A program change (engine.compact.eq_program) is the last update integrated; its delta joins the poll."""
+        self.seq += 1
+        self.stats.updates += 1
+        self.last_seq = self.last_id = self.seq
+        self._remember(self.seq, report)
+
     def log_size(self) -> int:
         return 0
 

@@ -165,7 +165,7 @@ def restore_columns(m, cols: StateColumns) -> None:
     m.terms = S.Terms(
         S.inverse_ids(eids, len(m.dictionary)), {p: t for t, p in preds.items()}, cols.next_term
     )
-    m.journal = EqJournal(full=False, epoch=m.core.epoch)
+    m.journal = EqJournal(full=m.renamed, epoch=m.core.epoch)  # renamed: the store's names are old
 
 
 def _fill(m, facts: dict, values: dict, explicit: dict, stored: dict) -> None:

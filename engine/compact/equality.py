@@ -28,6 +28,12 @@ Maintenance of one update:
   anything when some rule derives sameAs -- or brings a new predicate (a new
   reflexivity rule) rebuilds everything from E, as the objects core's
   `remat~`/`dred~`/`dredc~` do (`details["equality_recomputed"]`).
+
+A program change (engine.compact.eq_program decides how) is either such a
+rebuild under the new program (`change_program` with no inner analysis) or
+maintained in place: the core's rules move to the new pi(P)
+(engine.compact.program), then E's changes and the rule constants' facts are
+pushed as in an update, and the rounds merge what the new rules derive.
 J's delta is the expansion F^pi of the normal rows that changed or that hold
 a member of a class that changed, before and after (old classes, new classes).
 
@@ -36,6 +42,7 @@ Not here: the classes (engine.compact.eq_classes), the core (engine.compact.core
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -44,17 +51,24 @@ import numpy as np
 from fluxmat.engine.analysis import INTERNAL_PREFIX, Analysis, analyse
 from fluxmat.engine.compact.eq_classes import Members, TermClasses, expand_rows, expanded_count
 from fluxmat.engine.compact.maintainer import CompactMaintainer, unsupported
+from fluxmat.engine.compact.program import change_program as change_rules
 from fluxmat.engine.compact.relation import Rel
 from fluxmat.engine.equality import SAME_AS, Classes, check, constants_as_facts, reflexivity
 from fluxmat.engine.equality.classes import sorted_facts
-from fluxmat.engine.equality.program import signatures
+from fluxmat.engine.equality.program import legacy_const_relations, signatures
 from fluxmat.engine.errors import AlgorithmError
 from fluxmat.engine.maintainer import Changes, Maintainer, Report, Update, given
-from fluxmat.engine.storage import Dictionary
+from fluxmat.engine.storage import Dictionary, paused_gc
 from fluxmat.engine.syntax import Program, PyFact
 
 Arrays = dict[str, np.ndarray]
 _EMPTY = np.empty(0, np.int64)
+
+
+def rewritten_program(program: Program, sigs: set[tuple[str, int]]) -> Program:
+    """What the core runs: `program`'s rules (constants as facts) plus the reflexivity rules for `sigs`."""
+    rules = (*program.rules, *reflexivity(sigs))
+    return Program(rules, (), program.prefixes, program.source)
 
 
 def _block(facts: Iterable[tuple], arity: int) -> np.ndarray:
@@ -112,6 +126,12 @@ class EqJournal:
 class RewrittenCore(CompactMaintainer):
     """The arrays core over pi(P), counting its work and checking limits as the maintainer it serves."""
 
+    flipped: Arrays = {}  # the rows the last update through `update` flipped (a program change's)
+
+    def report_flips(self, flipped: Arrays, report: Report) -> None:
+        """Keep the rows (the maintainer it serves reports J's delta, not the core's)."""
+        self.flipped = flipped
+
     def follow(self, counts, limits, work_start: int | None) -> None:
         """Share `counts` (rule ids of P are kept), apply `limits` from `work_start` on."""
         self.counts, self.limits, self._work_start = counts, limits, work_start
@@ -145,17 +165,25 @@ class ArraysEquality(Maintainer):
         self.arity.setdefault(SAME_AS, 2)
         self.algorithm, self.closures = algorithm, modules
         self.name = f"{algorithm}~"
+        self.sigs: set[tuple[str, int]] = set()
+        self.adopt(analysis)
+        self.ex: dict[str, Rel] = {}  # E as given (original term ids), `expl` flags membership
+        self.renamed = False  # a restore renamed the constants' relations of an older state
+        self.journal = EqJournal()  # what changed since the last export (engine.compact.eq_state)
+        self._build(self.sigs)
+
+    def adopt(self, analysis: Analysis) -> None:
+        """Take the program of `analysis`: its rule constants as facts, its signatures (reflexivity rules)."""
+        self.analysis = analysis
         self.program, self.const_facts = constants_as_facts(analysis.program)
         self.derives_equality = any(r.head.pred == SAME_AS for r in analysis.program.rules)
-        self.ex: dict[str, Rel] = {}  # E as given (original term ids), `expl` flags membership
-        self.journal = EqJournal()  # what changed since the last export (engine.compact.eq_state)
-        self._build(signatures(analysis.program))
+        self.sigs = self.sigs | signatures(analysis.program)
+        self.arity.update(analysis.arity)
 
     def _build(self, sigs: set[tuple[str, int]]) -> None:
         """An empty core over pi(P) plus reflexivity for `sigs`, identity classes."""
         self.sigs = set(sigs)
-        rules = (*self.program.rules, *reflexivity(self.sigs))
-        program = Program(rules, (), self.program.prefixes, self.program.source)
+        program = rewritten_program(self.program, self.sigs)
         self.inner = RewrittenCore(analyse(program), self.algorithm, self.closures, self.dictionary)
         self.inner.follow(self.counts, self.limits, self._work_start)
         self.pi = TermClasses(self.dictionary)
@@ -222,19 +250,19 @@ class ArraysEquality(Maintainer):
 
     def _rebuild(self, start: bool = True) -> None:
         """Recompute (pi, I) from E: explicit sameAs classes first, then pi(E) and the rounds."""
-        explicit = {p: rel.explicit() for p, rel in self.ex.items()}
-        self._build(self.sigs | {(p, self.arity[p]) for p, rows in explicit.items() if len(rows)})
+        explicit = {p: rows for p, rel in self.ex.items() if len(rows := rel.explicit())}
+        self._build(self.sigs | {(p, self.arity[p]) for p in explicit})
         same = explicit.get(SAME_AS, _EMPTY.reshape(0, 2))
         if len(same):
             self.pi.merge(same[same[:, 0] != same[:, 1]])
-        add = {**explicit, **self._consts()}
+        add = {**explicit, **self._consts(self.const_facts)}
         flips = Flips()
         self._saturate(self._push(add, {}, flips, start), flips, start)
 
-    def _consts(self) -> Arrays:
-        """The rule constants' facts (engine.equality.constants_as_facts) as rows per relation."""
+    def _consts(self, facts: Iterable[PyFact]) -> Arrays:
+        """Rule constants' facts (engine.equality.constants_as_facts) as rows per relation, repeats kept."""
         consts: dict[str, list] = {}
-        for f in self.const_facts:
+        for f in facts:
             consts.setdefault(f[0], []).append([self.dictionary.intern(v) for v in f[1:]])
         return {p: np.array(rows, np.int64) for p, rows in consts.items()}
 
@@ -246,6 +274,10 @@ class ArraysEquality(Maintainer):
         rule constants' facts, as a load computes them; the core's relations
         get their stored rows (engine.compact.eq_state).
         """
+        legacy = legacy_const_relations(self.analysis.program)  # states stored before digest names
+        self.renamed = not legacy.keys().isdisjoint(facts)  # then the next export writes everything
+        facts = {legacy.get(p, p): k for p, k in facts.items()}
+        values = {legacy.get(p, p): v for p, v in values.items()}
         sigs = signatures(self.analysis.program) | {(p, k.shape[1]) for p, k in explicit.items()}
         sigs |= {(p, k.shape[1]) for p, k in facts.items() if not p.startswith(INTERNAL_PREFIX)}
         self._build(sigs)
@@ -257,7 +289,7 @@ class ArraysEquality(Maintainer):
         if len(pairs):
             self.pi.assign(pairs[:, 0], pairs[:, 1])
         normal = {}
-        for p, keys in {**explicit, **self._consts()}.items():
+        for p, keys in {**explicit, **self._consts(self.const_facts)}.items():
             rows = self._norm(p).insert(self.pi.image(keys))
             np.add.at(self._pre(p), rows, 1)
             normal[p] = self.norm[p].cols[np.unique(rows)]
@@ -377,6 +409,55 @@ class ArraysEquality(Maintainer):
             np.add.at(pre, rows, counts)
             ins[p] = norm.cols[fresh]
         return self._run(ins, outs, flips, start)
+
+    # ------------------------------------------------------------ program changes
+    def change_program(self, analysis: Analysis, inner: Analysis | None, plus: Changes,
+                       minus: Changes) -> Report:  # fmt: skip
+        """Move to the program of `analysis` with E's changes `plus`/`minus` (the program's facts).
+
+        `inner` is the new pi(P) (`rewritten_program`) to change the core's
+        rules to in place; None rebuilds (pi, I) from E (engine.compact.eq_program
+        decides). The report is J's delta, as an update's.
+        """
+        self._work_start = self.counts.work
+        try:
+            with paused_gc(), self._measured() as report:
+                self.inner.follow(self.counts, self.limits, self._work_start)
+                if inner is None:
+                    self._rebuild_for(analysis, plus, minus, report)
+                else:
+                    self._change_in_place(analysis, inner, plus, minus, report)
+        finally:
+            self._work_start = None
+        report.details = {"equality_recomputed": int(inner is None), "compact_facts": self.size()}
+        return report
+
+    def _rebuild_for(self, analysis: Analysis, plus: Changes, minus: Changes, report: Report):
+        before = self._expanded()
+        self.adopt(analysis)
+        self.journal.explicit(*self._change_e(plus, minus)[:2])
+        self.journal.full = True  # a new core: the next export writes everything
+        self._rebuild()
+        self._note_all(report, before, self._expanded())
+
+    def _change_in_place(self, analysis: Analysis, inner: Analysis, plus: Changes, minus: Changes,
+                         report: Report) -> None:  # fmt: skip
+        """The core's rules changed (engine.compact.program), then E's and the constants' facts pushed."""
+        flips, consts = Flips(), Counter(self.const_facts)
+        self.inner.flipped = {}
+        change_rules(self.inner, inner)
+        self.inner.follow(self.counts, self.limits, self._work_start)
+        changed = self.inner.flipped
+        flips.note(changed, self.inner.core.rels)
+        self.adopt(analysis)
+        add, delete, _, _ = self._change_e(plus, minus)
+        self.journal.explicit(add, delete)
+        now = Counter(self.const_facts)
+        pushed = self._push({**add, **self._consts((now - consts).elements())},
+                            {**delete, **self._consts((consts - now).elements())}, flips)  # fmt: skip
+        same = [f[SAME_AS] for f in (changed, pushed) if SAME_AS in f]
+        old, affected = self._saturate({SAME_AS: np.concatenate(same)} if same else {}, flips)
+        self._report(report, flips, old, affected)
 
     # ------------------------------------------------------------ J's delta
     def _report(self, report: Report, flips: Flips, old: Members | None, affected: list) -> None:

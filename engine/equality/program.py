@@ -9,6 +9,7 @@ that B/F~ rewrites them like data, and `axiomatise` builds the oracle.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator
 
 from fluxmat.engine.analysis import INTERNAL_PREFIX, Analysis
@@ -126,15 +127,17 @@ def rewrite_rules(program: Program, classes: Classes, sigs: Iterable[tuple[str, 
 def constants_as_facts(program: Program) -> tuple[Program, list[PyFact]]:
     """Each rule's constants as one fact of an internal relation the rule joins.
 
-    `q(X) :- p(X, c0).` becomes `q(X) :- p(X, K0), __constN(K0).` with the fact
-    `__constN(c0)` returned; rules without constants are kept. The compiled plans
+    `q(X) :- p(X, c0).` becomes `q(X) :- p(X, K0), __const_H(K0).` with the fact
+    `__const_H(c0)` returned; rules without constants are kept. The compiled plans
     then hold no constants: rewriting a rule constant (Algorithm 6 lines 55-56) is
     rewriting that fact, which re-evaluates the rule through the ordinary delta
-    plans (lines 57-58). Rule order, and so rule ids, are unchanged.
+    plans (lines 57-58). Rule order, and so rule ids, are unchanged. H is a
+    digest of the rule's text (`const_relation`), so a rule keeps its relation
+    when other rules are added or removed (a program change, engine.compact.eq_program).
     """
     rules: list[Rule] = []
     facts: list[PyFact] = []
-    for i, rule in enumerate(program.rules):
+    for rule in program.rules:
         values = list(dict.fromkeys(t.value for a in _rule_atoms(rule) for t in a.args
                                     if isinstance(t, Const)))  # fmt: skip
         if not values:
@@ -150,11 +153,26 @@ def constants_as_facts(program: Program) -> tuple[Program, list[PyFact]]:
             args = tuple(slot[t.value] if isinstance(t, Const) else t for t in a.args)
             return Atom(a.pred, args, a.pos, a.rdf)
 
-        pred = f"{INTERNAL_PREFIX}const{i}"
+        pred = const_relation(rule)
         body = (*(atom(b) for b in rule.body), Atom(pred, tuple(slot.values()), rule.pos))
         rules.append(Rule(atom(rule.head), body, rule.pos))  # type: ignore[arg-type]
         facts.append((pred, *values))
     return Program(tuple(rules), (), program.prefixes, program.source), facts
+
+
+def const_relation(rule: Rule) -> str:
+    """The internal relation holding `rule`'s constants: named by a digest of the rule's text."""
+    digest = hashlib.sha256(str(rule).encode("utf-8")).hexdigest()[:12]
+    return f"{INTERNAL_PREFIX}const_{digest}"
+
+
+def legacy_const_relations(program: Program) -> dict[str, str]:
+    """The names earlier versions gave the constants' relations (`__constI`, by rule index) -> today's."""
+    return {
+        f"{INTERNAL_PREFIX}const{i}": const_relation(rule)
+        for i, rule in enumerate(program.rules)
+        if any(isinstance(t, Const) for a in _rule_atoms(rule) for t in a.args)
+    }
 
 
 def _rule_atoms(rule: Rule) -> Iterator[Atom]:

@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import EngineOptions, Fed, Reasoner, StateMismatch
-from tests.support.equality import PAPER, oracle, scenarios
+from fluxmat.engine.equality.program import legacy_const_relations
+from fluxmat.engine.fd.snapshot import pred_json
+from tests.support.equality import OWL, PAPER, oracle, scenarios
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])  # fmt: skip
@@ -99,3 +101,43 @@ def test_a_state_with_equality_is_refused_without_it_and_by_another_program():
         plain.restore(store.load())
     with pytest.raises(StateMismatch, match="another program or algorithm"):
         _eq(PAPER + "\nq(X) :- r(X, X).").restore(store.load())
+
+
+def test_a_state_stored_with_the_former_names_of_the_constants_relations_restores():
+    """Earlier versions named a rule's constants' relation by the rule's place (`__const1`); a state
+    they stored restores with today's names (a digest of the rule), and goes on exactly."""
+    text = OWL + "q(X) :- e(X, a).\nr(X) :- e(X, b), f(c).\nowl:sameAs(X, Y) :- q(X), q(Y).\n"
+    r, store = _eq(text), MemoryStateStore()
+    r.load([("e", "x", "a"), ("e", "y", "a"), ("e", "y", "b"), ("f", "c")])
+    store.commit(0, r.export_changes(), {})
+    snap = store.load()
+    former = {
+        pred_json(new): pred_json(old) for old, new in legacy_const_relations(r.program).items()
+    }
+    assert len(former) == 2 and set(former) <= set(snap.terms.values())
+    snap.terms = {t: former.get(text_, text_) for t, text_ in snap.terms.items()}
+    back = _eq(text)
+    back.restore(snap)
+    _same(back, r)
+    for engine in (back, r):
+        engine.feed([Fed(1, [("e", "z", "a")], [])])
+    _same(back, r)
+    assert ("r", "z") in back.facts()  # z ~ x ~ y by q: r(y) holds for all three
+
+
+def test_a_snapshot_with_the_former_names_restores_and_its_next_export_writes_everything():
+    text = OWL + "q(X) :- e(X, a).\nowl:sameAs(X, Y) :- q(X), q(Y).\n"
+    r, store = _eq(text), MemoryStateStore()
+    r.load([("e", "x", "a"), ("e", "y", "a")])
+    store.commit(0, r.export_changes(), {})
+    cols = r.state_columns()
+    former = {
+        pred_json(new): pred_json(old) for old, new in legacy_const_relations(r.program).items()
+    }
+    cols.terms = {t: former.get(text_, text_) for t, text_ in cols.terms.items()}
+    old = {new: old for old, new in legacy_const_relations(r.program).items()}
+    cols.facts = {old.get(p, p): v for p, v in cols.facts.items()}
+    back = _eq(text)
+    back.restore_columns(cols)
+    _same(back, r)
+    assert back.export_changes().full  # the store's relation names are replaced, not patched

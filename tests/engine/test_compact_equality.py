@@ -204,3 +204,16 @@ def test_fed_update_reports_its_delta_and_keeps_a_state():
     assert report.algorithm == "fd-dred~" and ("r", "c", "d") in r.facts()
     assert r.poll().added == [] and r.work_counts()["updates"] == 1
     assert r.state_meta()["core"] == "arrays"  # its state: tests/engine/test_compact_eq_state.py
+
+
+def test_a_rebuild_ignores_an_explicit_relation_left_empty():
+    """Deleting a fact of a predicate the state never held (a no-op) leaves an empty explicit relation;
+    an update that rebuilds (a new predicate) must not take it for a predicate of the program."""
+    r = Reasoner.from_text(
+        OWL + "p(X, Y) :- e(X, Y).",
+        options=EngineOptions("dredc", core="arrays", equality="rewrite"),
+    )
+    r.load([("e", "a", "b")])
+    report = r.update(add=[("g", "a")], delete=[("f", "a")])
+    assert report.details["equality_recomputed"] == 1 and ("g", "a") in r.facts()
+    assert r.facts() == oracle(OWL + "p(X, Y) :- e(X, Y).", [("e", "a", "b"), ("g", "a")])

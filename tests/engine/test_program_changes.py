@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.engine.errors import AlgorithmError, FluxmatError
+from tests.support.compact import fold_report
 
 ARRAYS = EngineOptions(algorithm="counting", core="arrays")
 ARITY = {"e": 2, "f": 1, "p": 2, "q": 1, "r": 2}
@@ -62,15 +63,6 @@ def oracle(rule_texts: list[str], explicit: set) -> set:
     return fresh.facts()
 
 
-def fold(facts: set, r: Reasoner, report) -> set:
-    """`facts` with the report's delta applied, checking it is a proper delta."""
-    m = r.maintainer
-    added = {m.decode(p, f) for p, fs in report.added_facts.items() for f in fs}
-    removed = {m.decode(p, f) for p, fs in report.removed_facts.items() for f in fs}
-    assert not added & facts and removed <= facts, "a delta adds present or removes absent facts"
-    return (facts - removed) | added
-
-
 def _change(step, current: list[str], pool: list[str]) -> tuple[list[str], dict]:
     """The rule list after a program step, and the `change_program` arguments for it."""
     kind = step[0]
@@ -107,7 +99,7 @@ def test_changes_equal_evaluation_from_scratch(pool, start, initial, steps):
         if step[0] == "facts":
             add, delete = step[1], step[2] - step[1]
             explicit = (explicit - delete) | add
-            folded = fold(folded, r, r.update(add, delete))
+            folded = fold_report(folded, r, r.update(add, delete))
         else:
             rules_after, kwargs = _change(step, current, pool)
             try:
@@ -119,7 +111,7 @@ def test_changes_equal_evaluation_from_scratch(pool, start, initial, steps):
                 assert (r.facts(), r.program_text(), r.program_version) == before
                 continue
             version = r.program_version
-            folded = fold(folded, r, r.change_program(**kwargs))
+            folded = fold_report(folded, r, r.change_program(**kwargs))
             current = rules_after
             assert r.program_version == version + 1
         assert r.explicit() == explicit, f"step {i}"

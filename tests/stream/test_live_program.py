@@ -16,6 +16,7 @@ import pytest
 
 from fluxmat.connectors.state import MemoryStateStore, RedisStateStore
 from fluxmat.engine import EngineOptions, Reasoner, StateMismatch
+from fluxmat.engine.equality import SAME_AS
 from fluxmat.engine.limits import Limits
 from fluxmat.stream.batch import BatchProcessor
 from tests.support.shared import DeadLetters
@@ -194,3 +195,66 @@ def test_a_changed_state_meeting_another_program_is_refused_naming_both():
     assert "\n" not in message and "another program" in message
     assert "program version 2" in message and "other.dl (digest " in message
     assert store.state_meta()["program_version"] == 2
+
+
+# ---------------------------------------------------------------- with equality (engine.compact.eq_program)
+
+OWL = "@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
+EQ_PROGRAM = OWL + "p(X, Y) :- e(X, Y).\n"
+SAME_TARGET = "owl:sameAs(X, Y) :- p(X, Z), p(Y, Z)."  # one target: the sources are one individual
+EQ_BATCH = [{"add": [["e", "b", "c"]]}, {"program": {"add": OWL + SAME_TARGET}, "id": "v2"},
+            {"add": [["e", "d", "c"], ["f", "d"]]}, {"del": [["e", "a", "x"]]}]  # fmt: skip
+
+
+def _eq_processor(store) -> BatchProcessor:
+    options = EngineOptions("fd-counting", core="arrays", equality="rewrite")
+    p = BatchProcessor(Reasoner.from_text(EQ_PROGRAM, options=options), store, DeadLetters())
+    p.start([("e", "a", "x"), ("e", "a", "c")])
+    return p
+
+
+def _eq_scratch(text: str, explicit) -> set[tuple]:
+    r = Reasoner.from_text(text, "remat", equality="rewrite")  # the objects core's
+    r.load(explicit)
+    return r.facts()
+
+
+def _expanded(output: dict) -> dict:
+    """The output's facts with the prefixed owl:sameAs written out (as the engine's facts have it)."""
+
+    def full(f):
+        return [SAME_AS if f[0] == "owl:sameAs" else f[0], *f[1:]]
+
+    return {k: [full(f) for f in output[k]] for k in ("added", "removed")}
+
+
+def _equality_change_restart_replay(open_store) -> None:
+    p = _eq_processor(open_store())
+    initial = {tuple(f) for f in _expanded(p.initial.output)["added"]}
+    seen = _fold(initial, _expanded(p.process(0, _rows(EQ_BATCH)).output))
+    explicit = {("e", "a", "c"), ("e", "b", "c"), ("e", "d", "c"), ("f", "d")}
+    changed = EQ_PROGRAM + SAME_TARGET + "\n"
+    assert p.facts() == _eq_scratch(changed, explicit) == seen
+    assert ("f", "a") in seen and p.reasoner.program_version == 2  # a, b, d are one
+    restarted = _eq_processor(open_store())  # the stored program, classes and rewritten facts
+    assert restarted.reasoner.program_version == 2 and restarted.facts() == seen
+    split = {"del": OWL + SAME_TARGET, "add": "q(X) :- f(X)."}  # the class splits: a rebuild
+    later = [{"add": [["e", "x", "c"]]}, {"program": split}]
+    out = restarted.process(1, _rows(later, 4)).output
+    seen = _fold(seen, _expanded(out))
+    final = EQ_PROGRAM + "q(X) :- f(X).\n"
+    assert seen == _eq_scratch(final, explicit | {("e", "x", "c")}) == restarted.facts()
+    assert ("f", "a") not in seen and ("q", "d") in seen
+    again = _eq_processor(open_store())
+    replay = again.process(1, _rows(later, 4))
+    assert replay.replayed and again.store.output(1) == out
+    assert again.reasoner.program_version == 3 and again.facts() == seen
+
+
+def test_a_program_change_with_equality_is_applied_in_order_kept_on_restart_and_replayed_once():
+    store = MemoryStateStore()
+    _equality_change_restart_replay(lambda: store)
+
+
+def test_a_program_change_with_equality_survives_a_restart_from_redis(redis_server):
+    _equality_change_restart_replay(lambda: RedisStateStore(redis_server.url, "live-program-eq"))

@@ -182,3 +182,12 @@ def check_against_objects(text: str, algorithm: str, load: list[tuple], steps,
         if noops:
             assert (got.noop_adds, got.noop_deletes) == (want.noop_adds, want.noop_deletes), where
     return arrays
+
+
+def fold_report(facts: set, r: Reasoner, report) -> set:
+    """`facts` with a report's delta applied, checking it is a proper delta (program-change tests)."""
+    m = r.maintainer
+    added = {m.decode(p, f) for p, fs in report.added_facts.items() for f in fs}
+    removed = {m.decode(p, f) for p, fs in report.removed_facts.items() for f in fs}
+    assert not added & facts and removed <= facts, "a delta adds present or removes absent facts"
+    return (facts - removed) | added
