@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import EngineOptions, Fed, Reasoner, StateMismatch
 from tests.support.equality import PAPER, oracle, scenarios
+from tests.support.profile import examples
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=examples(60), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])  # fmt: skip
 
 
