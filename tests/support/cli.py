@@ -95,6 +95,17 @@ class Reaper:
         self.procs.clear()
 
 
+def fluxmat_sampled(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`fluxmat` as a subprocess in `make test`, in this process (`fluxmat_here`) in `make test-fast`.
+
+    For the parametrised variants of a command whose plain case keeps its own
+    subprocess test in both profiles (FLUXMAT_TEST_PROFILE, tests/support/profile.py).
+    """
+    from tests.support import profile
+
+    return profile.pick(ci=fluxmat, fast=fluxmat_here)(*args, env=env)
+
+
 def ok(proc: subprocess.CompletedProcess) -> str:
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
