@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,3 +46,15 @@ def test_the_reaper_kills_what_a_failed_test_left_running():
         proc.communicate(timeout=0.5)  # as a test whose process never finishes
     assert proc.returncode is not None, "still running after the test"
     assert proc.stdout.closed and proc.stderr.closed
+
+
+def test_property_tests_scale_their_example_counts_with_the_profile():
+    """A bare number as max_examples would run as many examples in `make test-fast`: `examples(n)` scales it."""
+    bare = [
+        f"{p.relative_to(TESTS)}:{n}"
+        for p in TESTS.rglob("test_*.py")
+        if "benchmarks" not in p.parts
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"max_examples=\d", line)
+    ]
+    assert not bare, bare
