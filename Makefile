@@ -19,6 +19,11 @@ $(BSTAMP): $(STAMP)
 	$(VPY) -m pip install -q -e '.[test,bench]'
 	touch $(BSTAMP)
 
+# Write bytecode caches even where PYTHONDONTWRITEBYTECODE is set: pytest keeps the
+# assertion-rewritten test modules there, and without them every worker of every run
+# rewrites and compiles all of them again (about 10 s of CPU per worker; docs/testing.md).
+unexport PYTHONDONTWRITEBYTECODE
+
 # pytest-xdist workers for the parallel lanes (`make test WORKERS=1` for one)
 WORKERS ?= auto
 IWORKERS ?= 0

@@ -10,6 +10,7 @@ redis-server; the tests never skip for lack of Docker.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,8 +23,10 @@ from tests.support.servers import PostgresServer, RedisServer, free_port, postgr
 
 # Tests that start a server (Redis, a Kafka broker, Spark, a browser, a job) are marked
 # `integration`: through these fixtures (wherever they are defined), because their module
-# starts one itself, or by an explicit `pytest.mark.integration` (a test or a fixture param).
-# `make test-fast` runs the rest (`-m "not integration"`).
+# starts one itself (INTEGRATION_MODULES: every test of the module), or by an explicit
+# `pytest.mark.integration` (a test or a fixture param). `make test-fast` runs the rest
+# (`-m "not integration"`); a run whose `-m` cannot select an integration test does not even
+# import the modules of INTEGRATION_MODULES (pytest_ignore_collect: a few seconds per worker).
 SERVER_FIXTURES = {"redis_server", "redis_srv", "broker", "postgres", "tls", "paused_redis"}
 INTEGRATION_MODULES = {
     "test_browser_harness", "test_dashboard", "test_dashboard_layout", "test_delta_counts",
@@ -32,6 +35,12 @@ INTEGRATION_MODULES = {
     "test_pipeline_poison",
     "test_rdf_stream", "test_retries", "test_state_bytes", "test_state_store", "test_stream_batch",
     "test_time_lag", "test_verify", "test_wire", "test_packaging",
+    # every test of these uses a server fixture or is marked by hand
+    "test_broker_restart", "test_collect", "test_eq_state_redis", "test_failover",
+    "test_follow_causes", "test_follow_pipeline", "test_kafka_tls", "test_keyed_arrays",
+    "test_ops_stall", "test_pipeline_arrays", "test_pipeline_keyed_program", "test_pipeline_program",
+    "test_pipeline_worker_late", "test_program_apply", "test_program_on_page",
+    "test_slow_object_store", "test_walk",
 }  # fmt: skip
 
 
@@ -107,6 +116,41 @@ def pytest_configure(config):
 
 def pytest_report_header(config):
     return f"fluxmat test profile: {profile.name()} (FLUXMAT_TEST_PROFILE; see tests/support/profile.py)"
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Leave a module of INTEGRATION_MODULES unimported when `-m` selects no integration test."""
+    if collection_path.stem in INTEGRATION_MODULES and not _may_select(config, "integration"):
+        return True
+    return None
+
+
+def _may_select(config, marker: str) -> bool:
+    """Whether `-m` can select a test marked `marker`, whatever its other markers are."""
+    text = config.option.markexpr
+    if not text:
+        return True
+    from _pytest.mark.expression import Expression
+
+    names = sorted(set(re.findall(r"[\w.]+", text)) - {"and", "or", "not", marker})
+    if len(names) > 8:
+        return True
+    try:
+        expression = Expression.compile(text)
+        return any(
+            expression.evaluate(_matcher({marker, *chosen})) for chosen in _subsets(names)
+        )
+    except Exception:  # a pytest whose expressions differ: collect everything
+        return True
+
+
+def _matcher(markers: set[str]):
+    return lambda name, **_: name in markers
+
+
+def _subsets(names: list[str]):
+    for mask in range(2 ** len(names)):
+        yield {n for i, n in enumerate(names) if mask >> i & 1}
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: every collected test is marked
@@ -211,6 +255,15 @@ def broker(tmp_path_factory, use_containers):
     # workers, another module's clients could take an ephemeral one before tansu binds it
     with EmbeddedBroker(port=free_port(), log_path=log) as b:
         yield b
+
+
+@pytest.fixture
+def reap():
+    """`reap(subprocess.Popen(...))`: the process is SIGKILLed at the test's end if still running."""
+    from tests.support.cli import Reaper
+
+    with Reaper() as reaper:
+        yield reaper
 
 
 # ------------------------------------------------------------------ artifacts

@@ -27,6 +27,7 @@ from fluxmat.connectors.broker import ensure_topics
 from fluxmat.connectors.kafka_sink import KafkaPublisher
 from fluxmat.connectors.rdf import ntriples_lines
 from fluxmat.engine import syntax as es
+from tests.support.cli import follow
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 _n = iter(range(1_000_000))
@@ -77,12 +78,6 @@ class Stream:
                     self.pub.publish_delta(*rnd.choice(self.sent[k]), key=k)
 
 
-def follow(url: str, bootstrap: str, deltas: str, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "fluxmat.ops.cli", "follow", "--deltas-topic", deltas,
-                             "--bootstrap-servers", bootstrap, "--to", url, *extra],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-
-
 def applied_batches(url: str, deltas: str) -> int:
     store = open_store(url)
     try:
@@ -91,13 +86,13 @@ def applied_batches(url: str, deltas: str) -> int:
         store.close()
 
 
-def test_follow_sigkilled_and_restarted_folds_every_key_exactly_once(broker, db_url):
+def test_follow_sigkilled_and_restarted_folds_every_key_exactly_once(broker, db_url, reap):
     bs, deltas = broker.bootstrap, topic(broker.bootstrap, 3)
     keys = ["k0", "k1", "k2", "tenant/é"]
     with KafkaPublisher(bs, deltas, max_facts_per_message=3) as pub:  # lz4 by default, many parts
         stream = Stream(pub, keys, seed=1)
         stream.publish(3)
-        proc = follow(db_url, bs, deltas)
+        proc = reap(follow(db_url, bs, deltas))
         try:
             deadline = time.monotonic() + 60
             while applied_batches(db_url, deltas) < 2 and time.monotonic() < deadline:
@@ -107,7 +102,7 @@ def test_follow_sigkilled_and_restarted_folds_every_key_exactly_once(broker, db_
         finally:
             out1 = proc.communicate(timeout=30)[0]
         stream.publish(2)
-    proc = follow(db_url, bs, deltas, "--until-caught-up")
+    proc = reap(follow(db_url, bs, deltas, "--until-caught-up"))
     out2, err2 = proc.communicate(timeout=120)
     assert proc.returncode == 0, err2
     lines = [ln.split(":")[0] for ln in (out1 + out2).splitlines()]
@@ -120,14 +115,14 @@ def test_follow_sigkilled_and_restarted_folds_every_key_exactly_once(broker, db_
     store.close()
 
 
-def test_one_key_alone_and_a_refused_message(broker, tmp_path):
+def test_one_key_alone_and_a_refused_message(broker, tmp_path, reap):
     bs, deltas = broker.bootstrap, topic(broker.bootstrap, 2)
     with KafkaPublisher(bs, deltas, max_facts_per_message=2, compression="gzip") as pub:
         stream = Stream(pub, ["a", "b"], seed=4)
         stream.publish(3)
         views = stream.views
     url = f"sqlite:///{tmp_path / 'b.db'}"
-    proc = follow(url, bs, deltas, "--key", "b", "--until-caught-up", "--quiet", "--group-id", "views")
+    proc = reap(follow(url, bs, deltas, "--key", "b", "--until-caught-up", "--quiet", "--group-id", "views"))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     from kafka import KafkaConsumer, TopicPartition
@@ -150,7 +145,7 @@ def test_one_key_alone_and_a_refused_message(broker, tmp_path):
 
     producer.send(deltas, key=b"b", value=old, partition=partition_of("b", 2)).get(timeout=30)
     producer.close()
-    proc = follow(url, bs, deltas, "--key", "b", "--until-caught-up")
+    proc = reap(follow(url, bs, deltas, "--key", "b", "--until-caught-up"))
     _, err = proc.communicate(timeout=120)
     lines = [ln for ln in err.splitlines() if ln.startswith("fluxmat: error:")]
     assert proc.returncode == 1 and "Traceback" not in err and len(lines) == 1, err

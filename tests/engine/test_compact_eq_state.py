@@ -22,8 +22,9 @@ from fluxmat.engine import EngineOptions, Fed, Reasoner, StateMismatch
 from fluxmat.engine.equality.program import legacy_const_relations
 from fluxmat.engine.fd.snapshot import pred_json
 from tests.support.equality import OWL, PAPER, oracle, scenarios
+from tests.support.profile import examples
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=examples(60), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])  # fmt: skip
 
 

@@ -25,8 +25,9 @@ from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import EngineOptions, Fed, Reasoner, parse_program
 from fluxmat.engine.syntax import Negation, Program, Rule
 from tests.support.gen import INT, SYM, apply_update, facts, program_cases, update_sequences
+from tests.support.profile import examples
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=examples(60), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])  # fmt: skip
 
 
@@ -225,7 +226,7 @@ def test_random_rules_without_a_positive_atom_equal_remat(case, algorithm):
         assert r.explicit() == set(explicit)
 
 
-@settings(SETTINGS, max_examples=25)
+@settings(SETTINGS, max_examples=examples(25))
 @given(_unit_scenarios(), st.sampled_from(("fd-counting", "fd-dred")), st.integers(0, 7))
 def test_fully_dynamic_rules_without_a_positive_atom_restart_from_their_state(case, algorithm, at):
     text, explicit, updates = case

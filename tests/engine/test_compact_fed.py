@@ -20,6 +20,7 @@ from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import AnalysisError, EngineOptions, Fed, Reasoner, StateMismatch
 from fluxmat.engine.errors import AlgorithmError
 from tests.support.compact import programs
+from tests.support.profile import examples
 
 VALUES = (1, 2, "a", "b")
 
@@ -121,7 +122,7 @@ def _check_point(pa, po, oracle: _Oracle, keys: dict, where: str) -> None:
     oracle.changed.clear()
 
 
-SETTINGS = settings(max_examples=80, deadline=None,
+SETTINGS = settings(max_examples=examples(80), deadline=None,
                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])  # fmt: skip
 
 
@@ -141,7 +142,7 @@ TC = "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\ncut(X) :
 POOL = [("edge", x, y) for x in "abcd" for y in "abcd"] + [("node", x) for x in "abcd"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.sampled_from(POOL), max_size=8), _batches(POOL))
 def test_fed_recursion_and_negation(load, batches):
     check_fed(TC, "fd-counting", load, batches)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fluxmat.engine.compact.net import net
+from tests.support.profile import examples
 
 FACTS = [(a, b) for a in range(3) for b in range(2)]
 
@@ -36,7 +37,7 @@ update = st.lists(st.tuples(st.booleans(), st.sampled_from(FACTS)), max_size=4).
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(updates=st.lists(update, min_size=1, max_size=6), before=st.sets(st.sampled_from(FACTS)))
 def test_the_columns_net_is_the_one_by_one_net(updates, before):
     ops = [(seq, add, f) for seq, u in enumerate(updates, start=1) for add, f in dict.fromkeys(u)]

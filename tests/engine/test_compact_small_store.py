@@ -24,6 +24,7 @@ from numba.core.registry import CPUDispatcher
 from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.engine.compact import small, small_cache, small_plan, small_rel, small_run
 from tests.support.compact import EDGES, TC, VALUES, programs, stratified, updates
+from tests.support.profile import examples
 
 EDB = [("e", x, y) for x in VALUES for y in VALUES] + [("f", x) for x in VALUES]
 
@@ -54,7 +55,7 @@ def _mixed(text: str, load: list[tuple], steps, threshold: int) -> Reasoner:
     return r
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])  # fmt: skip
 @given(st.data())
 def test_random_programs_with_updates_on_both_paths_in_turn(data):
@@ -66,7 +67,7 @@ def test_random_programs_with_updates_on_both_paths_in_turn(data):
     _mixed(text, load, steps, data.draw(st.integers(1, 6), label="threshold"))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.lists(st.sampled_from(EDGES), max_size=15), updates(EDGES))
 def test_transitive_closure_with_negation_on_both_paths(load, steps):
     """DRed^c over cycles, a negation of the recursive relation, the paths taking turns."""

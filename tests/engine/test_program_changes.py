@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.engine.errors import AlgorithmError, FluxmatError
 from tests.support.compact import fold_report
+from tests.support.profile import examples
 
 ARRAYS = EngineOptions(algorithm="counting", core="arrays")
 ARITY = {"e": 2, "f": 1, "p": 2, "q": 1, "r": 2}
@@ -81,7 +82,7 @@ def _change(step, current: list[str], pool: list[str]) -> tuple[list[str], dict]
     return [*rest, pool[step[1]]], {"delete": gone, "add": pool[step[1]]}
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pool=st.lists(rules(), min_size=8, max_size=8), start=st.lists(st.integers(0, 7), max_size=4),
        initial=st.sets(FACTS, max_size=8), steps=st.lists(STEPS, min_size=1, max_size=8))  # fmt: skip
 def test_changes_equal_evaluation_from_scratch(pool, start, initial, steps):

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from fluxmat.engine import AnalysisError, EngineOptions, Reasoner
 from fluxmat.engine.compact import small, small_warm
 from tests.support.compact import EDGES, IDB, TC, VALUES, programs, updates
+from tests.support.profile import examples
 
 ONE_CALL, SET = 10**9, -1  # thresholds: every update in one call / every update set-at-a-time
 
@@ -80,7 +81,7 @@ def check(text: str, load: list[tuple], steps) -> None:
     assert reasoners["set-at-a-time"].maintainer.small.taken["one call"] == 0
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much,
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.filter_too_much,
                                                                  HealthCheck.too_slow])  # fmt: skip
 @given(st.data())
 def test_random_programs_one_call_set_objects_scratch(data):
@@ -91,7 +92,7 @@ def test_random_programs_one_call_set_objects_scratch(data):
     check(text, load, data.draw(updates(universe), label="updates"))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.sampled_from(EDGES), max_size=15), updates(EDGES))
 def test_recursion_with_negation_and_cycles(load, steps):
     """DRed^c with cycles (over-deletion and rederivation matter) under a negation of the recursive relation."""

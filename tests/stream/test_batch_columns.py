@@ -23,6 +23,7 @@ from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.stream.batch import BatchProcessor
 from fluxmat.stream.micro import messages
+from tests.support.profile import examples
 
 PROGRAM = "p(X, Y) :- e(X, Y).\np(X, Z) :- p(X, Y), e(Y, Z).\nq(X) :- n(X), not p(X, X).\n"
 CONSTS = ["a", "b", "c", 1, 2, "<http://x.org/d>"]
@@ -78,7 +79,7 @@ def _run(core: str, batches: list[list[str]], bulk: bool, program: str = PROGRAM
     return pub.sent, proc.facts(), proc
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(core=st.sampled_from(["arrays", "objects"]), batches=st.lists(st.lists(value, max_size=12), min_size=1,
                                                                     max_size=3))  # fmt: skip
 def test_bulk_and_one_by_one_publish_the_same_bytes(core, batches):

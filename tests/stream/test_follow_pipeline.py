@@ -14,13 +14,12 @@ from __future__ import annotations
 import random
 import signal
 import subprocess
-import sys
 
 from fluxmat.client import open_store
+from tests.support.cli import follow
 from tests.support.messages import read_deltas
 from tests.support.pipeline import (
     INITIAL,
-    ROOT,
     SPARK_TIMEOUT,
     encode,
     final_explicit,
@@ -36,25 +35,19 @@ from tests.support.pipeline import (
 CRASH_BATCH = 3
 
 
-def follow(url: str, s, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "fluxmat.ops.cli", "follow", "--deltas-topic", s.deltas,
-                             "--bootstrap-servers", s.bootstrap, "--to", url, *extra],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-
-
 def kill(proc: subprocess.Popen) -> str:
     proc.send_signal(signal.SIGKILL)
     return proc.communicate(timeout=30)[0]
 
 
-def test_job_and_followers_killed_and_restarted_keep_exact_tables(broker, redis_srv, postgres, tmp_path):
+def test_job_and_followers_killed_and_restarted_keep_exact_tables(broker, redis_srv, postgres, tmp_path, reap):
     s = make_setup(broker, redis_srv, tmp_path)
     urls = {"sqlite": f"sqlite:///{tmp_path / 'view.db'}", "postgresql": postgres.create_database("pipeline")}
     rnd = random.Random(28)
     first = random_updates(rnd, 24, "a")
     second = random_updates(rnd, 12, "b") + [{"add": [["edge", "f", "a"]], "id": "final"}]
     produce(s.bootstrap, s.updates, [(0, encode(u)) for u in first])
-    followers = {name: follow(url, s) for name, url in urls.items()}
+    followers = {name: reap(follow(url, s.bootstrap, s.deltas)) for name, url in urls.items()}
     out = dict.fromkeys(urls, "")
     job = start_job(s, "crashing", {"FLUXMAT_CRASH_AT": f"after-publish:{CRASH_BATCH}"},
                     "--max-updates-per-batch", "3")  # fmt: skip
@@ -64,7 +57,7 @@ def test_job_and_followers_killed_and_restarted_keep_exact_tables(broker, redis_
         job.cleanup()
     for name, proc in followers.items():  # mid-stream: the job is down half-way through the updates
         out[name] += kill(proc)
-    followers = {name: follow(url, s) for name, url in urls.items()}
+    followers = {name: reap(follow(url, s.bootstrap, s.deltas)) for name, url in urls.items()}
     produce(s.bootstrap, s.updates, [(0, encode(u)) for u in second])
     job = start_job(s, "restarted", None, "--max-updates-per-batch", "3")
     try:
@@ -79,7 +72,7 @@ def test_job_and_followers_killed_and_restarted_keep_exact_tables(broker, redis_
     assert sum(1 for m in msgs if m["batch"] == CRASH_BATCH) == 2, "the crashed batch is on the topic twice"
     expected = remat(final_explicit(INITIAL, first + second))
     for name, url in urls.items():
-        proc = follow(url, s, "--until-caught-up")
+        proc = reap(follow(url, s.bootstrap, s.deltas, "--until-caught-up"))
         rest, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
         applied = [ln.split(":")[0] for ln in (out[name] + rest).splitlines()]

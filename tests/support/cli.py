@@ -55,6 +55,57 @@ def fluxmat_here(*args: str, env: dict | None = None) -> subprocess.CompletedPro
     return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
+def follow(url: str, bootstrap: str, deltas: str, *extra: str) -> subprocess.Popen:
+    """`fluxmat follow` from the topic `deltas` into `url`, started as a subprocess (output piped).
+
+    Start it under a `Reaper` (the `reap` fixture), so that it is stopped when the test fails.
+    """
+    return subprocess.Popen([sys.executable, "-m", "fluxmat.ops.cli", "follow", "--deltas-topic", deltas,
+                             "--bootstrap-servers", bootstrap, "--to", url, *extra],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+
+class Reaper:
+    """The subprocesses a test starts: each one still running at the end is SIGKILLed and waited for.
+
+    `with Reaper() as reap: proc = reap(subprocess.Popen(...))`, or the `reap` fixture
+    (tests/conftest.py): whatever fails in the test -- an assertion, a `communicate`
+    timeout, a job that did not start -- no process outlives it.
+    """
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+
+    def __call__(self, proc: subprocess.Popen) -> subprocess.Popen:
+        self.procs.append(proc)
+        return proc
+
+    def __enter__(self) -> Reaper:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=30)  # waits, closes its pipes
+        self.procs.clear()
+
+
+def fluxmat_sampled(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`fluxmat` as a subprocess in `make test`, in this process (`fluxmat_here`) in `make test-fast`.
+
+    For the parametrised variants of a command whose plain case keeps its own
+    subprocess test in both profiles (FLUXMAT_TEST_PROFILE, tests/support/profile.py).
+    """
+    from tests.support import profile
+
+    return profile.pick(ci=fluxmat, fast=fluxmat_here)(*args, env=env)
+
+
 def ok(proc: subprocess.CompletedProcess) -> str:
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
