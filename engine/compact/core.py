@@ -58,6 +58,8 @@ class ArraysCore:
                  on_work: Callable[[int, int], None], after_component: Callable[[], None]):  # fmt: skip
         self.comps, self.on_work, self.after_component = comps, on_work, after_component
         self.rels = {p: Rel(p, a, masks.get(p, [])) for p, a in arities.items()}
+        named = {p for c in comps for p in c.preds}
+        comps += [Component([p], False) for p in self.rels if p not in named]  # no rule names them
         for pl in plans:
             for step in pl.steps:
                 step.k = self.rels[step.pred].index_of(step.mask)

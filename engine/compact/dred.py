@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from fluxmat.engine.compact import kernels as K
+from fluxmat.engine.compact import reach
 from fluxmat.engine.compact.recompute import recompute
 
 NEW, OLD = 0, 1
@@ -80,8 +81,12 @@ class DRed:
             seeds[plan.head_pred] = np.concatenate([seeds.get(plan.head_pred, _EMPTY), got])
 
     def fixpoint_new(self, seeds: dict) -> dict:
-        """Insertions from `seeds` to a fixpoint over the new state; every row inserted, per predicate."""
-        return self._fixpoint(seeds, _new, over=False)
+        """Insertions from `seeds` to a fixpoint over the new state; every row inserted, per predicate.
+
+        A linear closure whose present facts are all seeds is evaluated by reachability (engine.compact.reach).
+        """
+        closed = reach.fixpoint(self.core, self.comp, seeds)
+        return closed if closed is not None else self._fixpoint(seeds, _new, over=False)
 
     def _rederive(self, deleted: dict, seeds: dict) -> None:
         """Over-deleted facts that still have a derivation in the new state come back (seeds)."""

@@ -87,6 +87,26 @@ def lookup_or_insert(keys, cols, n, slots, islots, inext, imask, full):
 
 
 @njit(cache=True)
+def append_new(keys, cols, n, slots, islots, inext, imask, full):
+    """Rows n, n+1, ... for keys no row holds (distinct; capacity is the caller's): no key is compared.
+
+    The full-key table is filled by home slot (`_by_home`). Returns the new row count.
+    """
+    m = keys.shape[0]
+    cols[n : n + m] = keys
+    cap = slots.shape[0] - 1
+    order, hashes = _by_home(cols, n, n + m, full, cap)
+    for r in order:
+        s = np.int64(hashes[r - n] & np.uint64(cap))
+        while slots[s] >= 0:
+            s = (s + 1) & cap
+        slots[s] = r
+    for r in range(n, n + m):
+        _index_row(cols, r, islots, inext, imask)
+    return n + m
+
+
+@njit(cache=True)
 def lookup(keys, cols, slots, full):
     """Each key's row, -1 when it has none."""
     rows = np.empty(keys.shape[0], np.int64)
@@ -107,18 +127,55 @@ def rebuild(cols, n, slots, islots, inext, imask, full):
     return dup
 
 
+BUCKET_BITS = 12  # `_by_home` groups rows by the top 12 bits of their home slot
+
+
+@njit(cache=True)
+def _by_home(cols, lo, hi, mask, cap):
+    """Rows lo..hi-1 ordered by the top `BUCKET_BITS` bits of their home slot (stable); each row's hash.
+
+    A table of cap + 1 slots filled in this order is walked nearly front to
+    back, each stretch of slots in cache while it is written, where filling
+    in row order writes one random slot per row (a cache miss each on a large
+    table). Rows of one key keep their order, so index chains come out as
+    when filled in row order.
+    """
+    m = hi - lo
+    bits = 0
+    while (np.int64(1) << bits) <= cap:
+        bits += 1
+    shift = np.uint64(max(0, bits - BUCKET_BITS))
+    ucap = np.uint64(cap)
+    starts = np.zeros((cap >> np.int64(shift)) + 2, np.int64)
+    hashes = np.empty(m, np.uint64)
+    for i in range(m):
+        h = hash_row(cols[lo + i], mask)
+        hashes[i] = h
+        starts[np.int64((h & ucap) >> shift) + 1] += 1
+    for b in range(starts.shape[0] - 1):
+        starts[b + 1] += starts[b]
+    order = np.empty(m, np.int64)
+    for i in range(m):
+        b = np.int64((hashes[i] & ucap) >> shift)
+        order[starts[b]] = lo + i
+        starts[b] += 1
+    return order, hashes
+
+
 @njit(cache=True)
 def fill_distinct(cols, n, slots, full):
-    """The full-key table of rows 0..n-1, filled in one pass; the first repeated key's row (-1: none).
+    """The full-key table of rows 0..n-1, filled in one pass; a row whose key repeats another's (-1: none).
 
-    Each row's 64-bit hash is kept per slot while filling, so a row is compared
-    with another row's columns only when their hashes are equal (a probe that
-    reads only the table, not the rows, in almost every step).
+    Rows go in by home slot (`_by_home`). Each row's 64-bit hash is kept per
+    slot while filling, so a row is compared with another row's columns only
+    when their hashes are equal (a probe that reads only the table, not the
+    rows, in almost every step).
     """
     cap = slots.shape[0] - 1
     tags = np.empty(slots.shape[0], np.uint64)
-    for r in range(n):
-        h = hash_row(cols[r], full)
+    order, hashes = _by_home(cols, 0, n, full, cap)
+    for r in order:
+        h = hashes[r]
         i = np.int64(h & np.uint64(cap))
         while slots[i] >= 0:
             if tags[i] == h and _same(cols, slots[i], cols[r], full):
@@ -133,8 +190,9 @@ def fill_distinct(cols, n, slots, full):
 def fill_indexes(cols, n, islots, inext, imask):
     """Index k of rows 0..n-1 on the columns imask[k], filled in one pass (the tables empty: -1).
 
-    As `fill_distinct`, with the key's hash kept per slot; rows of one key are
-    chained newest first, as `lookup_or_insert` chains them.
+    As `fill_distinct`, with the key's hash kept per slot, but in row order:
+    rows of one key are chained newest first, as `lookup_or_insert` chains
+    them, and `inext` is written front to back (by home slot, it measured slower).
     """
     for k in range(islots.shape[0]):
         islot, mask = islots[k], imask[k]

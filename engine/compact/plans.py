@@ -80,6 +80,9 @@ class Component:
     stc: bool = (
         False  # one relation closed by a symmetric and a transitive rule only: a closure module
     )
+    # one binary relation whose only recursive rule is a linear transitive closure of a lower
+    # relation: (rule id, the lower relation, left-linear) (`linear_closure`; engine.compact.reach)
+    reach: tuple[int, str, bool] | None = None
 
 
 def _step(lit: Literal, position: int, slots: dict[str, int]) -> Step:
@@ -233,6 +236,40 @@ def closure_strata(analysis: Analysis) -> set[int]:
     return out
 
 
+def linear_closure(pred: str, head: Literal, body: list[Literal]) -> tuple[str, bool] | None:
+    """(e, left) when the rule is a linear transitive closure of `e`; None for any other rule.
+
+    Right-linear (left False) `pred(X, Z) :- pred(X, Y), e(Y, Z)` or left-linear
+    `pred(X, Z) :- e(X, Y), pred(Y, Z)`, in either body order, with X, Y, Z
+    distinct variables and `e` another binary relation.
+    """
+    own = [terms for p, terms, neg in body if p == pred and not neg]
+    low = [(p, terms) for p, terms, neg in body if p != pred and not neg]
+    if len(body) != 2 or len(own) != 1 or len(low) != 1:
+        return None
+    e, terms = low[0][0], (*head[1], *own[0], *low[0][1])
+    if len(head[1]) != 2 or len(terms) != 6 or any(kind != "var" for kind, _ in terms):
+        return None
+    h1, h2, a, b, c, d = terms
+    if (a, b, d) == (h1, c, h2) and len({a, b, d}) == 3:
+        return e, False
+    if (c, d, b) == (h1, a, h2) and len({c, d, b}) == 3:
+        return e, True
+    return None
+
+
+def _mark_closures(comps: list[Component], recursive: dict[str, list]) -> None:
+    """Set `reach` of each one-relation component whose only recursive rule is a linear closure."""
+    for c in comps:
+        rules = recursive.get(c.preds[0], [])
+        if c.stc or len(c.preds) != 1 or len(rules) != 1:
+            continue
+        rid, head, body, builtins = rules[0]
+        found = None if builtins else linear_closure(c.preds[0], head, body)
+        if found is not None:
+            c.reach = (rid, *found)
+
+
 def compile_program(
     analysis: Analysis, term_id, closures: bool
 ) -> tuple[list[Component], list[Plan], dict]:
@@ -241,9 +278,12 @@ def compile_program(
     masks: dict[str, list] = {c.preds[0]: [(0,), (1,)] for c in comps if c.stc}
     plans: list[Plan] = []
     rt = runtime(analysis, term_id)
+    recursive: dict[str, list] = {}
     for r in analysis.rules:
         head, body = literals(r, term_id)
         bi = rule_builtins(r, rt)
+        if r.recursive:
+            recursive.setdefault(head[0], []).append((r.id, head, body, bool(bi[0])))
         c = comps[comp_of[head[0]]]
         c.inputs.update(p for p, _, _ in body)
         inside = [comp_of[p] == comp_of[head[0]] for p, _, _ in body]
@@ -260,6 +300,7 @@ def compile_program(
         if r.recursive:
             plans.append(plan(r.id, head, body, HEAD, bi, later))
             c.head_plans.append(plans[-1])
+    _mark_closures(comps, recursive)
     for pl in plans:
         for s in pl.steps:
             if s.how == INDEX and s.mask not in masks.setdefault(s.pred, []):

@@ -100,15 +100,26 @@ class Rel:
 
     def insert(self, keys: np.ndarray) -> np.ndarray:
         """Each key's row, new rows for new keys (dead, counter 0)."""
+        k = self._room_for(keys)
+        rows, self.n = K.lookup_or_insert(keys, self.cols, self.n, self.slots, self.islots[:k], self.inext[:k],
+                                          self.imask, self.full)  # fmt: skip
+        return rows
+
+    def add_new(self, keys: np.ndarray) -> np.ndarray:
+        """New rows (dead, counter 0) for distinct keys that no row holds: the caller knows, nothing is looked up."""
+        k, n = self._room_for(keys), self.n
+        self.n = K.append_new(keys, self.cols, n, self.slots, self.islots[:k], self.inext[:k], self.imask,
+                              self.full)  # fmt: skip
+        return np.arange(n, self.n, dtype=np.int64)
+
+    def _room_for(self, keys: np.ndarray) -> int:
+        """Room and `maxid` for inserting `keys`; how many indexes to maintain (0 once a large insert defers them)."""
         if self.defer and self.masks and len(keys) >= max(DEFER_MIN, self.n // 2, 1):
             self.stale = True
         self.ensure(len(keys))
         if len(keys) and keys.size:
             self.maxid = max(self.maxid, int(keys.max()) + 1)
-        k = 0 if self.stale else len(self.masks)
-        rows, self.n = K.lookup_or_insert(keys, self.cols, self.n, self.slots, self.islots[:k], self.inext[:k],
-                                          self.imask, self.full)  # fmt: skip
-        return rows
+        return 0 if self.stale else len(self.masks)
 
     def load_rows(self, keys: np.ndarray) -> np.ndarray:
         """Append distinct keys none of which is here yet (a restore); their rows.

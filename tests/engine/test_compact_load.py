@@ -139,3 +139,14 @@ def test_restore_refuses_a_fact_stored_twice():
     back = Reasoner.from_text(TC, options=EngineOptions("fd-counting", core="arrays"))
     with pytest.raises(StateDamaged, match="stored twice"):
         back.restore_columns(cols)
+
+
+@pytest.mark.parametrize("algorithm", ["remat", "dredc"])
+def test_facts_no_rule_names_survive_a_new_core(algorithm):
+    """A second load, and a `remat` update, build a new core: a relation no rule names keeps its facts."""
+    r = _set_path(Reasoner.from_text(TC, options=EngineOptions(algorithm, core="arrays")))
+    r.load([("g", 1, 1), ("edge", 1, 2)])
+    r.update([("edge", 2, 3)], [])
+    assert ("g", 1, 1) in r.facts()
+    r.load([("g", 2, 2)])
+    assert r.facts() == {("g", 2, 2)}
