@@ -16,7 +16,7 @@ arrays with one entry per relation:
   a call), `ARITY` and `NIDX` (indexes per relation).
 
 Four list types instead of one per array kind, and 2-d arrays as flat views
-reshaped on access (`cols`, `islots`, `inext`, `imask`), keep numba's work
+read as 2-d by `view2` (`cols`, `islots`, `inext`, `imask`), keep numba's work
 small: every list type compiles its own list methods, every function its own
 copy of its callees. A relation that runs out of room is grown here, its
 tables rebuilt as `Rel._alloc` does.
