@@ -41,6 +41,8 @@ from fluxmat.client.kafka_config import load
 READ_WAIT_MS = 5  # see connectors.kafka_source: a fetch at the log's end is held this long
 PATIENT_WAIT_MS = 500  # after an empty answer below the range's end (a slow store)
 _CONSUME_S = 0.2  # one `consume` waits at most this long for a record
+_CONSUME_MAX = 10_000  # messages one `consume` hands over at most (librdkafka allows 1,000,000): an Arrow batch
+_QUEUED_KIB = 16_384  # what librdkafka fetches ahead of the reads, per partition (64 MiB by default)
 _GROUP = "fluxmat-source"  # librdkafka needs a group id; it is never joined nor committed to
 _LOG = logging.getLogger("fluxmat.kafka.records")
 
@@ -66,6 +68,7 @@ def consumer(bootstrap: str, kafka_config: str | None, wait_ms: int):
         "auto.offset.reset": "error",
         "enable.partition.eof": False,
         "fetch.wait.max.ms": wait_ms,
+        "queued.max.messages.kbytes": _QUEUED_KIB,
     }, logger=_LOG)  # fmt: skip
 
 
@@ -89,7 +92,7 @@ class PartitionReader:
             self._assign(start)
         last_progress = time.monotonic()
         while self.at < end:
-            msgs = self.client.consume(num_messages=end - self.at, timeout=_CONSUME_S)
+            msgs = self.client.consume(num_messages=min(end - self.at, _CONSUME_MAX), timeout=_CONSUME_S)
             cols = self._columns(msgs, end, max_value)
             if cols is not None:
                 last_progress = time.monotonic()

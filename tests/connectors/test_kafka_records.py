@@ -99,3 +99,20 @@ def test_security_settings_in_librdkafka_names(tmp_path):
     plain.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=u\nsasl.password=p\n")
     settings = load(plain, environ={}).librdkafka()
     confluent_kafka.Consumer({**settings, "bootstrap.servers": "127.0.0.1:1", "group.id": "g"}).close()  # names known
+
+
+def test_a_long_range_comes_in_bounded_batches(broker, monkeypatch):
+    """One `consume` hands over at most `_CONSUME_MAX` messages (librdkafka refuses more than 1,000,000)."""
+    from fluxmat.connectors import kafka_records
+
+    monkeypatch.setattr(kafka_records, "_CONSUME_MAX", 3)
+    bs = broker.bootstrap
+    topic = _topic(bs)
+    produce(bs, topic, [(0, f"v{i}".encode()) for i in range(7)])
+    reader = KafkaStreamReader({"bootstrap": bs, "topic": topic})
+    try:
+        batches = list(reader.read(KafkaInputPartition(topic, 0, 0, 7)))
+    finally:
+        kafka_source.close_readers()
+    assert max(b.num_rows for b in batches) <= 3
+    assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(7))
