@@ -82,13 +82,14 @@ class PartitionReader:
         self.wait_ms = READ_WAIT_MS
         self.client_wait = READ_WAIT_MS  # the client's fetch wait
         self.at: int | None = None  # the next offset the client hands over (None: not assigned)
+        self.idle = False  # unassigned between reads (an assigned client fetches every `wait_ms` at the log's end)
 
     def read(self, start: int, end: int, max_value: int | None, stall_timeout: float):
         """The rows of [start, end) as column lists, a batch per `consume`; `KafkaReadError` on a stall or error.
 
         `max_value`: a longer value is cut to it before decoding (`size` keeps its length).
         """
-        if self.at != start:
+        if self.at != start or self.idle:
             self._assign(start)
         last_progress = time.monotonic()
         while self.at < end:
@@ -102,15 +103,20 @@ class PartitionReader:
                 self._assign(self.at)
             if self.at < end and time.monotonic() - last_progress > stall_timeout:
                 raise KafkaReadError(f"no progress at offset {self.at} for {stall_timeout:.0f} s", stalled=True)
+        self.client.unassign()  # kept idle: no fetch every `wait_ms` at the log's end
+        self.idle = True
+
+    def _partition(self):
+        from confluent_kafka import TopicPartition
+
+        return TopicPartition(self.topic, self.partition)
 
     def highwater(self) -> int | None:
         """The partition's high watermark as the last fetch response gave it (None: not known)."""
-        from confluent_kafka import TopicPartition
-
         if self.client is None:
             return None
         try:
-            high = self.client.get_watermark_offsets(TopicPartition(self.topic, self.partition), cached=True)[1]
+            high = self.client.get_watermark_offsets(self._partition(), cached=True)[1]
         except Exception:  # noqa: BLE001 - only for an error message
             return None
         return high if high >= 0 else None
@@ -128,7 +134,7 @@ class PartitionReader:
             self.close()
             self.client, self.client_wait = consumer(self.bootstrap, self.kafka_config, self.wait_ms), self.wait_ms
         self.client.assign([TopicPartition(self.topic, self.partition, at)])
-        self.at = at
+        self.at, self.idle = at, False
 
     def _columns(self, msgs: list, end: int, max_value: int | None) -> list[list] | None:
         """The messages below `end` as the source's columns (None: none); moves `at` on."""
