@@ -60,7 +60,7 @@ def test_records_are_read_by_librdkafka_and_the_reader_kept(broker):
         assert [r[2] for r in _rows(reader, topic, 0, 3)] == ["v0", "v1", "v2"]
         kept = kafka_source._READERS[key]
         assert isinstance(kept.client, confluent_kafka.Consumer)
-        assert kept.idle  # between reads: no fetch every few ms at the log's end
+        assert kept.idle and kept.client.assignment() == []  # between reads: no fetch every few ms at the log's end
         assert [r[2] for r in _rows(reader, topic, 3, 6)] == ["v3", "v4", "v5"]
         assert kafka_source._READERS[key] is kept and kept.at == 6 and kept.idle
         produce(bs, topic, [(0, b"v6"), (0, b"v7")])  # arrive while it is idle
