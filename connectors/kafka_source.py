@@ -63,10 +63,9 @@ Contract:
       high watermarks of fetch responses of at most a few KiB, so planning
       costs the same whatever the backlog. On executors, each Python worker
       keeps its partition readers (connectors.kafka_records) across
-      micro-batches (`_READERS`, one per bootstrap, topic and partition): a
-      `read` that starts where the previous one of its partition ended goes
-      on with the records already fetched; any other start assigns the
-      partition again at its offset. A reader is closed
+      micro-batches (`_READERS`, one per bootstrap, topic and partition),
+      with its connection; each `read` assigns the partition at its start
+      offset, and the reader is unassigned (fetches nothing) between reads. A reader is closed
       when its read fails or is abandoned, so the next read starts afresh.
       The job's driver reads whole-stream micro-batches the same way
       (`read_table` over the partitions Spark planned, stream.collect).
