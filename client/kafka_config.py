@@ -57,6 +57,8 @@ _DIRECT = {
     "sasl.password": "sasl_plain_password",
     "client.id": "client_id",
 }
+# kafka-python keyword -> librdkafka name (`KafkaSettings.librdkafka`; sasl.mechanisms is an alias there)
+_RDKAFKA = {arg: key for key, arg in _DIRECT.items() if key != "sasl.mechanisms"}
 _FILES = {"ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.crl.location"}
 _UNSUPPORTED = {
     "ssl.truststore.location": "a Java keystore; convert it to PEM and use ssl.ca.location",
@@ -95,6 +97,13 @@ class KafkaSettings:
     @property
     def tls(self) -> bool:
         return self.args.get("security_protocol", "PLAINTEXT") in ("SSL", "SASL_SSL")
+
+    def librdkafka(self) -> dict:
+        """The same settings in librdkafka's names (confluent-kafka's clients: connectors.kafka_records)."""
+        out = {_RDKAFKA[k]: v for k, v in self.args.items() if k in _RDKAFKA}
+        if "ssl_check_hostname" in self.args:
+            out["ssl.endpoint.identification.algorithm"] = "https" if self.args["ssl_check_hostname"] else "none"
+        return out
 
     def describe(self) -> str:
         """The settings in one line, secrets as `***` (for logs)."""

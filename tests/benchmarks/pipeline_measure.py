@@ -195,7 +195,7 @@ class Phases:
 def source_read(bootstrap: str, topic: str, end: int) -> dict[str, float]:
     """The Kafka source's own read of offsets [0, end) of partition 0, outside Spark, in this process.
 
-    What `collect` costs without Spark: the source's `read` (kafka-python's
+    What `collect` costs without Spark: the source's `read` (librdkafka's
     fetch and parse, the Arrow batches) and the Arrow columns as messages
     (stream.micro.messages), in microseconds per message; read twice, the
     second time with the consumer the first kept (as a Python worker keeps it

@@ -17,7 +17,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
-from kafka import KafkaProducer, TopicPartition  # noqa: E402
+from kafka import KafkaProducer  # noqa: E402
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows  # noqa: E402
 
 from fluxmat.connectors import kafka_source  # noqa: E402
@@ -325,7 +325,7 @@ def test_reader_keeps_its_consumer_across_micro_batches(broker):
     try:
         assert read(0, 4) == [(i, f"v{i}") for i in range(4)]
         first = kafka_source._READERS[key]
-        assert first.position(TopicPartition(topic, 0)) == 4  # never read past the range
+        assert first.at == 4  # never read past the range
         assert read(4, 10) == [(i, f"v{i}") for i in range(4, 10)]  # goes on where it stood
         assert kafka_source._READERS[key] is first
         assert read(2, 6) == [(i, f"v{i}") for i in range(2, 6)]  # a replay seeks back
@@ -344,7 +344,7 @@ def test_reader_keeps_its_consumer_across_micro_batches(broker):
 def test_reader_fetches_ask_the_broker_to_wait_for_nothing(broker):
     """A read's records are there (below the high watermark planning saw): its fetches must not be held.
 
-    kafka-python sends the next fetch as it hands over a range's last records;
+    The client sends the next fetch as it hands over a range's last records;
     at the end of the log the broker holds it for `fetch_max_wait_ms`, and the
     next micro-batch's first poll on the kept consumer waits for it (100 ms
     before: a micro-batch's read of 5 records took 22 ms at the median, max
@@ -362,7 +362,7 @@ def test_reader_fetches_ask_the_broker_to_wait_for_nothing(broker):
             if lo == 0:
                 first = kafka_source._READERS[key]
             assert kafka_source._READERS[key] is first  # never swapped for a patient one
-        assert first.config["fetch_max_wait_ms"] <= 10
+        assert first.client_wait <= 10
     finally:
         kafka_source.close_readers()
 
