@@ -238,10 +238,13 @@ class SmallPath:
         built-ins (comparisons, arithmetic: engine.compact.builtins), so a
         program with them takes the set path, and it has no recomputing
         fallback for DRed^c, so a deletion that reaches a large recursive
-        component takes the set path too.
+        component takes the set path too. It runs DRed^c, never
+        Backward/Forward: with `bf` (engine.compact.bf) every deletion takes the set path.
         """
         n = sum(map(len, add.values())) + sum(map(len, delete.values()))
         if n > self.threshold or not self.core.rels or has_builtins(self.core.comps):
+            return False
+        if delete and self.core.backward_forward:
             return False
         return not (delete and reaches_large(self.core, delete))  # engine.compact.recompute
 
