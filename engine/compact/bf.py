@@ -1,4 +1,4 @@
-"""Backward/Forward with non-recursive counters (B/F^c) for one recursive component of the arrays core.
+r"""Backward/Forward with non-recursive counters (B/F^c) for one recursive component of the arrays core.
 
 Motik, Nenov, Piro, Horrocks, "Maintenance of Datalog materialisations
 revisited" (2019), with the counters of Hu, Motik, Horrocks, "Modular
@@ -22,8 +22,8 @@ the head (engine.compact.plans) on one fact.
 
 The paper's sets are flags per row of the component's relations, and the
 relations' views of them (`ArraysCore.bindings`): C (checked), P (proved), Y
-(delayed), I \\ (D \\ A) (`kept`: present before, not deleted) and
-I \\ ((D u Delta D) \\ A) (`survivors`: nor about to be deleted). Lower
+(delayed), I \ (D \ A) (`kept`: present before, not deleted) and
+I \ ((D u Delta D) \ A) (`survivors`: nor about to be deleted). Lower
 relations are read as they are both before and after the update: proofs use
 only what survives of the old materialisation, facts that gain a derivation
 through a lower change are inserted afterwards (as in engine.algorithms.bf).
@@ -72,7 +72,7 @@ class _Deletion:
         self.delayed = {p: np.zeros(n[p], np.uint8) for p in n}  # Y
         self.kept = {p: rel.alive[: n[p]].copy() for p, rel in self.rels.items()}  # I \ (D \ A)
         self.survivors = {p: a.copy() for p, a in self.kept.items()}  # I \ ((D u Delta D) \ A)
-        self.by_head: dict[str, list] = {}  # the recursive rules' plans from the head, by head predicate
+        self.by_head: dict[str, list] = {}  # the recursive rules' plans from the head, by head
         for plan in bf.comp.head_plans:
             self.by_head.setdefault(plan.head_pred, []).append(plan)
         self.checks = 0
@@ -95,7 +95,8 @@ class _Deletion:
                 if rows is not None and len(rows):
                     heads = self._heads(plan, rows, self.kept)
                     rel = self.rels[plan.head_pred]
-                    got = K.new_in(rel.lookup(heads), True, rel.alive, rel.cnt, True, rel.dmark, self.epoch)
+                    rows = rel.lookup(heads)
+                    got = K.new_in(rows, True, rel.alive, rel.cnt, True, rel.dmark, self.epoch)
                     nxt[plan.head_pred] = np.concatenate([nxt.get(plan.head_pred, got[:0]), got])
             for p, rows in delta.items():
                 self.kept[p][rows] = 0
@@ -142,7 +143,8 @@ class _Deletion:
         row = np.array([r], np.int64)
         for plan in self.by_head.get(p, ()):
             B, _ = self.core.bindings(plan, row, np.ones(1, np.int64), self.mode, self.survivors)
-            body = [(s.pred, self._rows(s, B)) for s in plan.steps if s.pred in self.rels and not s.negated]
+            own = [s for s in plan.steps if s.pred in self.rels and not s.negated]
+            body = [(s.pred, self._rows(s, B)) for s in own]
             for i in range(len(B)):
                 for q, rows in body:
                     yield (q, int(rows[i]))
@@ -172,7 +174,8 @@ class _Deletion:
                 rows = delta.get(plan.start.pred)
                 if rows is not None:
                     nxt.setdefault(plan.head_pred, []).append(self._heads(plan, rows, self.proved))
-            delta = self._prove({q: self.rels[q].lookup(np.concatenate(hs)) for q, hs in nxt.items()})
+            found = {q: self.rels[q].lookup(np.concatenate(hs)) for q, hs in nxt.items()}
+            delta = self._prove(found)
         return True
 
     def _prove(self, derived: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

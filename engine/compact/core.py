@@ -46,7 +46,7 @@ from fluxmat.engine.compact.relation import Rel
 
 NEW, OLD = 0, 1
 Arrays = dict[str, np.ndarray]
-Views = dict[str, np.ndarray]  # per relation, presence flags read instead of its own (`ArraysCore.bindings`)
+Views = dict[str, np.ndarray]  # presence flags read instead of a relation's own (`bindings`)
 
 
 class ArraysCore:
@@ -66,7 +66,7 @@ class ArraysCore:
         self.epoch = 0
         self.change = None  # a program change for the next update (engine.compact.program)
         self.deletions = DeletionChoice()  # DRed^c or recomputing (engine.compact.recompute)
-        self.backward_forward = False  # B/F^c instead of DRed^c for recursive components (engine.compact.bf)
+        self.backward_forward = False  # B/F^c instead of DRed^c (engine.compact.bf)
 
     def rel(self, pred: str, arity: int) -> Rel:
         """The relation `pred`, created with its own component when new (a predicate no rule reads)."""

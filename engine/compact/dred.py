@@ -57,7 +57,8 @@ class DRed:
 
     def count(self) -> dict[str, np.ndarray]:
         """The explicit and non-recursive derivation changes into the counters; the touched rows per predicate."""
-        return {p: self.core.count_into(p, self.comp, self.explicit, self.flipped) for p in self.comp.preds}
+        core, comp = self.core, self.comp
+        return {p: core.count_into(p, comp, self.explicit, self.flipped) for p in comp.preds}
 
     def lost(self, touched: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The deletion's seeds: present facts left without a counter, heads of instances a lower change removed.
