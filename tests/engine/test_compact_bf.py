@@ -105,6 +105,7 @@ def test_bf_neither_over_deletes_nor_recomputes():
     ways = {"bf": {"dred": 0, "recompute": 0}, "dredc": {"dred": 0, "recompute": 1}}
     for algorithm, taken in ways.items():
         r = _bf(TC, algorithm)
+        r.maintainer.small.threshold = -1  # dredc's one-call path has no recomputing fallback
         r.load(chain)
         report = r.update([], [chain[20]])
         assert r.maintainer.core.deletions.taken == taken
