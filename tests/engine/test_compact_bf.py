@@ -177,3 +177,14 @@ def test_program_change(algorithm):
     r.change_program(add="path(X, Y) :- path(Y, X), sym(X).")
     r.update([], [("edge", 2, 3)])
     assert r.facts() == scratch(text, set(load) - {("edge", 2, 3)})
+
+
+def test_a_repeated_variable_in_a_recursive_body_atom():
+    """CHECK reads body facts whose columns repeat a free variable: q(1, 1) is proved through q(5, 5).
+
+    From the head q(1, 1) the plan joins e(1, 1) first, then q(X, X) with X free.
+    """
+    text = "q(X, Y) :- s(X, Y).\nq(Y, W) :- q(X, X), e(Y, W).\n"
+    load = [("s", 1, 1), ("s", 5, 5), ("e", 1, 1), ("e", 2, 2)]
+    r = check_against_objects(text, "bf", load, [([], [("s", 1, 1)])], against="bf")
+    assert ("q", 1, 1) in r.facts()
