@@ -76,7 +76,9 @@ def main() -> None:
             print(res["error"])
             continue
         for task, cpu, instances, ok in res["rows"]:
-            print(f"{task:24} {cpu!s:>8} CPU s  {instances:>12,} rule instances  {'ok' if ok else 'WRONG'}")
+            print(
+                f"{task:24} {cpu!s:>8} CPU s  {instances:>12,} rule instances  {'ok' if ok else 'WRONG'}"
+            )
     print(f"load average {os.getloadavg()}")
 
 
