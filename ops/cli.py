@@ -114,7 +114,7 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
         p.add_argument(
             "--equality", default=_env("EQUALITY", "off"), choices=["off", "rewrite"],
             help="rewrite: owl:sameAs is equality, facts rewritten to representatives "
-            "(remat, dred, dredc, bf; with --core arrays: counting, dred, dredc, remat) "
+            "(remat, dred, dredc, bf; with --core arrays also counting) "
             "(env FLUXMAT_EQUALITY; default: %(default)s)",
         )  # fmt: skip
         p.add_argument(

@@ -37,6 +37,7 @@ from collections.abc import Callable
 import numpy as np
 
 from fluxmat.engine.compact import kernels as K
+from fluxmat.engine.compact.bf import BF
 from fluxmat.engine.compact.closure import closure
 from fluxmat.engine.compact.dred import DRed
 from fluxmat.engine.compact.plans import Component, Plan, Step
@@ -45,6 +46,7 @@ from fluxmat.engine.compact.relation import Rel
 
 NEW, OLD = 0, 1
 Arrays = dict[str, np.ndarray]
+Views = dict[str, np.ndarray]  # presence flags read instead of a relation's own (`bindings`)
 
 
 class ArraysCore:
@@ -66,6 +68,7 @@ class ArraysCore:
         self.epoch = 0
         self.change = None  # a program change for the next update (engine.compact.program)
         self.deletions = DeletionChoice()  # DRed^c or recomputing (engine.compact.recompute)
+        self.backward_forward = False  # B/F^c instead of DRed^c (engine.compact.bf)
 
     def rel(self, pred: str, arity: int) -> Rel:
         """The relation `pred`, created with its own component when new (a predicate no rule reads)."""
@@ -115,7 +118,7 @@ class ArraysCore:
             if comp.stc:
                 closure(self, comp, explicit, flipped)
             elif comp.recursive:
-                DRed(self, comp, explicit, flipped, added).run()
+                (BF if self.backward_forward else DRed)(self, comp, explicit, flipped, added).run()
             else:
                 self._counted(comp.preds[0], comp, explicit, flipped)
             self.after_component()
@@ -142,9 +145,21 @@ class ArraysCore:
                 for p, parts in out.items()}  # fmt: skip
 
     # ------------------------------------------------------------ plans
-    def run(self, plan: Plan, rows: np.ndarray, weights: np.ndarray,
-            mode_of: Callable[[Step], int]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    def run(self, plan: Plan, rows: np.ndarray, weights: np.ndarray, mode_of: Callable[[Step], int],
+            views: Views | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """The head facts (and weights) of the plan's instances starting at `rows` of its first atom."""
+        B, W = self.bindings(plan, rows, weights, mode_of, views)
+        return K.project(B, plan.head_src, plan.head_cval), W
+
+    def bindings(self, plan: Plan, rows: np.ndarray, weights: np.ndarray, mode_of: Callable[[Step], int],
+                 views: Views | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """The plan's instances starting at `rows` of its first atom, as bindings (one slot per variable).
+
+        `views` replace the presence flags of some relations: a step over such a
+        relation counts a row when its flag in the view is non-zero (its mode is
+        then ignored). Backward/Forward reads its proved and surviving facts
+        this way (engine.compact.bf).
+        """
         start = self.rels[plan.start.pred]
         B, W = K.bind_rows(rows, weights, start.cols, plan.start.src, plan.start.cval, plan.start.outslot,
                            plan.nslots)  # fmt: skip
@@ -158,12 +173,15 @@ class ArraysCore:
             rel = self.rels[step.pred]
             rel.flush()
             k = max(step.k, 0)
-            B, W = K.join_step(B, W, step.src, step.cval, step.outslot, rel.cols, rel.n, rel.alive, rel.flip,
-                               self.epoch, mode_of(step), rel.slots, rel.islots[k], rel.inext[k], step.how)  # fmt: skip
+            alive, mode = rel.alive, mode_of(step)
+            if views is not None and step.pred in views:
+                alive, mode = views[step.pred], NEW
+            B, W = K.join_step(B, W, step.src, step.cval, step.outslot, rel.cols, rel.n, alive, rel.flip,
+                               self.epoch, mode, rel.slots, rel.islots[k], rel.inext[k], step.how)  # fmt: skip
             for b in after.get(i, ()):
                 B, W = b.apply(B, W)
         self.on_work(plan.rule, len(B))
-        return K.project(B, plan.head_src, plan.head_cval), W
+        return B, W
 
     def run_all(self, plan: Plan, old: bool) -> np.ndarray:
         """The head facts of all the instances of a plan's rule, before this epoch (`old`) or now.

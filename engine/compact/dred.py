@@ -45,33 +45,52 @@ class DRed:
         return NEW if step.pred in self.mine else OLD
 
     def run(self) -> None:
-        rels, preds = self.core.rels, self.comp.preds
-        touched = {
-            p: self.core.count_into(p, self.comp, self.explicit, self.flipped) for p in preds
-        }
-        lost = {p: self._dead_seeds(p, t) for p, t in touched.items()}
-        for plan in self.comp.lower_starts:  # a lower fact went: its instances lose a derivation
-            rows = self._lower_delta(plan, appeared=False)
-            if len(rows):
-                self._collect(lost, plan, rows, self.mode_over, over=True)
+        touched = self.count()
         choice = self.core.deletions
-        limit = choice.budget(self.core, preds)
-        deleted = self._fixpoint(lost, self.mode_over, over=True, limit=limit)
+        limit = choice.budget(self.core, self.comp.preds)
+        deleted = self._fixpoint(self.lost(touched), self.mode_over, over=True, limit=limit)
         if deleted is None:  # cheaper to evaluate the component afresh
             choice.taken["recompute"] += 1
             self.flipped.update(recompute(self))
             return
         choice.taken["dred"] += any(map(len, deleted.values()))
+        self.insert(touched, deleted, rederive=True)
+
+    def count(self) -> dict[str, np.ndarray]:
+        """The explicit and non-recursive derivation changes into the counters; the touched rows per predicate."""
+        core, comp = self.core, self.comp
+        return {p: core.count_into(p, comp, self.explicit, self.flipped) for p in comp.preds}
+
+    def lost(self, touched: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The deletion's seeds: present facts left without a counter, heads of instances a lower change removed.
+
+        Each at most once per update (stamped in `dmark`); facts with a positive counter are never seeds.
+        """
+        lost = {p: self.dead_seeds(p, t) for p, t in touched.items()}
+        for plan in self.comp.lower_starts:  # a lower fact went: its instances lose a derivation
+            rows = self.lower_delta(plan, appeared=False)
+            if len(rows):
+                self.collect(lost, plan, rows, self.mode_over, over=True)
+        return lost
+
+    def insert(self, touched: dict, deleted: dict, rederive: bool) -> None:
+        """Remove `deleted`, then insert to a fixpoint (after rederiving the deleted facts, with `rederive`).
+
+        The seeds: facts that gained a counter, heads of instances a lower change
+        added, a program change's added rules (and rederived facts).
+        """
+        rels = self.core.rels
         for p, rows in deleted.items():
             rels[p].alive[rows] = 0
-        seeds = {p: self.revive(p, touched[p][rels[p].cnt[touched[p]] > 0]) for p in preds}
-        self._rederive(deleted, seeds)
+        seeds = {p: self.revive(p, t[rels[p].cnt[t] > 0]) for p, t in touched.items()}
+        if rederive:
+            self._rederive(deleted, seeds)
         self.insert_added(seeds)
         for plan in self.comp.lower_starts:
-            rows = self._lower_delta(plan, appeared=True)
+            rows = self.lower_delta(plan, appeared=True)
             if len(rows):
-                self._collect(seeds, plan, rows, _new, over=False)
-        self._flips(deleted, self.fixpoint_new(seeds))
+                self.collect(seeds, plan, rows, _new, over=False)
+        self.flips(deleted, self.fixpoint_new(seeds))
 
     def insert_added(self, seeds: dict) -> None:
         """The heads of the rules a program change adds, present now and added to `seeds`."""
@@ -99,7 +118,7 @@ class DRed:
                     got = self.revive(plan.head_pred, core.rels[plan.head_pred].lookup(heads))
                     seeds[plan.head_pred] = np.concatenate([seeds[plan.head_pred], got])
 
-    def _lower_delta(self, plan, appeared: bool) -> np.ndarray:
+    def lower_delta(self, plan, appeared: bool) -> np.ndarray:
         """The rows of a lower delta that add instances (appeared=True) or remove them (False).
 
         At a negated position that is the other way round.
@@ -110,7 +129,7 @@ class DRed:
         want_alive = appeared != plan.start.negated
         return delta[(self.core.rels[plan.start.pred].alive[delta] != 0) == want_alive]
 
-    def _dead_seeds(self, p: str, rows: np.ndarray) -> np.ndarray:
+    def dead_seeds(self, p: str, rows: np.ndarray) -> np.ndarray:
         if not len(rows):
             return rows
         rel = self.core.rels[p]
@@ -120,7 +139,7 @@ class DRed:
         """The dead ones among `rows` of `p`, made present."""
         return K.revive(rows, self.core.rels[p].alive) if len(rows) else rows
 
-    def _collect(self, into: dict, plan, rows, mode_of, over: bool) -> None:
+    def collect(self, into: dict, plan, rows, mode_of, over: bool) -> None:
         """The plan's heads from `rows`: over-deletion candidates (over) or revived insertions."""
         core = self.core
         heads, _ = core.run(plan, rows, np.ones(len(rows), np.int64), mode_of)
@@ -134,7 +153,7 @@ class DRed:
         into[p] = np.concatenate([into.get(p, _EMPTY), got])
 
     def _fixpoint(self, seeds: dict, mode_of, over: bool, limit: float = np.inf) -> dict | None:
-        """The recursive rules from `seeds` until nothing new (see `_collect`); every row reached, per predicate.
+        """The recursive rules from `seeds` until nothing new (see `collect`); every row reached, per predicate.
 
         None as soon as more than `limit` rows are reached (the over-deletion's budget).
         """
@@ -148,14 +167,14 @@ class DRed:
             for plan in self.comp.rec_starts:
                 rows = delta.get(plan.start.pred)
                 if rows is not None and len(rows):
-                    self._collect(nxt, plan, rows, mode_of, over=over)
+                    self.collect(nxt, plan, rows, mode_of, over=over)
             for p, rows in nxt.items():
                 out.setdefault(p, []).append(rows)
             delta = nxt
             self.core.after_component()  # limits between rounds: recursive arithmetic may never end
         return {p: np.concatenate(parts) for p, parts in out.items()}
 
-    def _flips(self, deleted: dict, inserted: dict) -> None:
+    def flips(self, deleted: dict, inserted: dict) -> None:
         """Rows whose presence differs from before the update: over-deleted and not back, or newly present."""
         for p in self.comp.preds:
             rel = self.core.rels[p]

@@ -1,6 +1,8 @@
 """Equality (`equality="rewrite"`) on the arrays core: owl:sameAs by rewriting to representatives.
 
-Contract: as engine.equality (the objects core's `remat~`, `dred~`, `dredc~`).
+Contract: as engine.equality (the objects core's `remat~`, `dred~`, `dredc~`,
+and `bf`, whose B/F~ splits classes incrementally; here `bf~` is the rebuild
+below with Backward/Forward, engine.compact.bf, in the core).
 `facts()` is the expanded materialisation J of P plus the equality axioms,
 `rewritten()` the normal facts I = pi(J), `representative(c)` is pi(c) -- the
 smallest member of c's class by engine.equality.order_key -- and a report's
@@ -18,7 +20,7 @@ preimages in E.
 Maintenance of one update:
 * E changes are rewritten by pi (a gather); a normal row enters the core's
   explicit facts with its first preimage and leaves with its last, and the core
-  maintains I (counting, DRed^c, closure modules);
+  maintains I (counting, DRed^c or B/F^c, closure modules);
 * a non-trivial sameAs(a, b) the core derives merges the classes: every normal
   explicit row holding a term whose representative changed is rewritten
   (delete the old rows, add pi of them, set-at-a-time) and the core maintains I

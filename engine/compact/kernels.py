@@ -215,9 +215,10 @@ def fill_indexes(cols, n, islots, inext, imask):
 
 @njit(cache=True, inline="always")
 def present(alive, flip, r, epoch, mode):
+    """Whether row r counts: present now (mode 0), before this epoch (1), both (2), either (3)."""
     a = alive[r] != 0
-    if mode == 1 and flip[r] == epoch:
-        a = not a
+    if flip[r] == epoch and mode != 0:
+        a = mode == 3 or (mode == 1 and not a)
     return a
 
 
@@ -267,7 +268,7 @@ def join_step(
     full-key table `slots`, 1 the index `islot`/`inext` on the bound columns,
     2 scans all n rows, 3 is an anti-probe (a negated atom, every column bound:
     the binding is kept, unextended, when its fact is absent). Rows count when
-    present (mode 0: now, 1: before this epoch).
+    present (`present`'s modes: now, before this epoch, both, either).
     """
     a = cols.shape[1]
     mask = np.empty(a, np.bool_)

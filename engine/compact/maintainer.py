@@ -11,11 +11,13 @@ What the arrays core does per algorithm name: `counting`, `dred`, `dredc`
 and `remat` all run the same maintenance -- counting for non-recursive
 predicates, DRed^c for recursive components, the closure module for
 symmetric-transitive relations (unless `modules=False`) -- so `counting` also
-accepts recursive programs here. `remat` evaluates from scratch on every
-update (engine.compact.remat), except a program change. Rules without a
-positive body atom join the unit relation (engine.compact.unit). Options it
-cannot run yet (the algorithm `bf`) are refused by `unsupported` with a
-message naming what is missing and the nearest algorithm it runs.
+accepts recursive programs here. `bf` runs Backward/Forward (B/F^c,
+engine.compact.bf) for recursive components instead of DRed^c, and its
+deletions always set-at-a-time (the one-call interpreter runs DRed^c).
+`remat` evaluates from scratch on every update (engine.compact.remat),
+except a program change. Rules without a positive body atom join the unit
+relation (engine.compact.unit). Options it cannot run are refused by
+`unsupported` with a message naming what is missing.
 
 Not here: the arrays and loops (engine.compact.core, kernels), the door (engine.reasoner).
 """
@@ -38,14 +40,12 @@ from fluxmat.engine.storage import Dictionary
 from fluxmat.engine.syntax import PyFact
 
 ALGORITHMS = (
+    "bf",
     "counting",
     "dred",
     "dredc",
     "remat",
-)  # remat from scratch, the others counting + DRed^c (see the module docstring)
-
-
-NEAREST = {"bf": "dredc"}  # an algorithm the arrays core does not run -> the one nearest to it
+)  # remat from scratch, bf counting + B/F^c, the others counting + DRed^c (see the module docstring)
 
 
 def unsupported(analysis: Analysis, algorithm: str, equality: str) -> str | None:
@@ -56,9 +56,7 @@ def unsupported(analysis: Analysis, algorithm: str, equality: str) -> str | None
     without a positive body atom join the unit relation (engine.compact.unit).
     """
     if algorithm not in ALGORITHMS:
-        near = NEAREST.get(algorithm)
-        hint = f"; the nearest it runs is '{near}'" if near else ""
-        return f"algorithm '{algorithm}' (it runs {', '.join(ALGORITHMS)}{hint})"
+        return f"algorithm '{algorithm}' (it runs {', '.join(ALGORITHMS)})"
     if equality not in ("off", "rewrite"):  # rewrite: engine.compact.equality
         return f"equality={equality}"
     return None
@@ -95,6 +93,7 @@ class CompactMaintainer(Maintainer):
     def _new_core(self) -> ArraysCore:
         comps, plans, masks = compile_program(self.analysis, self.dictionary.intern, self.closures)
         core = ArraysCore(comps, plans, masks, self.arity, self._work, self.check_limits)
+        core.backward_forward = self.name == "bf"
         self.small.attach(core)
         return core
 

@@ -247,7 +247,8 @@ class SmallPath:
         built-ins (comparisons, arithmetic: engine.compact.builtins), so a
         program with them takes the set path, and it has no recomputing
         fallback for DRed^c, so a deletion that reaches a large recursive
-        component takes the set path too.
+        component takes the set path too. It runs DRed^c, never
+        Backward/Forward: with `bf` (engine.compact.bf) every deletion takes the set path.
         """
         n = sum(map(len, add.values())) + sum(map(len, delete.values()))
         core = self.core
@@ -255,8 +256,9 @@ class SmallPath:
             self.gate = (core, len(core.comps), has_builtins(core.comps), large_reach(core.comps))
         if n > self.threshold or not core.rels or self.gate[2]:
             return False
-        # engine.compact.recompute
-        return not (delete and reaches_large(core, delete, self.gate[3]))
+        if delete and core.backward_forward:
+            return False
+        return not (delete and reaches_large(core, delete, self.gate[3]))  # engine.compact.recompute
 
     def update(self, add: dict, delete: dict, start: bool = True) -> dict[str, np.ndarray]:
         """Apply explicit adds and deletes (ArraysCore.update): the rows that flipped, per predicate.

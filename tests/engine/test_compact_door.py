@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from fluxmat.engine import (
+    ALGORITHMS,
     AlgorithmError,
     EngineOptions,
     FluxmatError,
@@ -29,9 +30,11 @@ from fluxmat.engine import (
     Reasoner,
     WorkLimitExceeded,
 )
+from fluxmat.engine.algorithms import EQUALITY_ALGORITHMS
+from fluxmat.engine.compact.maintainer import unsupported
 from fluxmat.engine.limits import FactLimitExceeded
 from fluxmat.engine.parser import parse_pattern
-from tests.support.cli import fluxmat, ok, user_error, write
+from tests.support.cli import fluxmat, ok, write
 from tests.support.shared import PROGRAMS
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -62,10 +65,11 @@ def _golden() -> list[Path]:
     return [p for p in cases if _supported(p)]
 
 
+@pytest.mark.parametrize("algorithm", ["dredc", "bf"])
 @pytest.mark.parametrize("case", _golden(), ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_golden_from_scratch_and_incremental(case: Path):
+def test_golden_from_scratch_and_incremental(case: Path, algorithm: str):
     text = case.read_text(encoding="utf-8")
-    r = _arrays(text, source=case.name)
+    r = _arrays(text, algorithm, source=case.name)
     r.load()
     assert r.lines() == case.with_suffix(".out").read_text(encoding="utf-8").splitlines()
     rng = random.Random(case.stem)
@@ -135,19 +139,17 @@ def test_match_and_sizes_through_the_door():
     assert sizes == objects.sizes() == {"facts": 9, "explicit": 3, "log": 0}
 
 
-REFUSED = {  # rules without a positive body atom and body expressions run: test_compact_features.py
-    "bf": ("p(X) :- q(X).", {"algorithm": "bf"}, "algorithm 'bf'"),
-    "bf names the nearest": ("p(X) :- q(X).", {"algorithm": "bf"}, "nearest it runs is 'dredc'"),
-    "bf, equality": ("p(X) :- q(X).", {"algorithm": "bf", "equality": "rewrite"}, "'bf'"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_refusals_name_what_is_unsupported(name):
-    text, options, what = REFUSED[name]
-    with pytest.raises(AlgorithmError, match="core=arrays does not support") as err:
-        Reasoner.from_text(text, options=EngineOptions(core="arrays", **options))
-    assert what in str(err.value) and "use core=objects" in str(err.value)
+@pytest.mark.parametrize("equality", ["off", "rewrite"])
+def test_every_algorithm_of_the_objects_core_runs(equality):
+    """Nothing is refused by algorithm any more (`bf` runs engine.compact.bf); `unsupported` names what runs."""
+    names = [a for a in ALGORITHMS if equality == "off" or a in EQUALITY_ALGORITHMS]
+    for name in names:
+        options = EngineOptions(name, core="arrays", equality=equality)
+        r = Reasoner.from_text("p(X) :- q(X).", options=options)
+        r.load([("q", 1)])
+        assert ("p", 1) in r.facts(), name
+    missing = unsupported(Reasoner.from_text("p(X) :- q(X).").analysis, "magic", "off")
+    assert missing == "algorithm 'magic' (it runs bf, counting, dred, dredc, remat)"
 
 
 def test_the_state_needs_a_fully_dynamic_algorithm():
@@ -178,7 +180,7 @@ def test_cli_core_flag_replays_like_objects(tmp_path):
                     "cut(X) :- edge(X, Y), not path(Y, X).\nedge(a, b). edge(b, c).\n")  # fmt: skip
     updates = write(tmp_path / "u.jsonl", '{"add": [["edge", "c", "a"]], "del": [["edge", "a", "b"]]}\n'
                     '{"add": [["edge", "a", "b"]]}\n')  # fmt: skip
-    for algorithm in ("counting", "dredc", "fd-counting"):
+    for algorithm in ("counting", "dredc", "bf", "fd-counting"):
         arrays = ok(
             fluxmat(
                 "replay",
@@ -197,13 +199,6 @@ def test_cli_core_flag_replays_like_objects(tmp_path):
     assert ok(fluxmat("materialise", program, env={"FLUXMAT_CORE": "arrays"})) == ok(
         fluxmat("materialise", program)
     )
-
-
-def test_cli_refusal_is_one_line(tmp_path):
-    program = write(tmp_path / "p.dl", "p(X) :- q(X, Y), X != Y.\nq(1, 2).\n")
-    updates = write(tmp_path / "u.jsonl", '{"add": [["q", 2, 3]]}\n')
-    proc = fluxmat("replay", program, "--updates", updates, "--algorithm", "bf", "--core", "arrays")
-    user_error(proc, "core=arrays does not support algorithm 'bf'", "use core=objects")
 
 
 # ---------------------------------------------------------------- numba's cache

@@ -75,9 +75,21 @@ def same_view(a: Reasoner, b: Reasoner) -> None:
 @SETTINGS
 @given(case=scenarios(), algorithm=st.sampled_from(ARRAYS))
 def test_arrays_equals_objects_and_from_scratch_after_every_update(case, algorithm):
+    _compare(case, algorithm, "dredc")
+
+
+@SETTINGS
+@given(case=scenarios())
+def test_bf_on_arrays_equals_bf_on_objects(case):
+    """Backward/Forward on the rewritten program (engine.compact.bf) against the objects core's B/F~."""
+    _compare(case, "bf", "bf")
+
+
+def _compare(case, algorithm: str, objects_algorithm: str) -> None:
     text, initial, updates = case
     note(text)
-    arrays, objects = reasoner(text, algorithm, "arrays"), reasoner(text, "dredc", "objects")
+    arrays = reasoner(text, algorithm, "arrays")
+    objects = reasoner(text, objects_algorithm, "objects")
     got, want = arrays.maintainer.load(initial), objects.maintainer.load(initial)
     assert got.added == want.added == len(objects.facts())
     same_view(arrays, objects)

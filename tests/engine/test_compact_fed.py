@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import AnalysisError, EngineOptions, Fed, Reasoner, StateMismatch
-from fluxmat.engine.errors import AlgorithmError
 from tests.support.compact import programs
 from tests.support.profile import examples
 
@@ -211,11 +210,6 @@ def test_state_columns_round_trip_and_keep_maintaining():
     assert back.facts() == r.facts() == _scratch(TC, r.explicit())
     mine, theirs = back.export_changes().as_texts(), r.export_changes().as_texts()
     assert mine.facts == theirs.facts and mine.facts  # the same term ids: the same texts
-
-
-def test_arrays_refuses_what_it_cannot_run():
-    with pytest.raises(AlgorithmError, match="core=arrays does not support algorithm 'bf'"):
-        Reasoner.from_text(TC, options=EngineOptions("bf", core="arrays"))
 
 
 def test_a_fact_changed_and_changed_back_within_a_run_has_several_causes():

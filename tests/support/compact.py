@@ -136,9 +136,9 @@ def builtin_facts() -> list[tuple]:
 # ---------------------------------------------------------------- the oracle
 
 
-def _reasoners(text: str, algorithm: str) -> tuple[Reasoner, Reasoner]:
+def _reasoners(text: str, algorithm: str, objects: str) -> tuple[Reasoner, Reasoner]:
     arrays = Reasoner.from_text(text, options=EngineOptions(algorithm, core="arrays"))
-    return arrays, Reasoner.from_text(text, options=EngineOptions("dredc"))
+    return arrays, Reasoner.from_text(text, options=EngineOptions(objects))
 
 
 def scratch(text: str, explicit: set[tuple]) -> set[tuple]:
@@ -157,14 +157,15 @@ def stratified(text: str) -> bool:
 
 
 def check_against_objects(text: str, algorithm: str, load: list[tuple], steps,
-                          tune: Callable[[Reasoner], None] | None = None, noops: bool = True) -> Reasoner:  # fmt: skip
-    """After the load and every update: arrays == objects `dredc` == `remat` from scratch, same reports.
+                          tune: Callable[[Reasoner], None] | None = None, noops: bool = True,
+                          against: str = "dredc") -> Reasoner:  # fmt: skip
+    """After the load and every update: arrays == objects (`dredc`) == `remat` from scratch, same reports.
 
     `tune(arrays)` runs after the load (a test hook on the arrays core); `noops=False` leaves the
-    reports' no-op counts unchecked (the fully dynamic runs count them per run). Returns the arrays
-    reasoner.
+    reports' no-op counts unchecked (the fully dynamic runs count them per run); `against` is the
+    objects core's algorithm. Returns the arrays reasoner.
     """
-    arrays, objects = _reasoners(text, algorithm)
+    arrays, objects = _reasoners(text, algorithm, against)
     assert arrays.load(load).added == objects.load(load).added
     if tune is not None:
         tune(arrays)
