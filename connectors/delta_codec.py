@@ -30,6 +30,7 @@ import numpy as np
 
 from fluxmat.connectors.rdf import Triples
 from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.storage import paused_gc
 from fluxmat.engine.wire import json_value, pred_json
 
 MAX_PREDS = 1 << 16  # predicates whose wire form is kept
@@ -61,6 +62,10 @@ class DeltaCodec:
         if found is None:
             return [self.encode(f) for f in reasoner.facts()]
         values, groups = found
+        with paused_gc():  # millions of new lists: the collector would rescan them again and again
+            return self._encode_rows(values, groups)
+
+    def _encode_rows(self, values: list, groups) -> list:
         wire = np.empty(len(values), dtype=object)
         out: list = []
         for name, rows in groups:
