@@ -98,11 +98,33 @@ class Net:
         return first, count
 
 
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(rows, axis=0, return_inverse=True)` (the inverse flat), faster for term ids.
+
+    When the values are non-negative and a row's columns fit 62 bits together,
+    each row is packed into one int64 (the first column highest, so the order
+    stays lexicographic) and the keys are sorted instead of the rows.
+    """
+    n, width = rows.shape
+    if n and width and rows.min() >= 0:
+        bits = [int(rows[:, j].max()).bit_length() for j in range(width)]
+        if sum(bits) <= 62:
+            key = np.zeros(n, np.int64)
+            for j in range(width):
+                key = (key << bits[j]) | rows[:, j]
+            ukey, inverse = np.unique(key, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            first = np.empty(len(ukey), np.int64)
+            first[inverse] = np.arange(n)
+            return rows[first], inverse
+    uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return uniq, inverse.reshape(-1)
+
+
 def find_rows(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Per row of `rows`, its index in `keys` (unique rows, lexicographic order), or -1."""
     both = np.concatenate([keys, rows])
-    _, inverse = np.unique(both, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    _, inverse = unique_rows(both)
     where = np.full(inverse.max() + 1 if len(inverse) else 0, -1, np.int64)
     where[inverse[: len(keys)]] = np.arange(len(keys))
     return where[inverse[len(keys) :]]
@@ -130,8 +152,7 @@ def _net_pred(
     """One predicate's share of `net`: its toggles, no-ops and net change."""
     if not len(seqs):
         return
-    uniq, fact = np.unique(keys, axis=0, return_inverse=True)
-    fact = fact.reshape(-1)
+    uniq, fact = unique_rows(keys)
     order = np.lexsort((seqs, fact))
     fact, seqs, adds = fact[order], seqs[order], adds[order]
     keep = np.ones(len(fact), np.bool_)
