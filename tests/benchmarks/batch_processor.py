@@ -35,7 +35,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from fluxmat.connectors import snapshot_file
 from fluxmat.connectors.state import MemoryStateStore, RedisStateStore
 from fluxmat.engine import EngineOptions, Reasoner, atom_to_fact
 from fluxmat.engine.wire import fact_from_json
@@ -45,6 +44,7 @@ from fluxmat.stream.batch_outcome import Clock
 from fluxmat.stream.snapshots import Snapshots
 from tests.benchmarks.lubm_gen import generate
 from tests.benchmarks.pipeline import HELD_OUT, PROGRAM, UpdateMaker
+from tests.benchmarks.restart_child import digest, timed_calls
 from tests.benchmarks.workloads import corpus_dir
 
 
@@ -83,15 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="LUBM-N data instead of LUBM-1 with two departments (e.g. 5)")
     ap.add_argument("--no-check", action="store_true",
                     help="skip folding the deltas against remat (at LUBM-5 it costs minutes and GBs)")
-    ap.add_argument("--restore-from", metavar="URL", help=argparse.SUPPRESS)  # restart's child process
-    ap.add_argument("--namespace", help=argparse.SUPPRESS)
-    ap.add_argument("--snapshot", help=argparse.SUPPRESS)  # restart's child: restore from this local snapshot
-    ap.add_argument("--program", help=argparse.SUPPRESS)
-    ap.add_argument("--spawned", type=float, help=argparse.SUPPRESS)  # restart's child: the parent's time.time()
     args = ap.parse_args(argv)
-    if args.restore_from:
-        return restore_from(args.restore_from, args.namespace, Path(args.program), args.algorithm, args.snapshot,
-                            args.core, args.spawned)  # fmt: skip
     if not args.redis:
         return run(args, MemoryStateStore())
     from tests.support.servers import RedisServer
@@ -117,7 +109,7 @@ def run(args, store) -> int:
     pub = _Collect()
     proc = BatchProcessor(reasoner, store, pub)
     times: dict[str, list[float]] = {}
-    _timed(reasoner, "load", times)
+    timed_calls(reasoner, "load", times)
     wall, cpu = time.perf_counter(), time.process_time()
     proc.start(maker.initial)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -211,12 +203,12 @@ def restart(store, program: Path, algorithm: str, reasoner: Reasoner) -> None:
     import resource
 
     namespace = store.prefix.split(":")[1]
-    command = [sys.executable, "-m", "tests.benchmarks.batch_processor", "--restore-from", store.url,
+    command = [sys.executable, "-m", "tests.benchmarks.restart_child", "--restore-from", store.url,
                "--namespace", namespace, "--program", str(program), "--algorithm", algorithm,
                "--core", reasoner.core]  # fmt: skip
-    digest = _digest(reasoner.facts())
+    want = digest(reasoner.facts())
     got = _child([*command, "--spawned", repr(time.time())])
-    print(f"restart from Redis (a new process): {_ready(got, digest)}")
+    print(f"restart from Redis (a new process): {_ready(got, want)}")
     with tempfile.TemporaryDirectory(prefix="fluxmat-snapshot-") as tmp:
         snapshots = Snapshots(Path(tmp), namespace)
         if not snapshots.write(store.last_batch(), reasoner):
@@ -225,7 +217,7 @@ def restart(store, program: Path, algorithm: str, reasoner: Reasoner) -> None:
         print(f"local snapshot written: {w['bytes'] / 2**20:,.1f} MiB in {w['seconds']:.2f} s "
               f"(columns taken in {w['columns_seconds']:.2f} s, file {w['seconds'] - w['columns_seconds']:.2f} s)")
         fast = _child([*command, "--snapshot", str(snapshots.path), "--spawned", repr(time.time())])
-    print(f"restart from the local snapshot (a new process): {_ready(fast, digest)}")
+    print(f"restart from the local snapshot (a new process): {_ready(fast, want)}")
     text = sum(len(line.encode("utf-8")) + 1 for line in _ntriples_like(reasoner.facts()))
     used = store.memory_bytes()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -246,118 +238,19 @@ def _child(command: list[str]) -> dict:
 PHASES = ("imports", "numba", "program", "read", "kernels", "restore")
 
 
-def _ready(got: dict, digest: str) -> str:
-    """The restarted process's time until ready, wall (CPU), and where it went."""
-    parts = ", ".join(f"{k} {got[k][0]:.2f} s ({got[k][1]:.2f})" for k in PHASES)
-    facts = got["facts"]
-    return (f"ready after {got['ready'][0]:.2f} s (CPU {got['ready'][1]:.2f} s): {parts}; "
-            f"{facts:,} facts, {got['log']:,} log entries; same facts: {got['digest'] == digest}; "
-            f"peak RSS {got['rss'] / 2**20:,.0f} MiB = {got['rss'] / facts:,.0f} bytes a fact, "
-            f"the engine's arrays {got['bytes'] / 1e6:,.0f} MB = {got['bytes'] / facts:,.0f} bytes a fact; "
-            f"other restore phases: {_phases(got)}")  # fmt: skip
-
-
-def _digest(facts) -> str:
-    import hashlib
-
-    return hashlib.sha256("\n".join(sorted(map(repr, facts))).encode("utf-8")).hexdigest()
-
-
-def _vm_hwm() -> int:
-    """This process's peak RSS in bytes (VmHWM: unlike ru_maxrss, not inherited from the parent over exec)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 def _phases(got: dict) -> str:
     return f"closure modules {got['closures'][0]:.2f} s, plans and indexes {got['prepare'][0]:.2f} s"
 
 
-def _timed(obj, name: str, times: dict, key: str | None = None) -> None:
-    """Time each call of the method `name` of `obj` into `times[key or name]` = [wall, CPU] seconds."""
-    method = getattr(obj, name)
-    spent = times.setdefault(key or name, [0.0, 0.0])
-
-    def timed(*args, **kw):
-        t, c = time.perf_counter(), time.process_time()
-        try:
-            return method(*args, **kw)
-        finally:
-            spent[0] += time.perf_counter() - t
-            spent[1] += time.process_time() - c
-
-    setattr(obj, name, timed)
-
-
-class _Phases:
-    """Wall and CPU seconds of a process's phases, one after the other (`lap`)."""
-
-    def __init__(self, spawned: float):
-        self.times: dict[str, list[float]] = {}
-        self.spawned = spawned
-        self.wall, self.cpu = time.time(), time.process_time()
-        self.times["imports"] = [self.wall - spawned, self.cpu]  # interpreter start and this module's imports
-
-    def lap(self, name: str, less: list[float] | None = None) -> None:
-        """The time since the last lap is `name`'s, minus `less` (a part timed apart)."""
-        wall, cpu = time.time(), time.process_time()
-        less = less or [0.0, 0.0]
-        self.times[name] = [wall - self.wall - less[0], cpu - self.cpu - less[1]]
-        self.wall, self.cpu = wall, cpu
-
-    def ready(self) -> None:
-        self.times["ready"] = [time.time() - self.spawned, time.process_time()]
-
-
-def _time_numba_loads(times: dict) -> None:
-    """Time every kernel numba compiles or loads from its on-disk cache into `times["kernels"]`."""
-    from numba.core.dispatcher import Dispatcher
-
-    _timed(Dispatcher, "compile", times, "kernels")
-
-
-def restore_from(url: str, namespace: str, program: Path, algorithm: str, snapshot: str | None = None,
-                 core: str = "objects", spawned: float | None = None) -> int:  # fmt: skip
-    """The child of `restart`: prints one JSON line (seconds to read and restore, sizes, a digest of the facts).
-
-    From Redis, or with `snapshot` from that local snapshot file (checked as a restarting job checks it).
-    Each phase as [wall, CPU] seconds; wall from `spawned` (the parent's time.time() at the start).
-    """
-    clock = _Phases(time.time() if spawned is None else spawned)
-    times: dict[str, list[float]] = {"kernels": [0.0, 0.0]}
-    if core == "arrays":
-        from fluxmat.engine.compact import kernels  # noqa: F401  (numba and the kernels' module)
-
-        _time_numba_loads(times)
-    clock.lap("numba")
-    store = RedisStateStore(url, namespace)
-    fresh = Reasoner.from_file(program, options=EngineOptions(algorithm, schedule="interleaved", core=core))
-    for name in ("rebuild_closures", "prepare"):
-        times[name] = [0.0, 0.0]
-        if hasattr(fresh.maintainer, name):  # the objects engine's phases (the arrays core has neither)
-            _timed(fresh.maintainer, name, times)
-    clock.lap("program", times["kernels"])
-    if snapshot:
-        header = snapshot_file.read_header(Path(snapshot))
-        cols = snapshot_file.read(Path(snapshot), header)
-    else:
-        snap = store.load()
-    clock.lap("read")
-    loaded = list(times["kernels"])
-    if snapshot:
-        fresh.restore_columns(cols)
-    else:
-        fresh.restore(snap)
-    clock.lap("restore", [times["kernels"][0] - loaded[0], times["kernels"][1] - loaded[1]])
-    clock.ready()
-    clock.times["kernels"] = times["kernels"]
-    sizes = fresh.sizes()
-    print(json.dumps({**clock.times, "facts": sizes["facts"], "closures": times["rebuild_closures"],
-                      "prepare": times["prepare"], "log": sizes["log"], "bytes": sizes.get("bytes", 0),
-                      "rss": _vm_hwm(), "digest": _digest(fresh.facts())}))  # fmt: skip
-    return 0
+def _ready(got: dict, want: str) -> str:
+    """The restarted process's time until ready, wall (CPU), and where it went."""
+    parts = ", ".join(f"{k} {got[k][0]:.2f} s ({got[k][1]:.2f})" for k in PHASES)
+    facts = got["facts"]
+    return (f"ready after {got['ready'][0]:.2f} s (CPU {got['ready'][1]:.2f} s): {parts}; "
+            f"{facts:,} facts, {got['log']:,} log entries; same facts: {got['digest'] == want}; "
+            f"peak RSS {got['rss'] / 2**20:,.0f} MiB = {got['rss'] / facts:,.0f} bytes a fact, "
+            f"the engine's arrays {got['bytes'] / 1e6:,.0f} MB = {got['bytes'] / facts:,.0f} bytes a fact; "
+            f"other restore phases: {_phases(got)}")  # fmt: skip
 
 
 if __name__ == "__main__":
