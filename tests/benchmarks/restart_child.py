@@ -79,11 +79,16 @@ class _Phases:
         self.times["ready"] = [time.time() - self.spawned, time.process_time()]
 
 
-def _time_numba_loads(times: dict) -> None:
-    """Time every kernel numba compiles or loads from its on-disk cache into `times["kernels"]`."""
+def _time_numba_loads(times: dict):
+    """Time every kernel numba compiles or loads from its on-disk cache into `times["kernels"]`.
+
+    Returns a function that undoes it.
+    """
     from numba.core.dispatcher import Dispatcher
 
+    compile_ = Dispatcher.compile
     timed_calls(Dispatcher, "compile", times, "kernels")
+    return lambda: setattr(Dispatcher, "compile", compile_)
 
 
 def restore_from(url: str, namespace: str, program: Path, algorithm: str, snapshot: str | None = None,
@@ -95,10 +100,19 @@ def restore_from(url: str, namespace: str, program: Path, algorithm: str, snapsh
     """
     clock = _Phases(time.time() if spawned is None else spawned)
     times: dict[str, list[float]] = {"kernels": [0.0, 0.0]}
+    undo = lambda: None  # noqa: E731
     if core == "arrays":
         from fluxmat.engine.compact import kernels  # noqa: F401  (numba and the kernels' module)
 
-        _time_numba_loads(times)
+        undo = _time_numba_loads(times)
+    try:
+        return _restore(clock, times, url, namespace, program, algorithm, snapshot, core)
+    finally:
+        undo()
+
+
+def _restore(clock, times: dict, url: str, namespace: str, program: Path, algorithm: str, snapshot: str | None,
+             core: str) -> int:  # fmt: skip
     clock.lap("numba")
     store = RedisStateStore(url, namespace)
     fresh = Reasoner.from_file(program, options=EngineOptions(algorithm, schedule="interleaved", core=core))
