@@ -50,22 +50,22 @@ class Net:
     add: dict[str, np.ndarray] = field(default_factory=dict)  # pred -> (k, arity) rows entering E
     delete: dict[str, np.ndarray] = field(default_factory=dict)  # pred -> (k, arity) rows leaving E
     toggled: dict[str, Toggled] = field(default_factory=dict)  # pred -> the facts the run toggled
-    preds: dict[int, set[str]] = field(
-        default_factory=dict
-    )  # update -> the predicates whose E it changed
+    toggling: dict[str, np.ndarray] = field(default_factory=dict)  # pred -> the updates that changed its E
+    updates: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # the updates that changed E
     first: int = 0  # the first update of the run
-    by_pred: dict[str, int] = field(
-        default_factory=dict
-    )  # pred -> the first update that changed its E
+    by_pred: dict[str, int] = field(default_factory=dict)  # pred -> the first update that changed its E
     multi: set[str] = field(default_factory=set)  # preds whose E several updates changed
     noop_adds: int = 0
     noop_deletes: int = 0
 
     def summarise(self) -> None:
-        for seq, preds in self.preds.items():
-            for p in preds:
-                if self.by_pred.setdefault(p, seq) != seq:
-                    self.multi.add(p)
+        """`updates`, `by_pred` and `multi` from `toggling` (each pred's updates, sorted)."""
+        for p, seqs in self.toggling.items():
+            self.by_pred[p] = int(seqs[0])
+            if len(seqs) > 1:
+                self.multi.add(p)
+        if self.toggling:
+            self.updates = np.unique(np.concatenate(list(self.toggling.values())))
 
     def reach(self, cone: frozenset) -> int:
         """The one update that changed E within `cone`; 0: none; -1: several."""
@@ -141,7 +141,6 @@ def net(
     for pred, parts in ops.items():
         seqs, adds, keys = (np.concatenate(a) for a in zip(*parts, strict=True))
         _net_pred(out, pred, seqs, adds, keys.reshape(len(seqs), arity[pred]), explicit)
-    out.preds = dict(sorted(out.preds.items()))
     out.summarise()
     return out
 
@@ -184,5 +183,4 @@ def _net_pred(
         heads[1:] = tf[1:] != tf[:-1]
         counts = np.diff(np.append(np.flatnonzero(heads), len(tf)))
         out.toggled[pred] = Toggled(uniq[tf[heads]], ts[heads], counts)
-        for seq in np.unique(ts).tolist():
-            out.preds.setdefault(seq, set()).add(pred)
+        out.toggling[pred] = np.unique(ts)

@@ -52,7 +52,7 @@ def test_the_columns_net_is_the_one_by_one_net(updates, before):
     assert {f: (seqs[0], len(seqs)) for f, seqs in toggles.items()} == {
         f: tuple(int(x[0]) for x in got.toggles_of("r", np.array([f]))) for (_, f) in got.keys()
     }
-    assert set(got.preds) == {s for seqs in toggles.values() for s in seqs}
+    assert set(got.updates.tolist()) == {s for seqs in toggles.values() for s in seqs}
 
 
 def test_the_same_fact_twice_in_one_update_is_one_operation():
