@@ -24,9 +24,13 @@ once per run of facts (connectors.kafka_sink, `"causes"`), not once per fact.
 from __future__ import annotations
 
 import json
+from itertools import repeat
+
+import numpy as np
 
 from fluxmat.connectors.rdf import Triples
 from fluxmat.engine.printer import FactPrinter
+from fluxmat.engine.storage import paused_gc
 from fluxmat.engine.wire import json_value, pred_json
 
 MAX_PREDS = 1 << 16  # predicates whose wire form is kept
@@ -46,12 +50,45 @@ class DeltaCodec:
             triple = self.triples.triple(fact)
             if triple is not None:
                 return f"{triple} ."
-        pred = self.preds.get(fact[0])
-        if pred is None:
+        return [self._pred(fact[0]), *map(json_value, fact[1:])]  # = fact_json(fact, self.printer)
+
+    def encode_all(self, reasoner) -> list:
+        """Every fact of `reasoner`'s materialisation encoded (an initial delta), in no particular order.
+
+        From the engine's rows of term ids when it keeps them (`Reasoner.fact_rows`)
+        and the format is JSON: each term is encoded once, not once per fact.
+        """
+        found = None if self.triples is not None else reasoner.fact_rows()
+        if found is None:
+            return [self.encode(f) for f in reasoner.facts()]
+        values, groups = found
+        with paused_gc():  # millions of new lists: the collector would rescan them again and again
+            return self._encode_rows(values, groups)
+
+    def _encode_rows(self, values: list, groups) -> list:
+        wire = np.empty(len(values), dtype=object)
+        out: list = []
+        for name, rows in groups:
+            if not len(rows):
+                continue
+            if rows.shape[1] == 0:
+                out.append([self._pred(name)])
+                continue
+            ids = np.unique(rows)
+            fresh = ids[wire[ids] == None]  # noqa: E711  (elementwise: the terms not encoded yet)
+            wire[fresh] = [json_value(values[i]) for i in fresh.tolist()]
+            args = [wire[rows[:, j]].tolist() for j in range(rows.shape[1])]
+            out.extend(map(list, zip(repeat(self._pred(name)), *args)))
+        return out
+
+    def _pred(self, pred: str) -> str:
+        """The predicate as the wire writes it (pred_json), kept for at most MAX_PREDS predicates."""
+        wire = self.preds.get(pred)
+        if wire is None:
             if len(self.preds) >= MAX_PREDS:
                 self.preds.clear()
-            pred = self.preds[fact[0]] = pred_json(fact[0], self.printer)
-        return [pred, *map(json_value, fact[1:])]  # = fact_json(fact, self.printer)
+            wire = self.preds[pred] = pred_json(pred, self.printer)
+        return wire
 
     def item(self, fact: tuple) -> str | tuple:
         """`encode(fact)`, hashable: a line, or the JSON array as a tuple."""

@@ -74,23 +74,23 @@ class ColumnsBuilder:
         """Take `item` when it is a plain update (module docstring); False: not taken."""
         if type(item) is not dict or not item.keys() <= _PLAIN_KEYS:
             return False
-        facts = []
-        for key, add in (("add", True), ("del", False)):
-            items = item.get(key, ())
-            if type(items) is not list and items != ():
-                return False
+        adds, dels = item.get("add", ()), item.get("del", ())
+        if (type(adds) is not list and adds != ()) or (type(dels) is not list and dels != ()):
+            return False
+        read, facts = self._fact, []
+        for add, items in ((True, adds), (False, dels)):
             for fact in items:
-                read = self._fact(fact)
-                if read is None:
+                got = read(fact)
+                if got is None:
                     return False
-                facts.append((add, *read))
+                facts.append((add, got))
         self._take(facts, item.get("id"))
-        self.last = (item.get("id"), len(item.get("add", ())), len(item.get("del", ())))
+        self.last = (item.get("id"), len(adds), len(dels))
         return True
 
     def update(self, add, delete, uid: object) -> None:
         """Take an update validated elsewhere (`parse_update`): its Python facts `(pred, *values)`."""
-        facts = [(a, f[0], [self._code_of_value(v) for v in f[1:]]) for a, fs in ((True, add), (False, delete))
+        facts = [(a, (f[0], [self._code_of_value(v) for v in f[1:]])) for a, fs in ((True, add), (False, delete))
                  for f in fs]  # fmt: skip
         self._take(facts, uid)
 
@@ -108,35 +108,44 @@ class ColumnsBuilder:
 
     def _fact(self, fact) -> tuple[str, list] | None:
         """A plain JSON fact's predicate (as read) and its arguments' codes; None: not plain."""
-        if type(fact) is not list or not fact or type(fact[0]) is not str or not fact[0]:
+        if type(fact) is not list or not fact:
             return None
-        pred = self.preds.get(fact[0])
+        name = fact[0]
+        if type(name) is not str or not name:
+            return None
+        pred = self.preds.get(name)
         if pred is None:
             try:
-                pred = self.json_facts.fact([fact[0]])[0]
+                pred = self.json_facts.fact([name])[0]
             except Exception:
                 return None
-            self.preds[fact[0]] = pred
+            self.preds[name] = pred
         args = fact[1:]
         for arg in args:
             t = type(arg)
             if t is not str and (t is not int or not int_in_range(arg)):
                 return None
-        return pred, list(map(self._code, args))
+        codes = self.codes
+        out = [codes.get(arg) for arg in args]
+        if None in out:
+            out = [self._code(arg) for arg in args]
+        return pred, out
 
     def _take(self, facts: list, uid: object) -> None:
-        index = len(self.ids)
+        """Add an update's `(add, (pred, codes))` facts to their groups, in order."""
+        index, pos, groups = len(self.ids), self.pos, self.groups
         self.ids.append(uid)
-        groups = self.groups
-        for add, pred, codes in facts:
-            group = groups.get((pred, len(codes)))
+        for add, (pred, codes) in facts:
+            key = (pred, len(codes))
+            group = groups.get(key)
             if group is None:
-                group = groups[(pred, len(codes))] = ([], [], [], [])
+                group = groups[key] = ([], [], [], [])
             group[0].append(index)
             group[1].append(add)
-            group[2].append(self.pos)
+            group[2].append(pos)
             group[3].extend(codes)
-            self.pos += 1
+            pos += 1
+        self.pos = pos
 
     def _code(self, arg) -> int:
         found = self.codes.get(arg)

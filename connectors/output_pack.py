@@ -40,10 +40,20 @@ def _pack_sliced(output: dict, added) -> str:
     comp = lz4.frame.LZ4FrameCompressor()
     parts = [comp.begin(), comp.compress(head[:cut].encode("utf-8"))]
     for at in range(0, len(added), PACK_SLICE):
-        piece = json.dumps(added[at : at + PACK_SLICE])[1:-1]
-        parts.append(comp.compress(((", " if at else "") + piece).encode("utf-8")))
+        piece = _json_bytes(added[at : at + PACK_SLICE])[1:-1]
+        parts.append(comp.compress((b", " if at else b"") + piece))
     parts += [comp.compress(head[cut:].encode("utf-8")), comp.flush()]
     return "lz4:" + base64.b64encode(b"".join(parts)).decode("ascii")
+
+
+def _json_bytes(items: list) -> bytes:
+    """`items` as JSON (UTF-8), by orjson; by json where orjson refuses (an integer beyond 64 bits)."""
+    import orjson
+
+    try:
+        return orjson.dumps(items)
+    except TypeError:
+        return json.dumps(items).encode("utf-8")
 
 
 def unpack_output(raw: str) -> dict:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fluxmat.engine.algorithms import FULLY_DYNAMIC, Maintainer, Report, create
 from fluxmat.engine.analysis import analyse
@@ -56,6 +57,9 @@ from fluxmat.engine.syntax import Atom, Program, PyFact, Rule
 from fluxmat.engine.triples import fact_in, facts_in, facts_out, program_in, uses_triples
 from fluxmat.engine.update_columns import UpdateColumns, feed_columns
 from fluxmat.engine.why import Explainer, Proof, match
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def rule_label(rule: Rule, rid: int) -> str:
@@ -402,6 +406,19 @@ class Reasoner:
     def facts(self) -> set[tuple]:
         """The materialisation as Python facts."""
         return set(self._out(self.maintainer.facts()))
+
+    def fact_rows(self) -> tuple[list, Iterator[tuple[str, np.ndarray]]] | None:
+        """The materialisation as rows of term ids per predicate, without a Python tuple per fact.
+
+        `(values, groups)`: `values[i]` is term i's constant, each group is
+        `(predicate, rows)` with an int64 array of shape (facts, arity), as
+        `facts()` names the predicate. None when the engine does not keep its
+        facts so (the objects core, equality, a program over triples): use `facts()`.
+        """
+        rows = getattr(self.maintainer, "fact_rows", None)
+        if rows is None or self.triples:
+            return None
+        return self.maintainer.dictionary.values, rows()
 
     def explicit(self) -> set[tuple]:
         """The explicit facts E as Python facts (the program's own included)."""

@@ -201,7 +201,7 @@ class BatchProcessor:
             return (f"restored state of batch {batch}: {self.reasoner.sizes()['facts']} facts "
                     f"(read {read:.1f} s, restored in {time.perf_counter() - started:.1f} s)")  # fmt: skip
         self.reasoner.load(initial_facts)
-        added = [self.codec.encode(f) for f in self.reasoner.facts()]
+        added = self.codec.encode_all(self.reasoner)
         output = {"through": None, "added": added, "removed": [], "dead": []}
         self.store.commit(INITIAL_BATCH, self._changes(), output)
         self.committed = INITIAL_BATCH

@@ -84,7 +84,7 @@ class _Changes:
 
     def unseen(self, net: Net) -> None:
         """Remember what of a run may have changed facts twice (none when one update changed E)."""
-        if len(net.preds) > 1:
+        if len(net.updates) > 1:
             self.runs.append(net)
             self.several.update(net.several())
 
@@ -239,21 +239,21 @@ class FedMaintainer(Inbox, CompactMaintainer):
             self.core.rel(p, self.arity[p])
         add, delete = net.add, net.delete
         limits = self.limits
-        if limits.work is not None and len(net.preds) > 1:
-            self.limits = replace(limits, work=limits.work * len(net.preds))
+        if limits.work is not None and len(net.updates) > 1:
+            self.limits = replace(limits, work=limits.work * len(net.updates))
         self._work_start = self.counts.work
         try:
             return self.core.update(add, delete)
         except LimitExceeded as exc:
-            exc.update = min(net.preds, default=net.first)
+            exc.update = int(net.updates[0]) if len(net.updates) else net.first
             raise
         finally:
             self._work_start, self.limits = None, limits
 
     def _causes(self, net: Net, pred: str, rows: np.ndarray) -> np.ndarray:
         """Per flipped row, the one update of the run that changed it, or 0 (module docstring)."""
-        if len(net.preds) == 1:
-            return np.full(len(rows), next(iter(net.preds)), np.int64)
+        if len(net.updates) == 1:
+            return np.full(len(rows), net.updates[0], np.int64)
         if pred not in self.heads:  # E alone decides: the updates that toggled the fact
             first, count = net.toggles_of(pred, self.core.rels[pred].cols[rows])
             return np.where(count == 1, first, 0)

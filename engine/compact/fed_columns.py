@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from fluxmat.engine.analysis import INTERNAL_PREFIX
+from fluxmat.engine.compact.net import unique_rows
 from fluxmat.engine.errors import FluxmatError
 from fluxmat.engine.feed import FeedResult
 from fluxmat.engine.update_columns import FactColumns, UpdateColumns
@@ -91,8 +92,7 @@ def _both(groups: dict[str, list[FactColumns]], checked: np.ndarray) -> None:
         if add.all() or not add.any():
             continue
         rows = np.column_stack([update, np.concatenate([fc.codes for fc in fcs])])
-        uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
+        uniq, inverse = unique_rows(rows)
         adds, dels = np.zeros(len(uniq), np.bool_), np.zeros(len(uniq), np.bool_)
         adds[inverse[add]] = True
         dels[inverse[~add]] = True

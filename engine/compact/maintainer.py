@@ -182,6 +182,12 @@ class CompactMaintainer(Maintainer):
         for row in rows.tolist():
             yield (name, *(values[i] for i in row))
 
+    def fact_rows(self) -> Iterator[tuple[str, np.ndarray]]:
+        """The materialisation per predicate: its name as `facts` gives it, its rows of term ids (`values`)."""
+        for pred, rel in self.core.rels.items():
+            if pred not in self.analysis.internal:
+                yield self.analysis.display.get(pred, pred), rel.present()
+
     def facts(self, include_internal: bool = False) -> Iterator[PyFact]:
         for pred, rel in self.core.rels.items():
             if include_internal or pred not in self.analysis.internal:

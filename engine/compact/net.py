@@ -50,22 +50,22 @@ class Net:
     add: dict[str, np.ndarray] = field(default_factory=dict)  # pred -> (k, arity) rows entering E
     delete: dict[str, np.ndarray] = field(default_factory=dict)  # pred -> (k, arity) rows leaving E
     toggled: dict[str, Toggled] = field(default_factory=dict)  # pred -> the facts the run toggled
-    preds: dict[int, set[str]] = field(
-        default_factory=dict
-    )  # update -> the predicates whose E it changed
+    toggling: dict[str, np.ndarray] = field(default_factory=dict)  # pred -> the updates that changed its E
+    updates: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # the updates that changed E
     first: int = 0  # the first update of the run
-    by_pred: dict[str, int] = field(
-        default_factory=dict
-    )  # pred -> the first update that changed its E
+    by_pred: dict[str, int] = field(default_factory=dict)  # pred -> the first update that changed its E
     multi: set[str] = field(default_factory=set)  # preds whose E several updates changed
     noop_adds: int = 0
     noop_deletes: int = 0
 
     def summarise(self) -> None:
-        for seq, preds in self.preds.items():
-            for p in preds:
-                if self.by_pred.setdefault(p, seq) != seq:
-                    self.multi.add(p)
+        """`updates`, `by_pred` and `multi` from `toggling` (each pred's updates, sorted)."""
+        for p, seqs in self.toggling.items():
+            self.by_pred[p] = int(seqs[0])
+            if len(seqs) > 1:
+                self.multi.add(p)
+        if self.toggling:
+            self.updates = np.unique(np.concatenate(list(self.toggling.values())))
 
     def reach(self, cone: frozenset) -> int:
         """The one update that changed E within `cone`; 0: none; -1: several."""
@@ -98,11 +98,33 @@ class Net:
         return first, count
 
 
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(rows, axis=0, return_inverse=True)` (the inverse flat), faster for term ids.
+
+    When the values are non-negative and a row's columns fit 62 bits together,
+    each row is packed into one int64 (the first column highest, so the order
+    stays lexicographic) and the keys are sorted instead of the rows.
+    """
+    n, width = rows.shape
+    if n and width and rows.min() >= 0:
+        bits = [int(rows[:, j].max()).bit_length() for j in range(width)]
+        if sum(bits) <= 62:
+            key = np.zeros(n, np.int64)
+            for j in range(width):
+                key = (key << bits[j]) | rows[:, j]
+            ukey, inverse = np.unique(key, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            first = np.empty(len(ukey), np.int64)
+            first[inverse] = np.arange(n)
+            return rows[first], inverse
+    uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return uniq, inverse.reshape(-1)
+
+
 def find_rows(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Per row of `rows`, its index in `keys` (unique rows, lexicographic order), or -1."""
     both = np.concatenate([keys, rows])
-    _, inverse = np.unique(both, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    _, inverse = unique_rows(both)
     where = np.full(inverse.max() + 1 if len(inverse) else 0, -1, np.int64)
     where[inverse[: len(keys)]] = np.arange(len(keys))
     return where[inverse[len(keys) :]]
@@ -119,7 +141,6 @@ def net(
     for pred, parts in ops.items():
         seqs, adds, keys = (np.concatenate(a) for a in zip(*parts, strict=True))
         _net_pred(out, pred, seqs, adds, keys.reshape(len(seqs), arity[pred]), explicit)
-    out.preds = dict(sorted(out.preds.items()))
     out.summarise()
     return out
 
@@ -130,8 +151,7 @@ def _net_pred(
     """One predicate's share of `net`: its toggles, no-ops and net change."""
     if not len(seqs):
         return
-    uniq, fact = np.unique(keys, axis=0, return_inverse=True)
-    fact = fact.reshape(-1)
+    uniq, fact = unique_rows(keys)
     order = np.lexsort((seqs, fact))
     fact, seqs, adds = fact[order], seqs[order], adds[order]
     keep = np.ones(len(fact), np.bool_)
@@ -163,5 +183,4 @@ def _net_pred(
         heads[1:] = tf[1:] != tf[:-1]
         counts = np.diff(np.append(np.flatnonzero(heads), len(tf)))
         out.toggled[pred] = Toggled(uniq[tf[heads]], ts[heads], counts)
-        for seq in np.unique(ts).tolist():
-            out.preds.setdefault(seq, set()).add(pred)
+        out.toggling[pred] = np.unique(ts)

@@ -35,15 +35,23 @@ import tempfile
 import time
 from pathlib import Path
 
-from fluxmat.connectors import snapshot_file
 from fluxmat.connectors.state import MemoryStateStore, RedisStateStore
 from fluxmat.engine import EngineOptions, Reasoner, atom_to_fact
 from fluxmat.engine.wire import fact_from_json
+from fluxmat.stream import batch as batch_module
 from fluxmat.stream.batch import BatchProcessor
+from fluxmat.stream.batch_outcome import Clock
 from fluxmat.stream.snapshots import Snapshots
 from tests.benchmarks.lubm_gen import generate
 from tests.benchmarks.pipeline import HELD_OUT, PROGRAM, UpdateMaker
+from tests.benchmarks.restart_child import digest, timed_calls
 from tests.benchmarks.workloads import corpus_dir
+
+
+class _CpuClock(Clock):
+    """A batch's phases in CPU seconds of this process (the machine is shared: wall time is mostly waiting)."""
+
+    timer = staticmethod(time.process_time)
 
 
 class _Collect:
@@ -66,14 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--redis", action="store_true", help="commit to a local redis-server (AOF, fsync always)")
     ap.add_argument("--universities", type=int, default=None,
                     help="LUBM-N data instead of LUBM-1 with two departments (e.g. 5)")
-    ap.add_argument("--restore-from", metavar="URL", help=argparse.SUPPRESS)  # restart's child process
-    ap.add_argument("--namespace", help=argparse.SUPPRESS)
-    ap.add_argument("--snapshot", help=argparse.SUPPRESS)  # restart's child: restore from this local snapshot
-    ap.add_argument("--program", help=argparse.SUPPRESS)
+    ap.add_argument("--no-check", action="store_true",
+                    help="skip folding the deltas against remat (at LUBM-5 it costs minutes and GBs)")
     args = ap.parse_args(argv)
-    if args.restore_from:
-        return restore_from(args.restore_from, args.namespace, Path(args.program), args.algorithm, args.snapshot,
-                            args.core)  # fmt: skip
     if not args.redis:
         return run(args, MemoryStateStore())
     from tests.support.servers import RedisServer
@@ -87,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args, store) -> int:
+    batch_module.Clock = _CpuClock  # the phases in CPU seconds
     program = corpus_dir() / PROGRAM
     options = EngineOptions(args.algorithm, schedule="interleaved", core=args.core)
     reasoner = Reasoner.from_file(program, options=options)
@@ -97,29 +101,56 @@ def run(args, store) -> int:
     maker = UpdateMaker(data, HELD_OUT)
     pub = _Collect()
     proc = BatchProcessor(reasoner, store, pub)
-    t = time.perf_counter()
+    times: dict[str, list[float]] = {}
+    timed_calls(reasoner, "load", times)
+    wall, cpu = time.perf_counter(), time.process_time()
     proc.start(maker.initial)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    load_wall, load_cpu = times["load"]
     print(f"# {program.name} over lubm_gen.{label}: {len(maker.initial):,} explicit facts, "
-          f"{reasoner.sizes()['facts']:,} in the materialisation; initial load {time.perf_counter() - t:.2f} s; "
-          f"{args.algorithm}, core={args.core}; {type(store).__name__}; load average {os.getloadavg()[0]:.2f}")
+          f"{reasoner.sizes()['facts']:,} in the materialisation; {args.algorithm}, core={args.core}; "
+          f"{type(store).__name__}; load average {_loadavg()}")  # fmt: skip
+    print(f"initial load: {wall:.2f} s (CPU {cpu:.2f} s): the engine's load {load_wall:.2f} s (CPU {load_cpu:.2f} s), "
+          f"encoding the delta and the first commit {wall - load_wall:.2f} s (CPU {cpu - load_cpu:.2f} s)")  # fmt: skip
     totals: dict[str, float] = {}
     ops = 0
-    seconds = 0.0
+    seconds = cpu_seconds = 0.0
     offset = 0
     for b in range(args.batches):
         rows = update_rows(maker, args.updates, offset)
         offset += args.updates
+        cpu = time.process_time()
         outcome = proc.process(b, rows)
+        cpu = time.process_time() - cpu
         n = outcome.adds + outcome.deletes
         ops += n
         seconds += outcome.seconds
+        cpu_seconds += cpu
         for k, v in outcome.phases.items():
             totals[k] = totals.get(k, 0.0) + v
-        shares = ", ".join(f"{k} {v:.3f} s" for k, v in outcome.phases.items())
+        shares = ", ".join(f"{k} {v:.3f}" for k, v in outcome.phases.items())
         print(f"batch {b}: {outcome.updates} updates, {n} fact ops in {outcome.seconds:.3f} s "
-              f"= {n / outcome.seconds:,.0f} fact ops/s ({shares})")
-    share = ", ".join(f"{k} {100 * v / seconds:.0f}%" for k, v in totals.items())
-    print(f"total: {ops:,} fact ops in {seconds:.2f} s = {ops / seconds:,.0f} fact ops/s; breakdown: {share}")
+              f"= {n / outcome.seconds:,.0f} fact ops/s; CPU {cpu:.3f} s = {n / cpu:,.0f} fact ops/s "
+              f"(CPU s: {shares})")  # fmt: skip
+    share = ", ".join(f"{k} {100 * v / max(cpu_seconds, 1e-9):.0f}%" for k, v in totals.items())
+    print(f"total: {ops:,} fact ops in {seconds:.2f} s = {ops / seconds:,.0f} fact ops/s; CPU {cpu_seconds:.2f} s "
+          f"= {ops / cpu_seconds:,.0f} fact ops/s; CPU breakdown: {share}; load average {_loadavg()}")  # fmt: skip
+    if args.no_check:
+        ok = True
+        print("check: skipped (--no-check)")
+    else:
+        ok = _check(program, maker, pub, reasoner)
+    if isinstance(store, RedisStateStore):
+        restart(store, program, args.algorithm, reasoner)
+    return 0 if ok else 1
+
+
+def _loadavg() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _check(program: Path, maker, pub: _Collect, reasoner: Reasoner) -> bool:
+    """Whether the published deltas, folded into the initial materialisation, give `remat`'s result."""
     current = {atom_to_fact(fact_from_json(f, reasoner.prefixes)) for f in pub.deltas[0][0]}
     for added, removed in pub.deltas[1:]:
         current |= {atom_to_fact(fact_from_json(f, reasoner.prefixes)) for f in added}
@@ -128,9 +159,7 @@ def run(args, store) -> int:
     ref.load(maker.present)
     ok = current == ref.facts()
     print(f"check: the deltas fold into remat's result: {'ok' if ok else 'DIFFERENT'}")
-    if isinstance(store, RedisStateStore):
-        restart(store, program, args.algorithm, reasoner)
-    return 0 if ok else 1
+    return ok
 
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -165,16 +194,14 @@ def restart(store, program: Path, algorithm: str, reasoner: Reasoner) -> None:
     engine, remat's reference and their garbage would slow the restore ~1.5x).
     """
     import resource
-    import subprocess
 
     namespace = store.prefix.split(":")[1]
-    command = [sys.executable, "-m", "tests.benchmarks.batch_processor", "--restore-from", store.url,
+    command = [sys.executable, "-m", "tests.benchmarks.restart_child", "--restore-from", store.url,
                "--namespace", namespace, "--program", str(program), "--algorithm", algorithm,
                "--core", reasoner.core]  # fmt: skip
-    child = subprocess.run(command, capture_output=True, text=True, check=True)
-    got = json.loads(child.stdout.strip().splitlines()[-1])
-    same = got["digest"] == _digest(reasoner.facts())
-    print(f"restore from Redis, where it goes: {_phases(got)}")
+    want = digest(reasoner.facts())
+    got = _child([*command, "--spawned", repr(time.time())])
+    print(f"restart from Redis (a new process): {_ready(got, want)}")
     with tempfile.TemporaryDirectory(prefix="fluxmat-snapshot-") as tmp:
         snapshots = Snapshots(Path(tmp), namespace)
         if not snapshots.write(store.last_batch(), reasoner):
@@ -182,88 +209,41 @@ def restart(store, program: Path, algorithm: str, reasoner: Reasoner) -> None:
         w = snapshots.last
         print(f"local snapshot written: {w['bytes'] / 2**20:,.1f} MiB in {w['seconds']:.2f} s "
               f"(columns taken in {w['columns_seconds']:.2f} s, file {w['seconds'] - w['columns_seconds']:.2f} s)")
-        child = subprocess.run([*command, "--snapshot", str(snapshots.path)], capture_output=True, text=True,
-                               check=True)  # fmt: skip
-        fast = json.loads(child.stdout.strip().splitlines()[-1])
-    print(f"restart from the local snapshot (a new process): read and check the file {fast['read']:.2f} s + restore "
-          f"{fast['restore']:.2f} s = {fast['read'] + fast['restore']:.2f} s (same facts: "
-          f"{fast['digest'] == _digest(reasoner.facts())}; peak RSS {fast['rss'] / 2**20:,.0f} MiB); "
-          f"where it goes: {_phases(fast)}")  # fmt: skip
+        fast = _child([*command, "--snapshot", str(snapshots.path), "--spawned", repr(time.time())])
+    print(f"restart from the local snapshot (a new process): {_ready(fast, want)}")
     text = sum(len(line.encode("utf-8")) + 1 for line in _ntriples_like(reasoner.facts()))
     used = store.memory_bytes()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(f"restart (a new process): read the state from Redis {got['read']:.2f} s + restore {got['restore']:.2f} s "
-          f"= {got['read'] + got['restore']:.2f} s ({got['facts']:,} facts, {got['log']:,} log entries; "
-          f"same facts: {same}; peak RSS {got['rss'] / 2**20:,.0f} MiB)")
     print(f"memory: Redis used_memory {used / 2**20:,.0f} MiB = {used / max(text, 1):.2f}x the materialisation "
           f"as N-Triples-like text ({text / 2**20:,.0f} MiB: `C(x)` as x rdf:type C, `p(x, y)` as x p y); "
-          f"peak RSS of this process {rss / 2**20:,.0f} MiB")
+          f"peak RSS of this process {rss / 2**20:,.0f} MiB; load average {_loadavg()}")
 
 
-def _digest(facts) -> str:
-    import hashlib
+def _child(command: list[str]) -> dict:
+    import subprocess
 
-    return hashlib.sha256("\n".join(sorted(map(repr, facts))).encode("utf-8")).hexdigest()
+    child = subprocess.run(command, capture_output=True, text=True)
+    if child.returncode:
+        raise SystemExit(f"the restarted process failed:\n{child.stderr}")
+    return json.loads(child.stdout.strip().splitlines()[-1])
 
 
-def _vm_hwm() -> int:
-    """This process's peak RSS in bytes (VmHWM: unlike ru_maxrss, not inherited from the parent over exec)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    return 0
+PHASES = ("imports", "numba", "program", "read", "kernels", "restore")
 
 
 def _phases(got: dict) -> str:
-    rest = got["restore"] - got["closures"] - got["prepare"]
-    return (f"facts, log and counters {rest:.2f} s, closure modules {got['closures']:.2f} s, "
-            f"plans and indexes {got['prepare']:.2f} s")  # fmt: skip
+    return f"closure modules {got['closures'][0]:.2f} s, plans and indexes {got['prepare'][0]:.2f} s"
 
 
-def _timed(obj, name: str, times: dict) -> None:
-    """Time each call of the method `name` of `obj` into `times[name]` (where a restore's time goes)."""
-    method = getattr(obj, name)
-
-    def timed(*args, **kw):
-        t = time.perf_counter()
-        try:
-            return method(*args, **kw)
-        finally:
-            times[name] = times.get(name, 0.0) + time.perf_counter() - t
-
-    setattr(obj, name, timed)
-
-
-def restore_from(url: str, namespace: str, program: Path, algorithm: str, snapshot: str | None = None,
-                 core: str = "objects") -> int:  # fmt: skip
-    """The child of `restart`: prints one JSON line (seconds to read and restore, sizes, a digest of the facts).
-
-    From Redis, or with `snapshot` from that local snapshot file (checked as a restarting job checks it).
-    """
-    store = RedisStateStore(url, namespace)
-    fresh = Reasoner.from_file(program, options=EngineOptions(algorithm, schedule="interleaved", core=core))
-    times: dict[str, float] = {"rebuild_closures": 0.0, "prepare": 0.0}
-    for name in times:
-        if hasattr(fresh.maintainer, name):  # the objects engine's phases (the arrays core has neither)
-            _timed(fresh.maintainer, name, times)
-    t = time.perf_counter()
-    if snapshot:
-        header = snapshot_file.read_header(Path(snapshot))
-        cols = snapshot_file.read(Path(snapshot), header)
-    else:
-        snap = store.load()
-    read = time.perf_counter() - t
-    t = time.perf_counter()
-    if snapshot:
-        fresh.restore_columns(cols)
-    else:
-        fresh.restore(snap)
-    restored = time.perf_counter() - t
-    rss = _vm_hwm()
-    print(json.dumps({"read": read, "restore": restored, "facts": fresh.sizes()["facts"],
-                      "closures": times["rebuild_closures"], "prepare": times["prepare"],
-                      "log": fresh.sizes()["log"], "rss": rss, "digest": _digest(fresh.facts())}))  # fmt: skip
-    return 0
+def _ready(got: dict, want: str) -> str:
+    """The restarted process's time until ready, wall (CPU), and where it went."""
+    parts = ", ".join(f"{k} {got[k][0]:.2f} s ({got[k][1]:.2f})" for k in PHASES)
+    facts = got["facts"]
+    return (f"ready after {got['ready'][0]:.2f} s (CPU {got['ready'][1]:.2f} s): {parts}; "
+            f"{facts:,} facts, {got['log']:,} log entries; same facts: {got['digest'] == want}; "
+            f"peak RSS {got['rss'] / 2**20:,.0f} MiB = {got['rss'] / facts:,.0f} bytes a fact, "
+            f"the engine's arrays {got['bytes'] / 1e6:,.0f} MB = {got['bytes'] / facts:,.0f} bytes a fact; "
+            f"other restore phases: {_phases(got)}")  # fmt: skip
 
 
 if __name__ == "__main__":

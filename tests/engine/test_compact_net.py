@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fluxmat.engine.compact.net import net
+from fluxmat.engine.compact.net import net, unique_rows
 from tests.support.profile import examples
 
 FACTS = [(a, b) for a in range(3) for b in range(2)]
@@ -53,7 +53,7 @@ def test_the_columns_net_is_the_one_by_one_net(updates, before):
     assert {f: (seqs[0], len(seqs)) for f, seqs in toggles.items()} == {
         f: tuple(int(x[0]) for x in got.toggles_of("r", np.array([f]))) for (_, f) in got.keys()
     }
-    assert set(got.preds) == {s for seqs in toggles.values() for s in seqs}
+    assert set(got.updates.tolist()) == {s for seqs in toggles.values() for s in seqs}
 
 
 def test_the_same_fact_twice_in_one_update_is_one_operation():
@@ -61,3 +61,21 @@ def test_the_same_fact_twice_in_one_update_is_one_operation():
     parts = {"r": [(np.array([1, 1]), np.array([True, True]), np.array([[0, 1], [0, 1]]))]}
     got = net(parts, {"r": 2}, lambda _p, keys: np.zeros(len(keys), np.bool_), 1)
     assert got.add["r"].tolist() == [[0, 1]] and (got.noop_adds, got.noop_deletes) == (0, 0)
+
+
+ROWS = st.integers(1, 3).flatmap(
+    lambda width: st.lists(
+        st.lists(st.one_of(st.integers(0, 5), st.integers(0, 2**40), st.integers(-3, 3)), min_size=width,
+                 max_size=width),
+        max_size=12,
+    ).map(lambda rows: np.array(rows, np.int64).reshape(len(rows), width))
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(ROWS)
+def test_unique_rows_is_numpys_unique_rows_also_when_packed(rows):
+    """Packed into one key per row (small non-negative ids) or not: the same unique rows, order and inverse."""
+    uniq, inverse = unique_rows(rows)
+    want, want_inverse = np.unique(rows, axis=0, return_inverse=True)
+    assert uniq.tolist() == want.tolist() and inverse.tolist() == want_inverse.reshape(-1).tolist()
