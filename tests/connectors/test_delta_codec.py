@@ -15,9 +15,8 @@ from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import EngineOptions, Iri, Reasoner
 from fluxmat.engine.wire import fact_json
 from fluxmat.stream.batch import BatchProcessor
-from tests.support.gen import CONSTANTS
+from tests.support.gen import CONSTANTS, examples
 from tests.support.gen import FACTS as GEN_FACTS
-from tests.support.gen import examples
 
 EX = "http://example.org/"
 PROGRAM = f"@prefix ex: <{EX}> .\nreach(X, Y) :- link(X, Y).\nreach(X, Z) :- reach(X, Y), link(Y, Z).\n"

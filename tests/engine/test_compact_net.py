@@ -72,7 +72,7 @@ ROWS = st.integers(1, 3).flatmap(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(ROWS)
 def test_unique_rows_is_numpys_unique_rows_also_when_packed(rows):
     """Packed into one key per row (small non-negative ids) or not: the same unique rows, order and inverse."""
