@@ -77,7 +77,6 @@ HEAVY = {
     "test_compact_door::test_cache_folder_chosen_when_nothing_default_is_writable",
     "test_compact_door::test_each_kernel_compiled_once",
     "test_compact_door::test_lubm_load_and_batches_equal_remat",
-    "test_compact_door::test_cli_refusal_is_one_line",
     "test_bakeoff_columnar::test_columnar_matches_the_engine_after_every_update",
     "test_owl_rdf::test_owl2rl_prints_the_rdf_program_and_it_reads_back",
     "test_owl_rdf::test_lubm_rdf_mode_equals_owlrl_on_the_data_vocabulary",
