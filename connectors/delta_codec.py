@@ -29,8 +29,8 @@ from itertools import repeat
 import numpy as np
 
 from fluxmat.connectors.rdf import Triples
+from fluxmat.engine import paused_gc
 from fluxmat.engine.printer import FactPrinter
-from fluxmat.engine.storage import paused_gc
 from fluxmat.engine.wire import json_value, pred_json
 
 MAX_PREDS = 1 << 16  # predicates whose wire form is kept

@@ -37,6 +37,7 @@ from fluxmat.engine.limits import FactLimitExceeded, LimitExceeded, Limits, Work
 from fluxmat.engine.options import EngineOptions
 from fluxmat.engine.parser import parse_facts, parse_program
 from fluxmat.engine.reasoner import Reasoner, atom_to_fact
+from fluxmat.engine.storage import paused_gc
 from fluxmat.engine.syntax import Iri, Program
 from fluxmat.engine.update_columns import FactColumns, UpdateColumns
 from fluxmat.engine.wire import JsonFacts, fact_from_json
@@ -47,5 +48,5 @@ __all__ = [
     "FactLimitExceeded", "Fed", "FeedResult", "FluxmatError", "InputMemoryError", "Iri", "JsonFacts", "LimitExceeded", "Limits",
     "Maintainer", "ParseError", "Program", "Reasoner", "Report", "StateChanges", "StateDamaged", "StateMismatch",
     "StateColumns", "StateSnapshot", "UpdateColumns", "UpdateError", "VALUE_SPACES", "WorkLimitExceeded", "analyse", "atom_to_fact", "create",
-    "fact_from_json", "parse_facts", "parse_program", "read_source",
+    "fact_from_json", "parse_facts", "parse_program", "paused_gc", "read_source",
 ]  # fmt: skip

@@ -21,6 +21,7 @@ Nothing here evaluates rules.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from fluxmat.engine.decompose import decompositions
@@ -30,6 +31,19 @@ from fluxmat.engine.rules import AnalysedRule, Assign, Builtin, Filter, term_var
 from fluxmat.engine.syntax import Atom, BinOp, Call, Comparison, Negation, Pos, Program, Rule, Var
 
 INTERNAL_PREFIX = "__"
+# the relations the engine makes itself: projected negations, the arrays core's unit relation,
+# equality's rule constants (engine.equality.program)
+_ENGINE_MADE = re.compile(r"__(?:neg\d+|unit|const\w*)\Z")
+
+
+def engine_made(pred: object) -> bool:
+    """Whether `pred` names a relation the engine makes itself (`__negN`, `__unit`, `__const...`).
+
+    Their facts are the engine's bookkeeping and are never given from outside;
+    other names starting with `__` (a translator's helper relations in a
+    program built as a syntax tree) are ordinary relations.
+    """
+    return isinstance(pred, str) and _ENGINE_MADE.match(pred) is not None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from fluxmat.engine.analysis import INTERNAL_PREFIX, Analysis
+from fluxmat.engine.analysis import Analysis, engine_made
 from fluxmat.engine.errors import UpdateError
 from fluxmat.engine.evaluate import Counts
 from fluxmat.engine.limits import NO_LIMITS, Limits
@@ -360,19 +360,16 @@ class Maintainer(ABC):
 
 
 def given(fact: PyFact) -> PyFact:
-    """`fact` as given in an update or a load; its predicate must not be one of the engine's own.
+    """`fact` as given in an update or a load; its relation must not be one the engine makes itself.
 
-    Names starting with `__` are the engine's internal relations (projected
-    negations, the unit relation, equality's constants): the parser refuses
-    them in programs, and a fact of one given from outside would change what
-    the engine derives.
+    Projected negations (`__negN`), the unit relation (`__unit`) and
+    equality's rule constants (`__const...`) are the engine's bookkeeping
+    (engine.analysis.engine_made): a fact of one given from outside would
+    change what the engine derives.
     """
     pred = fact[0] if fact else None
-    if isinstance(pred, str) and pred.startswith(INTERNAL_PREFIX):
-        raise UpdateError(
-            f"predicate {pred!r} is reserved: names starting with "
-            f"{INTERNAL_PREFIX!r} belong to the engine's internal relations"
-        )
+    if engine_made(pred):
+        raise UpdateError(f"predicate {pred!r} is reserved for the engine's internal relations")
     return fact
 
 

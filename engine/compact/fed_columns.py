@@ -7,7 +7,7 @@
 * An update is *checked* -- encoded one by one by `encode_update`, which may
   refuse it (`rejected(key, error)`, as engine.feed does) -- when one of its
   facts has a predicate the engine does not know at that arity or one of its
-  internal relations (`__...`, refused), or it both adds and deletes a fact.
+  internal relations (`__negN`, ...: refused), or it both adds and deletes a fact.
   Every other update cannot be refused: its facts go to the
   run's operations (`m.ops`, engine.compact.net) as term-id columns.
 * Term values are interned in the order the one-by-one submission interns them
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fluxmat.engine.analysis import INTERNAL_PREFIX
+from fluxmat.engine.analysis import engine_made
 from fluxmat.engine.compact.net import unique_rows
 from fluxmat.engine.errors import FluxmatError
 from fluxmat.engine.feed import FeedResult
@@ -77,7 +77,7 @@ def _groups(m, cols: UpdateColumns, checked: np.ndarray) -> dict[str, list[FactC
     overloads = m.analysis.overloads
     for (pred, arity), fc in cols.facts.items():
         rel = m.analysis.relation(pred, arity) if overloads else pred
-        if m.arity.get(rel) != arity or rel.startswith(INTERNAL_PREFIX):  # the latter: refused
+        if m.arity.get(rel) != arity or engine_made(rel):  # the latter: refused
             checked[fc.update] = True
         else:
             groups.setdefault(rel, []).append(fc)
