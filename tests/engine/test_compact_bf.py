@@ -24,9 +24,8 @@ from tests.support.compact import (
     TC,
     builtin_facts,
     builtin_programs,
-    candidate_facts,
     check_against_objects,
-    programs,
+    random_case,
     scratch,
     stratified,
     updates,
@@ -52,10 +51,7 @@ def _bf(text: str, algorithm: str = "bf") -> Reasoner:
                                                                   HealthCheck.too_slow])  # fmt: skip
 @given(st.data())
 def test_random_programs_and_updates(data):
-    text = data.draw(programs(), label="program")
-    assume(stratified(text))
-    universe = candidate_facts(Reasoner.from_text(text))
-    load = data.draw(st.lists(st.sampled_from(universe), max_size=12), label="load")
+    text, universe, load = random_case(data)
     steps = data.draw(updates(universe), label="updates")
     check_against_objects(text, "bf", load, steps, against="bf")
 

@@ -15,17 +15,16 @@ equal the objects core's.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fluxmat.engine import AnalysisError, EngineOptions, Reasoner
+from fluxmat.engine import EngineOptions, Reasoner
 from tests.support.compact import (
     EDGES,
     NODES,
     TC,
-    candidate_facts,
     check_against_objects,
-    programs,
+    random_case,
     scratch,
     updates,
 )
@@ -38,20 +37,9 @@ ARRAYS_ALGORITHMS = ("counting", "dred", "dredc", "remat")
                                                                   HealthCheck.too_slow])  # fmt: skip
 @given(st.data())
 def test_random_programs_and_updates(data):
-    text = data.draw(programs(), label="program")
+    text, universe, load = random_case(data)
     algorithm = data.draw(st.sampled_from(ARRAYS_ALGORITHMS), label="algorithm")
-    assume(_stratified(text))
-    universe = candidate_facts(Reasoner.from_text(text))
-    load = data.draw(st.lists(st.sampled_from(universe), max_size=12), label="load")
     check_against_objects(text, algorithm, load, data.draw(updates(universe), label="updates"))
-
-
-def _stratified(text: str) -> bool:
-    try:
-        Reasoner.from_text(text)
-    except AnalysisError:
-        return False
-    return True
 
 
 @settings(max_examples=examples(60), deadline=None)

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fluxmat.engine import EngineOptions, Reasoner
@@ -31,11 +31,9 @@ from fluxmat.engine.storage import Dictionary
 from tests.support.compact import (
     EDGES,
     TC,
-    candidate_facts,
     check_against_objects,
-    programs,
+    random_case,
     scratch,
-    stratified,
     updates,
 )
 from tests.support.gen import examples
@@ -75,10 +73,7 @@ def _check(text: str, fraction: float, load, steps, algorithm: str = "dredc") ->
 @given(st.data())
 def test_random_programs_either_way(data):
     """Random programs (recursion, mutual recursion, negation over lower strata), both ways forced."""
-    text = data.draw(programs(), label="program")
-    assume(stratified(text))
-    universe = candidate_facts(Reasoner.from_text(text))
-    load = data.draw(st.lists(st.sampled_from(universe), max_size=12), label="load")
+    text, universe, load = random_case(data)
     fraction = data.draw(st.sampled_from(FRACTIONS), label="fraction")
     _check(text, fraction, load, data.draw(updates(universe), label="updates"))
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.engine.compact import kernels as K
 from fluxmat.engine.compact import relation
 from fluxmat.engine.compact.relation import Rel
-from tests.support.compact import TC, candidate_facts, programs, scratch, stratified, updates
+from tests.support.compact import TC, random_case, scratch, updates
 from tests.support.gen import examples
 
 MASKS = [(0,), (1,), (0, 1), (1, 2), (0, 2)]
@@ -82,10 +82,7 @@ def _set_path(reasoner: Reasoner) -> Reasoner:
 @given(st.data())
 def test_every_insert_deferred_equals_remat(data):
     """Random programs (recursion, negation, the closure module) with every insert leaving indexes stale."""
-    text = data.draw(programs(), label="program")
-    assume(stratified(text))
-    universe = candidate_facts(Reasoner.from_text(text))
-    load = data.draw(st.lists(st.sampled_from(universe), max_size=12), label="load")
+    text, universe, load = random_case(data)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(relation, "DEFER_MIN", 0)
         arrays = _set_path(Reasoner.from_text(text, options=EngineOptions("dredc", core="arrays")))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from fluxmat.engine import AnalysisError, EngineOptions, Reasoner
@@ -154,6 +155,15 @@ def stratified(text: str) -> bool:
     except AnalysisError:
         return False
     return True
+
+
+def random_case(data) -> tuple[str, list[tuple], list[tuple]]:
+    """Draw a random stratified program (others are assumed away), its candidate facts and a load of them."""
+    text = data.draw(programs(), label="program")
+    assume(stratified(text))
+    universe = candidate_facts(Reasoner.from_text(text))
+    load = data.draw(st.lists(st.sampled_from(universe), max_size=12), label="load")
+    return text, universe, load
 
 
 def check_against_objects(text: str, algorithm: str, load: list[tuple], steps,
