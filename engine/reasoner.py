@@ -5,8 +5,8 @@ A reasoner is a program, its analysis and one maintainer built from one
 engine.fd) or, with `core="arrays"`, the arrays core (engine.compact; the
 fully dynamic algorithms and their state through engine.compact.fed and
 engine.compact.state; equality through engine.compact.equality and
-engine.compact.eq_fed, their state through engine.compact.eq_state), which
-refuses what it cannot do yet (`bf`) with an `AlgorithmError`. Everything outside engine/ goes through it:
+engine.compact.eq_fed, their state through engine.compact.eq_state; `bf`
+through engine.compact.bf). Everything outside engine/ goes through it:
 loading and updating (`load`, `update`), the fully dynamic driver (`feed`,
 `poll`, `work_counts`; engine.feed), the work per rule by its file:line
 (`rule_work`, `rules_since`, `rule_texts`), reading (`facts`, `lines`, `match`,
