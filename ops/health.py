@@ -43,9 +43,10 @@ def _retrying(status) -> tuple[str, str] | None:
 
 
 def _stalled(status) -> tuple[str, str] | None:
+    """A batch in flight too long; a weakened Redis Cluster at the same time is named too (a likely cause)."""
     work = status.in_flight()
     if work is not None and work.seconds >= status.stall_seconds:
-        return "degraded", work.text
+        return "degraded", work.text + (f"; {status.redis_problem}" if status.redis_problem else "")
     return None
 
 

@@ -393,10 +393,11 @@ class Job:
             self.log(f"{name} on http://{host}:{port}{path}")
 
     def _sample(self, metrics, consumed: dict[str, int], store) -> None:
-        """Once a second: a history point; every few seconds: the lag and the Redis Cluster's health.
+        """Once a second: a history point and the Redis Cluster's health; every few seconds: the lag.
 
         The lag: the consumer lag and the oldest waiting update; the cluster:
-        `cluster_problem` (a node failing, a primary without its replica).
+        `cluster_problem` (a node failing, a primary without its replica; one
+        CLUSTER NODES, so each second: a failover lasts a few seconds).
 
         Everything from the consumed offsets on waits, the running batch's rows
         included (the offsets move when a batch is committed), so the first
@@ -419,7 +420,7 @@ class Job:
                         why = str(exc)
                     if why is not None:
                         self.log(f"cannot read the consumer lag (shown as unknown): {why}")
-                    metrics.set_redis_problem(store.cluster_problem())
+                metrics.set_redis_problem(store.cluster_problem())
                 self._spark_progress(metrics)
                 metrics.sample()
         finally:

@@ -106,6 +106,19 @@ def test_a_batch_in_flight_past_the_threshold_degrades_the_health_then_recovers(
     assert set(phase_series(m).values()) == {0.0} and m.status()["now"]["in_flight"] is None
 
 
+def test_a_stall_during_a_weakened_cluster_names_both():
+    """A failover stalls the batch: the reason names the stall and the cluster's problem (its likely cause)."""
+    clock, t, m = watched()
+    m.set_redis_problem("Redis Cluster node 127.0.0.1:7001 failing")
+    assert m.health() == ("degraded", "Redis Cluster node 127.0.0.1:7001 failing")
+    t.start(2, "keys")
+    clock.t += 6
+    state, reason = m.health()
+    assert state == "degraded" and reason.endswith("(batch 2, in flight for 6 s); Redis Cluster node 127.0.0.1:7001 failing")
+    m.set_redis_problem(None)
+    assert m.health()[1].endswith("in flight for 6 s)")
+
+
 def test_failing_outranks_a_stall():
     clock, t, m = watched()
     t.start(1, "commit")
