@@ -243,7 +243,14 @@ def _ready(got: dict, want: str) -> str:
             f"{facts:,} facts, {got['log']:,} log entries; same facts: {got['digest'] == want}; "
             f"peak RSS {got['rss'] / 2**20:,.0f} MiB = {got['rss'] / facts:,.0f} bytes a fact, "
             f"the engine's arrays {got['bytes'] / 1e6:,.0f} MB = {got['bytes'] / facts:,.0f} bytes a fact; "
-            f"other restore phases: {_phases(got)}")  # fmt: skip
+            f"other restore phases: {_phases(got)}; {_rss(got)}")  # fmt: skip
+
+
+def _rss(got: dict) -> str:
+    """The restarted process's RSS after each phase, and its peak by then (MiB)."""
+    mib = lambda b: f"{b / 2**20:,.0f}"  # noqa: E731
+    parts = ", ".join(f"{k} {mib(now)} (peak {mib(peak)})" for k, (now, peak) in got.get("rss_phases", {}).items())
+    return f"RSS MiB after each phase: {parts}"
 
 
 if __name__ == "__main__":

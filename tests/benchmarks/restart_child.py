@@ -19,6 +19,7 @@ benchmarks' workloads, so its imports are what a job's restore imports.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
@@ -35,10 +36,13 @@ def digest(facts) -> str:
     return hashlib.sha256("\n".join(sorted(map(repr, facts))).encode("utf-8")).hexdigest()
 
 
-def _vm_hwm() -> int:
-    """This process's peak RSS in bytes (VmHWM: unlike ru_maxrss, not inherited from the parent over exec)."""
+def _vm_hwm(field: str = "VmHWM") -> int:
+    """This process's peak RSS in bytes (VmHWM: unlike ru_maxrss, not inherited from the parent over exec).
+
+    `field="VmRSS"`: its RSS now.
+    """
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) * 1024
     return 0
 
@@ -64,6 +68,7 @@ class _Phases:
 
     def __init__(self, spawned: float):
         self.times: dict[str, list[float]] = {}
+        self.rss: dict[str, list[int]] = {"imports": [_vm_hwm("VmRSS"), _vm_hwm()]}  # [now, peak] after each phase
         self.spawned = spawned
         self.wall, self.cpu = time.time(), time.process_time()
         self.times["imports"] = [self.wall - spawned, self.cpu]  # interpreter start and this module's imports
@@ -73,6 +78,7 @@ class _Phases:
         wall, cpu = time.time(), time.process_time()
         less = less or [0.0, 0.0]
         self.times[name] = [wall - self.wall - less[0], cpu - self.cpu - less[1]]
+        self.rss[name] = [_vm_hwm("VmRSS"), _vm_hwm()]
         self.wall, self.cpu = wall, cpu
 
     def ready(self) -> None:
@@ -135,10 +141,13 @@ def _restore(clock, times: dict, url: str, namespace: str, program: Path, algori
     clock.lap("restore", [times["kernels"][0] - loaded[0], times["kernels"][1] - loaded[1]])
     clock.ready()
     clock.times["kernels"] = times["kernels"]
+    cols = snap = None  # noqa: F841  (what was read: the RSS once it is dropped, as a running job holds it)
+    gc.collect()
+    clock.rss["dropped"] = [_vm_hwm("VmRSS"), _vm_hwm()]
     sizes = fresh.sizes()
     print(json.dumps({**clock.times, "facts": sizes["facts"], "closures": times["rebuild_closures"],
                       "prepare": times["prepare"], "log": sizes["log"], "bytes": sizes.get("bytes", 0),
-                      "rss": _vm_hwm(), "digest": digest(fresh.facts())}))  # fmt: skip
+                      "rss": _vm_hwm(), "rss_phases": clock.rss, "digest": digest(fresh.facts())}))  # fmt: skip
     return 0
 
 

@@ -36,3 +36,6 @@ def test_the_restarted_process_restores_the_bulk_state_and_times_each_phase(redi
     assert got["digest"] == restart_child.digest(reasoner.facts()) and got["facts"] == 12
     assert all(len(got[p]) == 2 and min(got[p]) >= 0 for p in (*PHASES, "ready"))
     assert got["bytes"] > 0 and got["rss"] > 0
+    rss = got["rss_phases"]  # [now, peak] after each phase: peaks never fall, the last is the process's
+    assert list(rss) == ["imports", *PHASES[1:4], "restore", "dropped"] and all(0 < now <= peak for now, peak in rss.values())
+    assert [p for _, p in rss.values()] == sorted(p for _, p in rss.values()) and rss["restore"][1] <= got["rss"]
