@@ -38,6 +38,11 @@ previous update (else the oldest absent fact: held-out or deleted earlier), and
 deletions are random explicit facts, so consecutive updates undo each other's
 work while they are processed in the same micro-batch.
 
+Producing: a scenario's updates are made and encoded to JSON bytes before its
+clock starts; `send` only queues the bytes in a librdkafka producer
+(confluent-kafka, `Producer`), which batches and sends them from its own
+thread, so the producer is a small part of the measured time.
+
 Measured (tests/benchmarks/pipeline_measure.py; clock: `time.monotonic()` of
 this process, which both produces the updates and consumes the deltas topic
 with a dedicated consumer thread):
@@ -46,7 +51,10 @@ with a dedicated consumer thread):
   whose `through` >= the update's id; p50 and p99;
 * sustained throughput: fact operations in the scenario's updates / (first
   send -> receive of the delta whose `through` is the last update's id);
-* micro-batches (distinct delta batch ids) and updates per batch;
+* the producer's time (`produce s`: first send -> every update acknowledged by
+  the broker) and the drain (`drain s`: last send -> the last update's delta);
+* micro-batches (distinct delta batch ids), updates per batch, and the updates
+  each delta batch reflected first (`updates per micro-batch`);
 * where a micro-batch's time goes: the job's own metrics, scraped before and
   after each scenario: Spark's `durationMs` phases (latestOffset, getBatch,
   queryPlanning, walCommit, addBatch, commitOffsets) and, inside addBatch, ours
