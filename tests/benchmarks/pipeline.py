@@ -38,6 +38,11 @@ previous update (else the oldest absent fact: held-out or deleted earlier), and
 deletions are random explicit facts, so consecutive updates undo each other's
 work while they are processed in the same micro-batch.
 
+Producing: a scenario's updates are made and encoded to JSON bytes before its
+clock starts; `send` only queues the bytes in a librdkafka producer
+(confluent-kafka, `Producer`), which batches and sends them from its own
+thread, so the producer is a small part of the measured time.
+
 Measured (tests/benchmarks/pipeline_measure.py; clock: `time.monotonic()` of
 this process, which both produces the updates and consumes the deltas topic
 with a dedicated consumer thread):
@@ -46,7 +51,10 @@ with a dedicated consumer thread):
   whose `through` >= the update's id; p50 and p99;
 * sustained throughput: fact operations in the scenario's updates / (first
   send -> receive of the delta whose `through` is the last update's id);
-* micro-batches (distinct delta batch ids) and updates per batch;
+* the producer's time (`produce s`: first send -> every update acknowledged by
+  the broker) and the drain (`drain s`: last send -> the last update's delta);
+* micro-batches (distinct delta batch ids), updates per batch, and the updates
+  each delta batch reflected first (`updates per micro-batch`);
 * where a micro-batch's time goes: the job's own metrics, scraped before and
   after each scenario: Spark's `durationMs` phases (latestOffset, getBatch,
   queryPlanning, walCommit, addBatch, commitOffsets) and, inside addBatch, ours
@@ -85,6 +93,7 @@ from tests.benchmarks.pipeline_measure import (
     DeltaReader,
     Phases,
     ScenarioRow,
+    batch_sizes,
     expected,
     fold,
     measure,
@@ -206,6 +215,57 @@ def _stop_process(proc: subprocess.Popen, grace: float = 30.0) -> int | None:
     return stop_process(proc, grace)
 
 
+# ---------------------------------------------------------------- produce
+
+
+def encode(seq: int, add: list[tuple], dele: list[tuple]) -> bytes:
+    """Update `seq` in the job's JSON form (done before a scenario's timed sends)."""
+    update = {"id": uid(seq), "add": [list(f) for f in add], "del": [list(f) for f in dele]}
+    return json.dumps(update).encode()
+
+
+class Producer:
+    """The updates' producer: confluent-kafka (librdkafka), every value to partition 0 of UPDATES.
+
+    librdkafka batches and sends in its own thread, so a `send` is a queue
+    append (about 1 us of this process's CPU a message against ~70 us with
+    kafka-python's producer, which encoded and batched in Python). A failed
+    delivery is an error at the next `flush`.
+    """
+
+    def __init__(self, bootstrap: str):
+        from confluent_kafka import Producer as Librdkafka
+
+        self.failed: list[str] = []
+        self.client = Librdkafka({
+            "bootstrap.servers": bootstrap, "linger.ms": 2, "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
+            "delivery.report.only.error": True, "on_delivery": self._report,
+        })  # fmt: skip
+
+    def _report(self, err, _msg) -> None:
+        if err is not None:
+            self.failed.append(str(err))
+
+    def send(self, value: bytes) -> None:
+        while True:
+            try:
+                self.client.produce(UPDATES, value, partition=0)
+                return
+            except BufferError:  # librdkafka's queue is full: let it send
+                self.client.poll(0.01)
+
+    def close(self) -> None:
+        """Deliver what is left (5 s at most) and disconnect, before the broker stops."""
+        self.client.flush(5)
+        self.client.close()
+
+    def flush(self, timeout: float = 60.0) -> None:
+        left = self.client.flush(timeout)
+        if left or self.failed:
+            raise RuntimeError(f"producer: {left} not delivered, failures: {self.failed[:3]}")
+
+
 # ---------------------------------------------------------------- run
 
 
@@ -249,7 +309,6 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
     of LUBM-1 with two departments.
     """
     import redis
-    from kafka import KafkaProducer
 
     from fluxmat.connectors.broker import EmbeddedBroker, ensure_topics
     from tests.benchmarks.lubm_gen import generate
@@ -298,17 +357,15 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
         alive = lambda: job.poll() is None  # noqa: E731
         reader = DeltaReader(broker.bootstrap, DELTAS)
         reader.start()
-        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=2, batch_size=256 * 1024)
+        producer = Producer(broker.bootstrap)
         phases = Phases(metrics_port)
         produced: dict[int, float] = {}
         seq = 0
 
-        def send(add, dele) -> None:
+        def send(value: bytes) -> None:
             nonlocal seq
-            value = json.dumps({"id": uid(seq), "add": [list(f) for f in add],
-                                "del": [list(f) for f in dele]}).encode()  # fmt: skip
             produced[seq] = time.monotonic()
-            producer.send(UPDATES, value=value, partition=0)
+            producer.send(value)
             seq += 1
 
         # wait for the query, then a warm-up update through Spark's first batch
@@ -318,7 +375,7 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
             if not alive() or time.monotonic() - started > START_CAP:
                 raise RuntimeError("fluxmat run did not start")
             time.sleep(0.1)
-        send(*maker.make(1, 1))
+        send(encode(seq, *maker.make(1, 1)))
         producer.flush()
         if not reader.wait_for(0, START_CAP, alive):
             raise RuntimeError("no delta for the warm-up update")
@@ -327,21 +384,22 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
         phases.settled({}, 1)  # the warm-up batch's metrics, Spark's included, before any scenario
 
         for row, n, n_add, n_del, gap in _scenarios(backlog, rate, steady_seconds, core):
-            ups = [maker.make(n_add, n_del) for _ in range(n)]  # prepared before timing
             ids = list(range(seq, seq + n))
+            values = [encode(i, *maker.make(n_add, n_del)) for i in ids]  # encoded before timing
             say(f"{row.scenario}: {n} updates of {n_add}+{n_del} facts, {row.rate}")
             time.sleep(1.0)  # the previous scenario's last batch is over
             before = phases.read()
             t0 = time.monotonic()
-            for k, (add, dele) in enumerate(ups):
+            for k, value in enumerate(values):
                 delay = t0 + k * gap - time.monotonic()
                 if delay > 0.002:
                     producer.flush()  # nothing waits in the producer while we sleep
                     time.sleep(delay)
-                send(add, dele)
+                send(value)
             producer.flush()
+            flushed = time.monotonic()
             reached = reader.wait_for(ids[-1], WAIT_CAP, alive)
-            measure(row, ids, produced, reader, reached)
+            measure(row, ids, produced, reader, reached, flushed)
             row.phases = phases.settled(before, row.batches or 0)
             rows.append(row)
             say(f"{row.scenario}: done, {row.check or 'ok'}")
@@ -387,7 +445,7 @@ def run_pipeline(backlog: int = BACKLOG, rate: float = RATE, steady_seconds: flo
         raise
     finally:
         if producer is not None:
-            producer.close(timeout=5)
+            producer.close()
         if job is not None:
             info["job_exit"] = _stop_process(job)
             info["job_log_tail"] = job_log.read_text(errors="replace")[-600:]
@@ -443,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     print(*failed, sep="\n")
     print(pipeline_table(rows, args.markdown))
     print(phases_table(rows, args.markdown))
+    print(batch_sizes(rows))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump([to_json(info, core_rows) for info, core_rows in runs], fh, indent=2)

@@ -37,8 +37,9 @@ class ScenarioRow:
     facts_per_update: int
     rate: str  # produce schedule
     core: str = ""  # the job's --core
-    produce_seconds: float | None = None  # first -> last produce
-    seconds: float | None = None  # first produce -> last update's delta
+    produce_seconds: float | None = None  # the producer's: first send -> all delivered
+    seconds: float | None = None  # first send -> last update's delta
+    drain_seconds: float | None = None  # last send -> last update's delta
     facts_per_second: float | None = None
     latency_median: float | None = None
     latency_p99: float | None = None
@@ -46,6 +47,7 @@ class ScenarioRow:
     batches: int | None = None
     updates_per_batch: float | None = None
     check: str = ""
+    batch_sizes: list[int] = field(default_factory=list)  # updates a delta batch reflects first
     phases: dict[str, float] = field(default_factory=dict)  # seconds summed over the scenario's batches
     latencies: list[float] = field(default_factory=list)
 
@@ -116,11 +118,13 @@ def pct(xs: list[float], q: float) -> float | None:
 
 
 def measure(row: ScenarioRow, ids: list[int], produced: dict[int, float], reader: DeltaReader,
-            reached: bool) -> None:  # fmt: skip
+            reached: bool, flushed: float) -> None:  # fmt: skip
+    """The row's figures; `flushed`: when the producer had delivered every update of the scenario."""
     with reader.cond:
         msgs = list(reader.messages)
     first_seen: dict[int, float] = {}  # seq -> receive time of the first delta reflecting it
     batches: set[int] = set()
+    sizes: dict[int | None, int] = {}  # delta batch -> updates it reflects first
     lo, hi = ids[0], ids[-1]
     nxt = lo  # messages arrive in log order: the first with through >= i reflects i first
     for t, msg in msgs:
@@ -131,17 +135,21 @@ def measure(row: ScenarioRow, ids: list[int], produced: dict[int, float], reader
             batches.add(msg["batch"])
         for i in range(nxt, min(s, hi) + 1):
             first_seen[i] = t
+        if min(s, hi) + 1 > nxt:
+            sizes[msg.get("batch")] = sizes.get(msg.get("batch"), 0) + min(s, hi) + 1 - nxt
         nxt = max(nxt, min(s, hi) + 1)
     lat = [first_seen[i] - produced[i] for i in ids if i in first_seen]
     row.latencies = lat
-    row.produce_seconds = produced[hi] - produced[lo]
+    row.produce_seconds = flushed - produced[lo]
     row.latency_median = statistics.median(lat) if lat else None
     row.latency_p99 = pct(lat, 0.99)
     row.latency_max = max(lat) if lat else None
     row.batches = len(batches)
+    row.batch_sizes = list(sizes.values())
     row.updates_per_batch = (len(first_seen) / len(batches)) if batches else None
     if reached and hi in first_seen:
         row.seconds = first_seen[hi] - produced[lo]
+        row.drain_seconds = first_seen[hi] - produced[hi]
         row.facts_per_second = row.updates * row.facts_per_update / row.seconds
     else:
         got = max(first_seen, default=lo - 1)
@@ -257,7 +265,7 @@ def _s(x: float | None) -> str:
     return "-" if x is None else f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
 
 
-HEADER = ("core", "scenario", "updates", "facts/update", "produced at", "produce s", "total s",
+HEADER = ("core", "scenario", "updates", "facts/update", "produced at", "produce s", "drain s", "total s",
           "fact ops/s", "latency p50", "latency p99", "latency max", "batches",
           "updates/batch", "check")  # fmt: skip
 
@@ -266,6 +274,7 @@ def _cells(r: ScenarioRow) -> tuple[str, ...]:
     return (
         r.core, r.scenario, f"{r.updates}", f"{r.facts_per_update}", r.rate,
         "-" if r.produce_seconds is None else f"{r.produce_seconds:.2f}",
+        "-" if r.drain_seconds is None else f"{r.drain_seconds:.2f}",
         "-" if r.seconds is None else f"{r.seconds:.2f}",
         "-" if r.facts_per_second is None else f"{r.facts_per_second:,.0f}",
         _s(r.latency_median), _s(r.latency_p99), _s(r.latency_max),
@@ -275,7 +284,7 @@ def _cells(r: ScenarioRow) -> tuple[str, ...]:
 
 
 def pipeline_table(rows: list[ScenarioRow], markdown: bool = False) -> str:
-    return render_table(HEADER, [_cells(r) for r in rows], set(range(2, 13)) - {4}, markdown)
+    return render_table(HEADER, [_cells(r) for r in rows], set(range(2, 14)) - {4}, markdown)
 
 
 def phases_table(rows: list[ScenarioRow], markdown: bool = False) -> str:
@@ -302,6 +311,18 @@ def phases_table(rows: list[ScenarioRow], markdown: bool = False) -> str:
         out.append((r.core, r.scenario, f"{n:.0f}", *(f"{1000 * c:,.0f} ms" for c in cells)))
     return ("per micro-batch, mean (Spark's durationMs phases; addBatch = addBatch rest + ours):\n"
             + render_table(header, out, set(range(2, len(header))), markdown))  # fmt: skip
+
+
+def batch_sizes(rows: list[ScenarioRow]) -> str:
+    """Each scenario's micro-batches: the updates each delta batch reflected first, in order."""
+
+    def one(r: ScenarioRow) -> str:
+        sizes = r.batch_sizes
+        more = f", ... ({len(sizes)} batches)" if len(sizes) > 12 else ""
+        shown = ", ".join(f"{n:,}" for n in sizes[:12]) + more
+        return f"{r.core} {r.scenario}: {shown or '-'}"
+
+    return "updates per micro-batch: " + "; ".join(one(r) for r in rows)
 
 
 def summary(info: dict) -> str:

@@ -102,6 +102,9 @@ def test_updates_in_deltas_out(setup):
     assert msgs[-1]["through"] == "final-0", [(m["batch"], m["through"]) for m in msgs]
     dead = read_deltas(s.bootstrap, s.dead)
     assert dead == [], dead
+    # the local checkpoint is written through the raw local file system: no `.crc` beside its logs
+    logs = [p.name for p in (s.checkpoint / "commits").iterdir()]
+    assert logs and not [p for p in s.checkpoint.rglob("*") if p.name.endswith(".crc")], logs
 
 
 # ------------------------------------------------------------------ 2. crashes and restarts
