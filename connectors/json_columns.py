@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import orjson
 
-from fluxmat.connectors.json_scan import Scan, same_bytes
+from fluxmat.connectors.json_scan import Scan, json_array, same_bytes
 from fluxmat.engine import FactColumns, JsonFacts, UpdateColumns
 from fluxmat.engine.syntax import int_in_range
 from fluxmat.engine.wire import value_from_json
@@ -232,7 +232,7 @@ class Scanned:
         if not same_bytes(sc, group, first):
             raise ValueError("two strings share a hash")  # the caller reads the batch one by one
         self.group = group.reshape(-1)
-        self.texts = orjson.loads(b"[" + b",".join(map(sc.raw, first.tolist())) + b"]")
+        self.texts = orjson.loads(json_array(sc, first))
         self.pred_of = self._preds(build)
 
     def _preds(self, build: ColumnsBuilder) -> np.ndarray:

@@ -57,24 +57,25 @@ class Scan:
     str_end: np.ndarray
     str_hash: np.ndarray  # uint64 hash of the raw text
 
-    def raw(self, s: int) -> bytes:
-        """String s as written, with its quotes (JSON text)."""
-        return self.buf[self.str_start[s] - 1 : self.str_end[s] + 1].tobytes()
 
 
 def scan(texts: list, eligible: np.ndarray) -> Scan | None:
     """The strict plain messages among `texts` where `eligible` (module docstring); None: none can be read so."""
+    picked = [t if e else "" for t, e in zip(texts, eligible.tolist(), strict=True)]
     try:
-        parts = [t.encode("utf-8") if e else b"" for t, e in zip(texts, eligible.tolist(), strict=True)]
+        if all(map(str.isascii, picked)):  # a byte per character: the ends without encoding each
+            data = "".join(picked).encode("ascii")
+            lengths = map(len, picked)
+        else:
+            parts = [t.encode("utf-8") for t in picked]
+            data, lengths = b"".join(parts), map(len, parts)
     except UnicodeEncodeError:  # a lone surrogate: everything one by one
         return None
-    ends = np.cumsum(np.fromiter(map(len, parts), np.int64, len(parts)))
-    buf = np.frombuffer(b"".join(parts), np.uint8)
-    counts = np.bincount(buf, minlength=256) if len(buf) else np.zeros(256, np.int64)
-    n_str = int(counts[34]) // 2 + 1
-    n_arg = n_str + int(counts[44]) + 1
-    n_fact = int(counts[91]) + 1
-    n = len(parts)
+    ends = np.cumsum(np.fromiter(lengths, np.int64, len(picked)))
+    buf = np.frombuffer(data, np.uint8)
+    # bounds (a string takes 3 bytes or more with what follows it, an argument 2, a fact 5); np.zeros
+    # takes pages from the system as they are written, so only the used part costs memory
+    n_str, n_arg, n_fact, n = len(data) // 3 + 2, len(data) // 2 + 2, len(data) // 5 + 2, len(picked)
     msg = np.zeros((4, n), np.int64)
     facts = np.zeros((5, n_fact), np.int64)
     args = np.zeros((2, n_arg), np.int64)
@@ -86,6 +87,30 @@ def scan(texts: list, eligible: np.ndarray) -> Scan | None:
                 facts[1, :nf].astype(np.bool_), facts[2, :nf], facts[3, :nf], facts[4, :nf],
                 args[0, :na].astype(np.bool_), args[1, :na], strs[0, :ns], strs[1, :ns],
                 hashes[:ns])  # fmt: skip
+
+
+def json_array(sc: Scan, picked: np.ndarray) -> bytes:
+    """The JSON text of an array of the strings `picked`, as written."""
+    size = int((sc.str_end[picked] - sc.str_start[picked]).sum()) + 3 * len(picked) + 2
+    out = np.empty(size, np.uint8)
+    return out[: _join(sc.buf, sc.str_start, sc.str_end, picked, out)].tobytes()
+
+
+@njit(cache=True)
+def _join(buf, start, end, picked, out):
+    out[0] = 91
+    at = 1
+    for s in picked:
+        out[at] = 34
+        n = end[s] - start[s]
+        out[at + 1 : at + 1 + n] = buf[start[s] : end[s]]
+        out[at + 1 + n] = 34
+        out[at + 2 + n] = 44
+        at += n + 3
+    if at == 1:
+        at += 1
+    out[at - 1] = 93
+    return at
 
 
 def same_bytes(sc: Scan, group: np.ndarray, first: np.ndarray) -> bool:
@@ -134,36 +159,36 @@ def _hex4(buf, i):
 
 @njit(cache=True)
 def _string(buf, i, end):
-    """The index after the string opening at buf[i] (a quote); -1: not of the shape."""
+    """(the index after the string opening at buf[i] (a quote), its hash); index -1: not of the shape."""
     i += 1
+    h = _FNV_OFFSET
     while i < end:
         c = buf[i]
         if c == 34:
-            return i + 1
+            return i + 1, h
         if c < 32:
-            return -1
+            return -1, h
+        h = (h ^ np.uint64(c)) * _FNV_PRIME
         if c != 92:
             i += 1
             continue
         if i + 1 >= end:
-            return -1
+            return -1, h
         e = buf[i + 1]
         if e == 117:  # \uXXXX, not a surrogate
             if i + 5 >= end:
-                return -1
+                return -1, h
             v = _hex4(buf, i + 2)
             if v < 0 or 0xD800 <= v <= 0xDFFF:
-                return -1
-            i += 6
+                return -1, h
         elif e == 34:  # \" not followed by what plain_text's text checks would see
             if i + 2 < end and (buf[i + 2] == 58 or buf[i + 2] == 32 or buf[i + 2] >= 128):
-                return -1
-            i += 2
-        elif e == 92 or e == 47 or e == 98 or e == 102 or e == 110 or e == 114 or e == 116:
-            i += 2
-        else:
-            return -1
-    return -1
+                return -1, h
+        elif not (e == 92 or e == 47 or e == 98 or e == 102 or e == 110 or e == 114 or e == 116):
+            return -1, h
+        h = (h ^ np.uint64(e)) * _FNV_PRIME  # the escaped character is hashed as any other
+        i += 2
+    return -1, h
 
 
 @njit(cache=True)
@@ -191,12 +216,9 @@ def _int(buf, i, end):
 @njit(cache=True)
 def _put_string(buf, i, end, strs, hashes, ns):
     """Read the string at buf[i] as string number ns; the index after it (-1: not of the shape)."""
-    j = _string(buf, i, end)
+    j, h = _string(buf, i, end)
     if j < 0:
         return -1
-    h = _FNV_OFFSET
-    for k in range(i + 1, j - 1):
-        h = (h ^ np.uint64(buf[k])) * _FNV_PRIME
     strs[0, ns], strs[1, ns], hashes[ns] = i + 1, j - 1, h
     return j
 
