@@ -104,7 +104,9 @@ class ColumnsBuilder:
         for group, pieces in self.groups.items():
             parts = [(np.array(u, np.int64), np.array(a, np.bool_), np.array(p, np.int64),
                       np.array(c, np.int64).reshape(len(u), group[1])) for u, a, p, c in pieces]  # fmt: skip
-            facts[group] = FactColumns(*(np.concatenate(c) if len(c) > 1 else c[0] for c in zip(*parts)))
+            facts[group] = FactColumns(
+                *(np.concatenate(c) if len(c) > 1 else c[0] for c in zip(*parts, strict=True))
+            )
         return UpdateColumns(list(keys), self.ids, self.values, facts)
 
     def _fact(self, fact) -> tuple[str, list] | None:
@@ -146,10 +148,14 @@ class ColumnsBuilder:
         sc = sd.sc
         f0, f1 = np.searchsorted(sc.fact_msg, (a, b)).tolist()
         msg, add = sc.fact_msg[f0:f1], sc.fact_add[f0:f1]
-        order = np.argsort(msg * 2 + ~add, kind="stable")  # an update's additions, then its deletions
+        order = np.argsort(
+            msg * 2 + ~add, kind="stable"
+        )  # an update's additions, then its deletions
         msg, add, arity = msg[order], add[order], sc.fact_arity[f0:f1][order]
         first = np.cumsum(arity) - arity  # each fact's first argument in `codes`
-        codes = self._arg_codes(sd, np.repeat(sc.fact_arg[f0:f1][order] - first, arity) + np.arange(int(arity.sum())))
+        codes = self._arg_codes(
+            sd, np.repeat(sc.fact_arg[f0:f1][order] - first, arity) + np.arange(int(arity.sum()))
+        )
         pred = sd.pred_of[sd.group[sc.fact_pred[f0:f1][order]]]
         width = int(arity.max(initial=0)) + 1
         kinds, at, inverse = np.unique(pred * width + arity, return_index=True, return_inverse=True)

@@ -1,4 +1,4 @@
-"""A micro-batch's plain JSON updates read at once: one numba pass over the bytes, term strings as spans.
+r"""A micro-batch's plain JSON updates read at once: one numba pass over the bytes, term strings as spans.
 
 `scan(texts, eligible)` reads every eligible message's text (UTF-8 bytes of
 the whole batch, one buffer) in a compiled kernel and gives a `Scan`: for
@@ -13,7 +13,7 @@ taken by it, with the same facts: one JSON object with the keys "add", "del"
 (lists of non-empty lists of a non-empty string and strings or integers) and
 "id" (a string, an integer or null), each at most once, written without
 escapes in the keys and without white space before their colons; integers of
-at most 18 digits (no fraction or exponent); no `\\u` escape of a surrogate;
+at most 18 digits (no fraction or exponent); no `\u` escape of a surrogate;
 no escaped quote followed by a colon, a space or a non-ASCII character (the
 text checks of `plain_text` count `":` and look for `"`, white space, `:`).
 Anything else is "not of the shape", and the caller reads that message as
@@ -44,19 +44,22 @@ class Scan:
     ok: np.ndarray  # (messages,) bool: of the strict plain shape
     adds: np.ndarray  # (messages,) int64: facts listed under "add"
     dels: np.ndarray
-    id_kind: np.ndarray  # (messages,) int8: 0 no id (or null), 1 a string (id_val: its string), 2 an integer
+    id_kind: (
+        np.ndarray
+    )  # (messages,) int8: 0 no id (or null), 1 a string (id_val: its string), 2 an integer
     id_val: np.ndarray
     fact_msg: np.ndarray  # (facts,) int64, increasing
     fact_add: np.ndarray  # bool
     fact_pred: np.ndarray  # the predicate's string
     fact_arity: np.ndarray
     fact_arg: np.ndarray  # its first argument
-    arg_int: np.ndarray  # (arguments,) bool: an integer (arg_val), else a string (arg_val: its string)
+    arg_int: (
+        np.ndarray
+    )  # (arguments,) bool: an integer (arg_val), else a string (arg_val: its string)
     arg_val: np.ndarray
     str_start: np.ndarray  # (strings,) int64: the span of its raw text, quotes excluded
     str_end: np.ndarray
     str_hash: np.ndarray  # uint64 hash of the raw text
-
 
 
 def scan(texts: list, eligible: np.ndarray) -> Scan | None:
@@ -75,7 +78,12 @@ def scan(texts: list, eligible: np.ndarray) -> Scan | None:
     buf = np.frombuffer(data, np.uint8)
     # bounds (a string takes 3 bytes or more with what follows it, an argument 2, a fact 5); np.zeros
     # takes pages from the system as they are written, so only the used part costs memory
-    n_str, n_arg, n_fact, n = len(data) // 3 + 2, len(data) // 2 + 2, len(data) // 5 + 2, len(picked)
+    n_str, n_arg, n_fact, n = (
+        len(data) // 3 + 2,
+        len(data) // 2 + 2,
+        len(data) // 5 + 2,
+        len(picked),
+    )
     msg = np.zeros((4, n), np.int64)
     facts = np.zeros((5, n_fact), np.int64)
     args = np.zeros((2, n_arg), np.int64)
@@ -208,7 +216,9 @@ def _int(buf, i, end):
             v = v * 10 + (buf[i] - 48)
             digits += 1
             i += 1
-    if digits > MAX_DIGITS or (i < end and (buf[i] == 46 or buf[i] == 101 or buf[i] == 69 or 48 <= buf[i] <= 57)):
+    if digits > MAX_DIGITS or (
+        i < end and (buf[i] == 46 or buf[i] == 101 or buf[i] == 69 or 48 <= buf[i] <= 57)
+    ):
         return -1, 0
     return i, -v if neg else v
 
@@ -226,7 +236,13 @@ def _put_string(buf, i, end, strs, hashes, ns):
 @njit(cache=True)
 def _key(buf, i, end):
     """(which key: 0 add, 1 del, 2 id, index after its colon); which -1: not of the shape."""
-    if i + 5 <= end and buf[i + 1] == 105 and buf[i + 2] == 100 and buf[i + 3] == 34 and buf[i + 4] == 58:
+    if (
+        i + 5 <= end
+        and buf[i + 1] == 105
+        and buf[i + 2] == 100
+        and buf[i + 3] == 34
+        and buf[i + 4] == 58
+    ):
         return 2, i + 5
     if i + 6 > end or buf[i + 4] != 34 or buf[i + 5] != 58:
         return -1, 0

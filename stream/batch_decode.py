@@ -100,7 +100,9 @@ class DeadLetter:
         )
 
 
-def _runs(build: ColumnsBuilder, values: list, eligible: np.ndarray) -> list[tuple[int, int, Scanned | None]]:
+def _runs(
+    build: ColumnsBuilder, values: list, eligible: np.ndarray
+) -> list[tuple[int, int, Scanned | None]]:
     """The batch as runs of messages `(start, stop, scanned)`: read at once (connectors.json_scan), or one by one (None).
 
     When the scan cannot be used at all, the whole batch is one run read one by one.
@@ -108,7 +110,9 @@ def _runs(build: ColumnsBuilder, values: list, eligible: np.ndarray) -> list[tup
     try:
         sc = scan(values, eligible)
         scanned = Scanned(build, sc) if sc is not None else None
-    except Exception:  # a scan that fails (two strings sharing a hash) leaves every message to `one`
+    except (
+        Exception
+    ):  # a scan that fails (two strings sharing a hash) leaves every message to `one`
         scanned = None
     if scanned is None:
         return [(0, len(values), None)]
@@ -203,7 +207,9 @@ class Decoder:
         return (value is not None and utf8 is not False
                 and (size if size is not None else _size(value)) <= self.max_message_bytes)  # fmt: skip
 
-    def _one_of_batch(self, out: Decoded, build: ColumnsBuilder, keys: list, i: int, plain: bool) -> bool:
+    def _one_of_batch(
+        self, out: Decoded, build: ColumnsBuilder, keys: list, i: int, plain: bool
+    ) -> bool:
         """Message i read on its own: into `build` (a plain update, else as validated) or a dead letter.
 
         True: it is a program change.

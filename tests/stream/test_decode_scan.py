@@ -27,7 +27,9 @@ from tests.support.gen import examples
 PROGRAM = "@prefix ex: <http://x.org/>\np(X, Y) :- e(X, Y).\nq(X) :- n(X).\n"
 MAX_BYTES = 300
 
-WS = st.sampled_from(["", "", "", " ", "\n", "\t", "\r\n  ", "\u00a0"])  # the last is not JSON white space
+WS = st.sampled_from(
+    ["", "", "", " ", "\n", "\t", "\r\n  ", "\u00a0"]
+)  # the last is not JSON white space
 STRINGS = [
     '"a"', '"b"', '"<http://x.org/d>"', '"ex:a"', '"und:a"', '"\\"q\\"^^xsd:string"', '"caf\u00e9"',
     '"caf\\u00e9"', '"a\\":b"', '"a\\" :b"', '"a\\"\u00e9"', '"\\ud83d\\ude00"', '"\U0001f600"', '"\\ud800"',
@@ -37,7 +39,16 @@ INTS = ["0", "-0", "7", "-1", str(2**63 - 1), str(-(2**63)), str(2**63), str(10*
         str(10**18), "1" + "0" * 30, "01", "-", "1.0", "1e3", "2E1", "--1"]  # fmt: skip
 PREDS = ['"e"', '"n"', '"ex:e"', '"<http://x.org/e>"', '"http://x.org/e"', '""', '"und:e"', '"p"', '"e\\u0000"',
          '"__neg0"', '"<e"', "1", "null"]  # fmt: skip
-OTHER = ['{"@value": "a", "@language": "en"}', '{"@value": "a"}', "true", "false", "null", "[1]", "1.5", "{}"]
+OTHER = [
+    '{"@value": "a", "@language": "en"}',
+    '{"@value": "a"}',
+    "true",
+    "false",
+    "null",
+    "[1]",
+    "1.5",
+    "{}",
+]
 
 
 def _text(s: str) -> st.SearchStrategy[str]:
@@ -64,7 +75,9 @@ member = st.tuples(st.sampled_from(KEYS), WS, facts, ident).map(
     lambda t: t[0] + ":" + t[1] + (t[3] if t[0] in ('"id"', '"program"') else t[2])
 )
 plain_member = st.one_of(
-    st.tuples(st.sampled_from(['"add"', '"del"']), _joined(fact, WS)).map(lambda t: f"{t[0]}: [{t[1]}]"),
+    st.tuples(st.sampled_from(['"add"', '"del"']), _joined(fact, WS)).map(
+        lambda t: f"{t[0]}: [{t[1]}]"
+    ),
     st.tuples(_text('"id"'), ident).map(lambda t: f"{t[0]}: {t[1]}"),
 )
 message = st.one_of(
