@@ -148,9 +148,8 @@ class ColumnsBuilder:
         sc = sd.sc
         f0, f1 = np.searchsorted(sc.fact_msg, (a, b)).tolist()
         msg, add = sc.fact_msg[f0:f1], sc.fact_add[f0:f1]
-        order = np.argsort(
-            msg * 2 + ~add, kind="stable"
-        )  # an update's additions, then its deletions
+        # an update's additions, then its deletions, whichever key the message wrote first
+        order = np.argsort(msg * 2 + ~add, kind="stable")
         msg, add, arity = msg[order], add[order], sc.fact_arity[f0:f1][order]
         first = np.cumsum(arity) - arity  # each fact's first argument in `codes`
         codes = self._arg_codes(
