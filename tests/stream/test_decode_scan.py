@@ -87,9 +87,18 @@ message = st.one_of(
     ),
     st.sampled_from(["{", "[]", "null", "", '{"program": "p(X) :- e(X, X)."}']),
 )  # fmt: skip
-GOOD = [x for x in STRINGS[:13] if "\\ud800" not in x] + INTS[
-    :10
-]  # plain arguments (and one 19 digits long)
+# arguments the scan takes (the int64 edges and 19 digits are in INTS, escaped quotes before ": " in STRINGS)
+GOOD = [
+    *STRINGS[:8],
+    *STRINGS[11:13],
+    '"\\n\\/\\\\\\b"',
+    "0",
+    "-0",
+    "7",
+    "-1",
+    str(10**18 - 1),
+    str(-(10**18) + 1),
+]
 clean_fact = st.tuples(st.sampled_from(PREDS[:5]), st.lists(st.sampled_from(GOOD), max_size=3)).map(
     lambda t: "[" + ", ".join([t[0], *t[1]]) + "]"
 )
