@@ -11,6 +11,10 @@ read as `JsonFacts` reads them (prefixes expanded, once per name); each
 distinct argument's value is computed once and coded by value, so
 `UpdateColumns.values` holds each value once.
 
+`take_scanned(scanned, a, b)` takes messages a..b-1 of a batch read at once
+(connectors.json_scan; `Scanned` decodes each distinct string once and reads
+the predicates) with the same codes, order and positions `plain` would give.
+
 `columns(keys)` gives the `UpdateColumns` of the updates taken, in the order
 they were taken, each with the caller's key.
 
