@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fluxmat.connectors.files import Update, decode_json, parse_update
-from fluxmat.connectors.json_columns import ColumnsBuilder
+from fluxmat.connectors.json_columns import ColumnsBuilder, Scanned
+from fluxmat.connectors.json_scan import scan
 from fluxmat.connectors.message import Message, Messages
 from fluxmat.engine import FluxmatError, JsonFacts, Reasoner, UpdateColumns
 
@@ -99,6 +100,25 @@ class DeadLetter:
         )
 
 
+def _runs(
+    build: ColumnsBuilder, values: list, eligible: np.ndarray
+) -> list[tuple[int, int, Scanned | None]]:
+    """The batch as runs of messages `(start, stop, scanned)`: read at once (connectors.json_scan), or one by one (None).
+
+    When the scan cannot be used at all, the whole batch is one run read one by one.
+    """
+    try:
+        sc = scan(values, eligible)
+        scanned = Scanned(build, sc) if sc is not None else None
+    except (
+        Exception
+    ):  # a scan that fails (two strings sharing a hash) leaves every message to `one`
+        scanned = None
+    if scanned is None:
+        return [(0, len(values), None)]
+    return [(a, b, scanned if ok else None) for a, b, ok in scanned.runs()]
+
+
 def _size(value: str | None) -> int:
     """A value's length in bytes (UTF-8)."""
     return 0 if value is None else len(value.encode("utf-8", errors="replace"))
@@ -138,8 +158,9 @@ class Decoded:
 class Decoder:
     """Reads a stream's messages (module docstring); keeps what it read of predicates across batches."""
 
-    def __init__(self, max_message_bytes: int, key: str | None):
+    def __init__(self, max_message_bytes: int, key: str | None, bulk: bool = True):
         self.max_message_bytes, self.key = max_message_bytes, key
+        self.bulk = bulk  # plain messages read at once (connectors.json_scan); False: one by one, as a reference
         self.json_facts: JsonFacts | None = None  # the updates' predicates and constants, read once
         self.preds: dict[str, str] = {}
 
@@ -161,35 +182,54 @@ class Decoder:
                 {},
             )  # a program change may bring others
         build = ColumnsBuilder(self.json_facts, self.preds)
-        keys, limit, program = [], self.max_message_bytes, False
-        for i, (value, utf8, size) in enumerate(zip(rows.value, rows.utf8, rows.size, strict=True)):
-            plain = (
-                value is not None
-                and utf8 is not False
-                and (size if size is not None else _size(value)) <= limit
-            )
-            try:  # whatever the bulk reader raises, the message is decoded one by one (for its reason)
-                taken = plain and build.plain_text(value)
-            except Exception:
-                taken = False
-            if taken:
-                keys.append(i)
-                out.ids[i], out.adds[i], out.deletes[i] = build.last
+        keys: list[int] = []
+        eligible = np.fromiter(map(self._eligible, rows.value, rows.utf8, rows.size), np.bool_, n)
+        program = False
+        runs = _runs(build, rows.value, eligible) if self.bulk else [(0, n, None)]
+        for a, b, scanned in runs:
+            if scanned is not None:
+                build.take_scanned(scanned, a, b)
+                keys.extend(range(a, b))
+                out.ids[a:b] = build.ids[len(build.ids) - (b - a) :]
+                out.adds[a:b], out.deletes[a:b] = scanned.sc.adds[a:b], scanned.sc.dels[a:b]
                 continue
-            upd = out[i]
-            if isinstance(upd, str):
-                out.reasons[i] = upd
-                continue
-            program = program or upd.program is not None
-            keys.append(i)
-            build.update(upd.add, upd.delete, upd.id)
-            out.ids[i], out.adds[i], out.deletes[i] = upd.id, len(upd.add), len(upd.delete)
+            for i in range(a, b):
+                program = self._one_of_batch(out, build, keys, i, eligible[i]) or program
         part, off = rows.partition, rows.offset
         out.ids = [u if u is not None else f"{part[i]}:{off[i]}" for i, u in enumerate(out.ids)]
         if not program:
             out.columns = build.columns(keys)
             out.columns.ids = [out.ids[i] for i in keys]
         return out
+
+    def _eligible(self, value: str | None, utf8: bool | None, size: int | None) -> bool:
+        """Whether a message may be read in bulk (else only one by one: `one` gives its reason)."""
+        return (value is not None and utf8 is not False
+                and (size if size is not None else _size(value)) <= self.max_message_bytes)  # fmt: skip
+
+    def _one_of_batch(
+        self, out: Decoded, build: ColumnsBuilder, keys: list, i: int, plain: bool
+    ) -> bool:
+        """Message i read on its own: into `build` (a plain update, else as validated) or a dead letter.
+
+        True: it is a program change.
+        """
+        try:  # whatever the bulk reader raises, the message is decoded one by one (for its reason)
+            taken = plain and build.plain_text(out.rows.value[i])
+        except Exception:
+            taken = False
+        if taken:
+            keys.append(i)
+            out.ids[i], out.adds[i], out.deletes[i] = build.last
+            return False
+        upd = out[i]
+        if isinstance(upd, str):
+            out.reasons[i] = upd
+            return False
+        keys.append(i)
+        build.update(upd.add, upd.delete, upd.id)
+        out.ids[i], out.adds[i], out.deletes[i] = upd.id, len(upd.add), len(upd.delete)
+        return upd.program is not None
 
     def one(self, reasoner: Reasoner, message: Message) -> Update | str:
         """One message as a validated update, or the reason it is a dead letter."""
