@@ -38,6 +38,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from fluxmat.engine.compact import kernels as K
+from fluxmat.engine.compact.bf_program import Checker
 from fluxmat.engine.compact.dred import DRed
 from fluxmat.engine.graph import depth_first
 
@@ -76,6 +77,9 @@ class _Deletion:
         for plan in bf.comp.head_plans:
             self.by_head.setdefault(plan.head_pred, []).append(plan)
         self.checks = 0
+        flags = {"checked": self.checked, "proved": self.proved, "delayed": self.delayed,
+                 "survivors": self.survivors}  # fmt: skip
+        self.compiled = Checker.build(self.core, self.comp, flags)  # None: CHECK in Python
 
     def mode(self, step) -> int:
         return NEW if step.pred in self.rels else _stable(step)
@@ -114,16 +118,21 @@ class _Deletion:
         """CHECK each affected fact; those left unproved (Delta D), no longer survivors."""
         out = {}
         for p, rows in affected.items():
-            proved, survivors = self.proved[p], self.survivors[p]
-            lost = []
-            for r in rows.tolist():
-                self.check((p, r))
-                if not proved[r]:
-                    survivors[r] = 0
-                    lost.append(r)
-            if lost:
-                out[p] = np.array(lost, np.int64)
+            lost = self.compiled.unproved(p, rows) if self.compiled else self._unproved(p, rows)
+            if len(lost):
+                out[p] = lost
         return out
+
+    def _unproved(self, p: str, rows: np.ndarray) -> np.ndarray:
+        """`unproved` for one predicate in Python (a component whose plans apply built-ins)."""
+        proved, survivors = self.proved[p], self.survivors[p]
+        lost = []
+        for r in rows.tolist():
+            self.check((p, r))
+            if not proved[r]:
+                survivors[r] = 0
+                lost.append(r)
+        return np.array(lost, np.int64)
 
     def check(self, fact: Fact) -> None:
         depth_first(fact, self._check)
