@@ -15,10 +15,13 @@ What runs set-at-a-time: the counters, the deletion's seeds (facts left
 without a counter, heads of instances a lower deletion removed), the
 propagation of each round of deleted facts to the facts they derive, and
 each round of SATURATE. What runs one fact at a time: CHECK, as in the paper
-(which facts it proves depends on the facts checked before), by an explicit
-stack of generators (engine.graph.depth_first), so a long derivation chain
-cannot overflow Python's call stack; each step of it runs a rule's plan from
-the head (engine.compact.plans) on one fact.
+(which facts it proves depends on the facts checked before), on an explicit
+stack, so a long derivation chain cannot overflow a call stack; each step of
+it runs a rule's plan from the head (engine.compact.plans) on one fact. It is
+compiled (engine.compact.bf_check, with SATURATE's forward chaining: one numba
+call per 1,024 checks) unless the component's recursive plans apply built-ins;
+then it runs here, by a stack of generators (engine.graph.depth_first), and
+checks the same facts in the same order.
 
 The paper's sets are flags per row of the component's relations, and the
 relations' views of them (`ArraysCore.bindings`): C (checked), P (proved), Y

@@ -85,7 +85,9 @@ class _Tables:
 class Checker:
     """The compiled CHECK of one component in one update (see the module docstring)."""
 
-    def __init__(self, core, comp, flags: dict[str, dict], plans: list, program: tuple, rels: list[str]):
+    def __init__(
+        self, core, comp, flags: dict[str, dict], plans: list, program: tuple, rels: list[str]
+    ):
         self.core, self.plans = core, plans
         self.pr = program
         self.index = {p: i for i, p in enumerate(rels)}
