@@ -253,3 +253,17 @@ def test_a_long_compiled_check_meets_the_work_limit():
     r.load(load)
     with pytest.raises(WorkLimitExceeded):
         r.update([], [("edge", 1500, 1501)])
+
+
+def test_compiled_check_counts_a_long_search_as_the_python_check():
+    """A search 1,500 facts deep with forward chaining: the same facts and instances, resumed or not.
+
+    reach(1502) is proved back through reach(1500) to reach(0); proving
+    reach(0) chains forward along the whole chain (instances counted too).
+    """
+    chain = [("edge", i, i + 1) for i in range(1600)]
+    load = [("reach", 0), ("edge", 1500, 1502), *chain]
+    steps = [([], [("edge", 1500, 1501)]), ([], [("edge", 700, 701)])]
+    want = _run_bf(REACH, load, steps, python=True)
+    assert _run_bf(REACH, load, steps) == want
+    assert _run_bf(REACH, load, steps, budget=7) == want
