@@ -15,10 +15,13 @@ What runs set-at-a-time: the counters, the deletion's seeds (facts left
 without a counter, heads of instances a lower deletion removed), the
 propagation of each round of deleted facts to the facts they derive, and
 each round of SATURATE. What runs one fact at a time: CHECK, as in the paper
-(which facts it proves depends on the facts checked before), by an explicit
-stack of generators (engine.graph.depth_first), so a long derivation chain
-cannot overflow Python's call stack; each step of it runs a rule's plan from
-the head (engine.compact.plans) on one fact.
+(which facts it proves depends on the facts checked before), on an explicit
+stack, so a long derivation chain cannot overflow a call stack; each step of
+it runs a rule's plan from the head (engine.compact.plans) on one fact. It is
+compiled (engine.compact.bf_check, with SATURATE's forward chaining: one numba
+call per 1,024 checks) unless the component's recursive plans apply built-ins;
+then it runs here, by a stack of generators (engine.graph.depth_first), and
+checks the same facts in the same order.
 
 The paper's sets are flags per row of the component's relations, and the
 relations' views of them (`ArraysCore.bindings`): C (checked), P (proved), Y
@@ -38,6 +41,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from fluxmat.engine.compact import kernels as K
+from fluxmat.engine.compact.bf_program import Checker
 from fluxmat.engine.compact.dred import DRed
 from fluxmat.engine.graph import depth_first
 
@@ -76,6 +80,9 @@ class _Deletion:
         for plan in bf.comp.head_plans:
             self.by_head.setdefault(plan.head_pred, []).append(plan)
         self.checks = 0
+        flags = {"checked": self.checked, "proved": self.proved, "delayed": self.delayed,
+                 "survivors": self.survivors}  # fmt: skip
+        self.compiled = Checker.build(self.core, self.comp, flags)  # None: CHECK in Python
 
     def mode(self, step) -> int:
         return NEW if step.pred in self.rels else _stable(step)
@@ -114,16 +121,21 @@ class _Deletion:
         """CHECK each affected fact; those left unproved (Delta D), no longer survivors."""
         out = {}
         for p, rows in affected.items():
-            proved, survivors = self.proved[p], self.survivors[p]
-            lost = []
-            for r in rows.tolist():
-                self.check((p, r))
-                if not proved[r]:
-                    survivors[r] = 0
-                    lost.append(r)
-            if lost:
-                out[p] = np.array(lost, np.int64)
+            lost = self.compiled.unproved(p, rows) if self.compiled else self._unproved(p, rows)
+            if len(lost):
+                out[p] = lost
         return out
+
+    def _unproved(self, p: str, rows: np.ndarray) -> np.ndarray:
+        """`unproved` for one predicate in Python (a component whose plans apply built-ins)."""
+        proved, survivors = self.proved[p], self.survivors[p]
+        lost = []
+        for r in rows.tolist():
+            self.check((p, r))
+            if not proved[r]:
+                survivors[r] = 0
+                lost.append(r)
+        return np.array(lost, np.int64)
 
     def check(self, fact: Fact) -> None:
         depth_first(fact, self._check)

@@ -19,6 +19,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fluxmat.engine import EngineOptions, ParseError, Reasoner, parse_program
+from fluxmat.engine.compact import bf_program
+from fluxmat.engine.limits import Limits, WorkLimitExceeded
 from tests.support.compact import (
     EDGES,
     TC,
@@ -184,3 +186,84 @@ def test_a_repeated_variable_in_a_recursive_body_atom():
     load = [("s", 1, 1), ("s", 5, 5), ("e", 1, 1), ("e", 2, 2)]
     r = check_against_objects(text, "bf", load, [([], [("s", 1, 1)])], against="bf")
     assert ("q", 1, 1) in r.facts()
+
+
+# ---------------------------------------------------------------- the compiled CHECK
+
+
+def _run_bf(
+    text: str, load: list[tuple], steps, budget: int | None = None, python: bool = False
+) -> list:
+    """Each update's (added, removed, instances per rule) under bf on the arrays core.
+
+    `python`: CHECK in Python (as for plans with built-ins); `budget`: checks per compiled call.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        if python:
+            mp.setattr(bf_program.Checker, "build", classmethod(lambda cls, *a: None))
+        if budget is not None:
+            mp.setattr(bf_program, "BUDGET", budget)
+        r = _bf(text)
+        r.load(load)
+        out = []
+        for add, delete in steps:
+            rep = r.update(add, [f for f in delete if f not in add])
+            out.append((rep.added, rep.removed, dict(rep.rule_applications), r.facts()))
+        return out
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.filter_too_much,
+                                                                  HealthCheck.too_slow])  # fmt: skip
+@given(st.data())
+def test_compiled_check_does_what_the_python_check_does(data):
+    """The compiled CHECK proves the same facts and counts the same rule instances as the Python one.
+
+    With a budget of one check per call, every call goes on from a stack left mid-search.
+    """
+    text, universe, load = random_case(data)
+    steps = data.draw(updates(universe), label="updates")
+    want = _run_bf(text, load, steps, python=True)
+    assert _run_bf(text, load, steps) == want
+    assert _run_bf(text, load, steps, budget=1) == want
+
+
+def test_the_compiled_check_serves_plans_without_built_ins():
+    """Plans with a comparison or arithmetic are checked in Python; the others compiled."""
+    core = _bf(TC).maintainer.core
+    comp = next(c for c in core.comps if c.recursive)
+    assert bf_program.Checker.build(core, comp, _flags(core, comp)) is not None
+    text = "n(X) :- s(X).\nn(Y) :- n(X), Y = X + 1, Y < 5.\n"
+    core = _bf(text).maintainer.core
+    comp = next(c for c in core.comps if c.recursive)
+    assert bf_program.Checker.build(core, comp, _flags(core, comp)) is None
+
+
+def _flags(core, comp) -> dict:
+    zeros = {p: np.zeros(core.rels[p].n, np.uint8) for p in comp.preds}
+    return {name: zeros for name in ("checked", "proved", "delayed", "survivors")}
+
+
+def test_a_long_compiled_check_meets_the_work_limit():
+    """The work of a search thousands of checks long is reported between calls: the limit stops it."""
+    chain = [("edge", i, i + 1) for i in range(3000)]
+    load = [("reach", 0), ("edge", 1500, 1502), *chain]
+    r = Reasoner.from_text(
+        REACH, options=EngineOptions("bf", core="arrays", limits=Limits.of(work=2000))
+    )
+    r.load(load)
+    with pytest.raises(WorkLimitExceeded):
+        r.update([], [("edge", 1500, 1501)])
+
+
+def test_compiled_check_counts_a_long_search_as_the_python_check():
+    """A search 1,500 facts deep with forward chaining: the same facts and instances, resumed or not.
+
+    reach(1502) is proved back through reach(1500) to reach(0); proving
+    reach(0) chains forward along the whole chain (instances counted too).
+    """
+    chain = [("edge", i, i + 1) for i in range(1600)]
+    load = [("reach", 0), ("edge", 1500, 1502), *chain]
+    steps = [([], [("edge", 1500, 1501)]), ([], [("edge", 700, 701)])]
+    want = _run_bf(REACH, load, steps, python=True)
+    assert _run_bf(REACH, load, steps) == want
+    assert _run_bf(REACH, load, steps, budget=7) == want
