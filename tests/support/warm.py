@@ -11,16 +11,17 @@ so the workers load the kernels from the cache. It does nothing when the
 interpreter is in the cache already, compiled from today's sources
 (engine.compact.small_cache.cached; `--force` warms anyway).
 
-What it runs: the small-update interpreter (engine.compact.small.prepare) and a
+What it runs: the small-update interpreter (engine.compact.small.prepare), a
 load, a large (set-at-a-time) and a small update under each algorithm of the
-arrays core.
+arrays core (bf's compiled search included), and the job's scan of a batch's
+plain messages (connectors.json_scan).
 """
 
 from __future__ import annotations
 
 import sys
 
-ARRAYS_ALGORITHMS = ("counting", "dred", "dredc", "remat")
+ARRAYS_ALGORITHMS = ("counting", "dred", "dredc", "remat", "bf")
 
 
 def cached() -> bool:
@@ -41,6 +42,18 @@ def warm() -> None:
         r.load(edges[:20])
         r.update(add=edges[20:], delete=edges[:5])  # more than THRESHOLD changes: set-at-a-time
         r.update(add=edges[:2], delete=edges[30:32])  # one compiled call
+    _warm_scan()
+
+
+def _warm_scan() -> None:
+    import numpy as np
+
+    from fluxmat.connectors.json_scan import json_array, same_bytes, scan
+
+    sc = scan(['{"id": "u1", "add": [["e", "a", 1]], "del": [["e", "b", -2]]}'], np.ones(1, np.bool_))
+    group = np.arange(len(sc.str_start))
+    json_array(sc, group)
+    same_bytes(sc, group, group)
 
 
 if __name__ == "__main__":
