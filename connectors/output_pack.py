@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 
 PACK_OVER = 65_536  # bytes of output JSON above which it is stored compressed
-PACK_SLICE = 50_000  # facts JSON-encoded (and, in a large output, compressed) at a time (pack_output)
+PACK_SLICE = 50_000  # facts JSON-encoded (in a large output also compressed) at a time
 FACTS = ("added", "removed")  # the fields holding facts: encoded by orjson
 
 

@@ -22,7 +22,7 @@ from tests.support.gen import FACTS, examples
 IDS = st.one_of(st.none(), st.integers(), st.text(max_size=6), st.just(float("nan")), st.just(float("inf")),
                 st.fixed_dictionaries({"added": st.just([]), "k": st.integers(0, 3)}))  # fmt: skip
 WIRE = FACTS.map(lambda f: [f[0], *map(json_value, f[1:])])
-ODD = ["\ud800", 2**64, -(2**63) - 1, 10**30, "é\n\"\\", {"@value": "x", "@language": "en"}]
+ODD = ["\ud800", 2**64, -(2**63) - 1, 10**30, 'é\n"\\', {"@value": "x", "@language": "en"}]
 
 
 def _same(a: dict, b: dict) -> bool:
@@ -37,7 +37,12 @@ def _same(a: dict, b: dict) -> bool:
 def test_an_output_reads_back_as_it_was(through, added, removed, odd, slice_, over, causes):
     if odd:
         added = [*added, ["p", *odd]]
-    out = {"through": through, "added": added, "removed": removed, "dead": [["why é", 0, 1, None, False]]}
+    out = {
+        "through": through,
+        "added": added,
+        "removed": removed,
+        "dead": [["why é", 0, 1, None, False]],
+    }
     if causes:
         out["causes"] = [[c, 0, 1] for c in causes]
     with pytest.MonkeyPatch.context() as mp:
@@ -45,7 +50,9 @@ def test_an_output_reads_back_as_it_was(through, added, removed, odd, slice_, ov
         mp.setattr(output_pack, "PACK_OVER", over)
         packed = output_pack.pack_output(out)
     back = output_pack.unpack_output(packed)
-    assert _same(back, out) and list(back) == list(out)  # the same values, the fields in their order
+    assert _same(back, out) and list(back) == list(
+        out
+    )  # the same values, the fields in their order
     if over == 0 or len(added) + len(removed) > slice_:
         assert packed.startswith("lz4:")
     elif len(json.dumps(out)) < over:
@@ -55,6 +62,11 @@ def test_an_output_reads_back_as_it_was(through, added, removed, odd, slice_, ov
 def test_a_small_output_is_plain_json_and_a_large_one_lz4():
     small = {"through": 0, "added": [["x", "é"]], "removed": [], "dead": []}
     assert json.loads(output_pack.pack_output(small)) == small  # readable as it is
-    big = {"through": None, "added": [["e", f"<n{i}>", i] for i in range(20_000)], "removed": [], "dead": []}
+    big = {
+        "through": None,
+        "added": [["e", f"<n{i}>", i] for i in range(20_000)],
+        "removed": [],
+        "dead": [],
+    }
     packed = output_pack.pack_output(big)
     assert packed.startswith("lz4:") and output_pack.unpack_output(packed) == big
