@@ -34,6 +34,7 @@ from tests.support.gen import (
     program_cases,
     update_sequences,
 )
+from tests.support.shared import TextRecorder
 
 INT64 = (-(2**63), -(2**63) + 1, 2**63 - 1, -(2**63) - 1, 2**63, 2**64, -(2**70))
 LITERALS = st.one_of(
@@ -44,19 +45,6 @@ LITERALS = st.one_of(
 OTHER = {SYM: st.one_of(STRINGS, IRI_TEXT.map(Iri), LITERALS), INT: st.sampled_from(INT64)}
 IDS = st.one_of(st.none(), st.integers(0, 3), st.sampled_from(["u", "ü\n\"", "0:1"]),
                 st.fixed_dictionaries({"k": st.integers(0, 1)}))  # fmt: skip
-
-
-class Recorder:
-    """A publisher that keeps every message as JSON text (what the sink is given decides what it sends)."""
-
-    def __init__(self):
-        self.sent: list[str] = []
-
-    def publish_delta(self, batch, through, added, removed, **kw):
-        self.sent.append(json.dumps(["delta", batch, through, added, removed, kw]))
-
-    def publish_dead_letter(self, reason, partition, offset, raw, truncated=False):
-        self.sent.append(json.dumps(["dead", reason, partition, offset, raw, truncated]))
 
 
 @st.composite
@@ -100,7 +88,7 @@ def _run(
     text: str, initial: list, batches: list[list[str]], rows_out: bool, key: str | None = None
 ):
     reasoner = Reasoner.from_text(text, options=EngineOptions("fd-counting", core="arrays"))
-    pub, store = Recorder(), MemoryStateStore()
+    pub, store = TextRecorder(), MemoryStateStore()
     proc = BatchProcessor(reasoner, store, pub, rows_out=rows_out, key=key)
     if key is None:
         proc.start(initial)
