@@ -11,7 +11,10 @@
   format (N-Triples text and its `not_triples`, or JSON arrays), as hashable
   items: N-Triples lines and tuples;
 * `item(fact)`: `encode(fact)` as such an item, so a consumer that rebuilds the
-  materialisation from the deltas can compare it with facts it computed.
+  materialisation from the deltas can compare it with facts it computed;
+* `encode_all(reasoner)` (an initial delta) and `encode_point(point, name)` (a
+  batch's delta from the arrays core's rows of term ids, engine `PointRows`):
+  each term encoded once, no Python tuple per fact, the same lists as `encode`.
 
 The `debezium` format encodes facts as `json` does (connectors.debezium turns
 them into change events).
