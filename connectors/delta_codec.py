@@ -11,7 +11,10 @@
   format (N-Triples text and its `not_triples`, or JSON arrays), as hashable
   items: N-Triples lines and tuples;
 * `item(fact)`: `encode(fact)` as such an item, so a consumer that rebuilds the
-  materialisation from the deltas can compare it with facts it computed.
+  materialisation from the deltas can compare it with facts it computed;
+* `encode_all(reasoner)` (an initial delta) and `encode_point(point, name)` (a
+  batch's delta from the arrays core's rows of term ids, engine `PointRows`):
+  each term encoded once, no Python tuple per fact, the same lists as `encode`.
 
 The `debezium` format encodes facts as `json` does (connectors.debezium turns
 them into change events).
@@ -24,12 +27,13 @@ once per run of facts (connectors.kafka_sink, `"causes"`), not once per fact.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from itertools import repeat
 
 import numpy as np
 
 from fluxmat.connectors.rdf import Triples
-from fluxmat.engine import paused_gc
+from fluxmat.engine import PointRows, paused_gc
 from fluxmat.engine.printer import FactPrinter
 from fluxmat.engine.wire import json_value, pred_json
 
@@ -81,6 +85,36 @@ class DeltaCodec:
             out.extend(map(list, zip(repeat(self._pred(name)), *args)))
         return out
 
+    def encode_point(self, point: PointRows, name: Callable[[int], object]) -> tuple[list, ...]:
+        """A consistency point's delta from its rows of term ids (`Reasoner.poll_rows`), format JSON.
+
+        `(added, their causes, removed, theirs)`: exactly what `grouped` makes of
+        the point's facts encoded one by one (`encode`) with their causes
+        `name(seq)` -- the same lists in the same order -- with each term encoded
+        once and no Python tuple per fact.
+        """
+        values, parts = point.values, point.parts
+        wire = _TermWire(values, [rows for p in parts for rows in (p[1], p[3]) if rows.shape[1]])
+        added = self._rows_out(wire, [(p[0], p[1]) for p in parts])
+        removed = self._rows_out(wire, [(p[0], p[3]) for p in parts])
+        added, added_by = _grouped_seqs(added, _seqs([p[2] for p in parts]), name)
+        removed, removed_by = _grouped_seqs(removed, _seqs([p[4] for p in parts]), name)
+        return added, added_by, removed, removed_by
+
+    def _rows_out(self, wire: _TermWire, groups: list[tuple[str, np.ndarray]]) -> list:
+        """Each group's rows as wire facts `[pred, arg, ...]`, group after group."""
+        out: list = []
+        for name, rows in groups:
+            if not len(rows):
+                continue
+            pred = self._pred(name)
+            if rows.shape[1] == 0:
+                out.extend([pred] for _ in range(len(rows)))
+                continue
+            args = wire.columns(rows)
+            out.extend(map(list, zip(repeat(pred), *args)))
+        return out
+
     def _pred(self, pred: str) -> str:
         """The predicate as the wire writes it (pred_json), kept for at most MAX_PREDS predicates."""
         wire = self.preds.get(pred)
@@ -102,6 +136,41 @@ class DeltaCodec:
             others = message.get("not_triples", {}).get(key, [])
             return message[key].splitlines() + [tuple(f) for f in others]
         return [tuple(f) for f in message[key]]
+
+
+class _TermWire:
+    """The wire form (`json_value`) of each term the given rows hold, each encoded once."""
+
+    def __init__(self, values: list, blocks: list[np.ndarray]):
+        ids = np.concatenate([b.ravel() for b in blocks]) if blocks else np.empty(0, np.int64)
+        self.ids = np.unique(ids)
+        self.wire = np.empty(len(self.ids), dtype=object)
+        self.wire[:] = [json_value(values[i]) for i in self.ids.tolist()]
+
+    def columns(self, rows: np.ndarray) -> list[list]:
+        """Per column of `rows`, its terms' wire forms."""
+        at = np.searchsorted(self.ids, rows)
+        return [self.wire[at[:, j]].tolist() for j in range(rows.shape[1])]
+
+
+def _seqs(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.empty(0, np.int64)
+
+
+def _grouped_seqs(facts: list, seqs: np.ndarray, name: Callable) -> tuple[list, list]:
+    """`grouped(facts, [name(s) for s in seqs])`: each distinct seq named once, sorted by array."""
+    uniq, first, inverse = np.unique(seqs, return_index=True, return_inverse=True)
+    named = np.empty(len(uniq), dtype=object)
+    rank: dict = {}
+    ranks = np.empty(len(uniq), np.int64)
+    for u in np.argsort(first, kind="stable").tolist():  # as the causes first appear
+        named[u] = cause = name(int(uniq[u]))
+        ranks[u] = rank.setdefault(_cause_key(cause), len(rank))
+    inverse = inverse.reshape(-1)
+    if len(rank) <= 1:
+        return facts, named[inverse].tolist()
+    order = np.argsort(ranks[inverse], kind="stable")
+    return [facts[i] for i in order.tolist()], named[inverse[order]].tolist()
 
 
 def _cause_key(cause):

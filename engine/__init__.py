@@ -30,6 +30,7 @@ from fluxmat.engine.errors import (
 )
 from fluxmat.engine.fd.change_columns import ChangeColumns
 from fluxmat.engine.fd.columns import StateColumns
+from fluxmat.engine.fd.records import PointRows
 from fluxmat.engine.fd.snapshot import StateChanges, StateDamaged, StateMismatch, StateSnapshot
 from fluxmat.engine.feed import Fed, FeedResult
 from fluxmat.engine.lexer import read_source
@@ -46,7 +47,7 @@ __all__ = [
     "ALGORITHMS", "FULLY_DYNAMIC", "SAME_AS", "AlgorithmError", "Analysis", "AnalysisError", "ChangeColumns",
     "EngineOptions", "FactColumns",
     "FactLimitExceeded", "Fed", "FeedResult", "FluxmatError", "InputMemoryError", "Iri", "JsonFacts", "LimitExceeded", "Limits",
-    "Maintainer", "ParseError", "Program", "Reasoner", "Report", "StateChanges", "StateDamaged", "StateMismatch",
+    "Maintainer", "ParseError", "PointRows", "Program", "Reasoner", "Report", "StateChanges", "StateDamaged", "StateMismatch",
     "StateColumns", "StateSnapshot", "UpdateColumns", "UpdateError", "VALUE_SPACES", "WorkLimitExceeded", "analyse", "atom_to_fact", "create",
     "fact_from_json", "parse_facts", "parse_program", "paused_gc", "read_source",
 ]  # fmt: skip

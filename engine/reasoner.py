@@ -8,7 +8,7 @@ engine.compact.state; equality through engine.compact.equality and
 engine.compact.eq_fed, their state through engine.compact.eq_state; `bf`
 through engine.compact.bf). Everything outside engine/ goes through it:
 loading and updating (`load`, `update`), the fully dynamic driver (`feed`,
-`poll`, `work_counts`; engine.feed), the work per rule by its file:line
+`poll`, `poll_rows`, `work_counts`; engine.feed), the work per rule by its file:line
 (`rule_work`, `rules_since`, `rule_texts`), reading (`facts`, `lines`, `match`,
 `explain`, `show`, `sizes`), validating updates without applying them
 (`update_checker`, `check_update`), program changes on the arrays core
@@ -36,6 +36,7 @@ from fluxmat.engine.errors import AlgorithmError, FluxmatError
 from fluxmat.engine.evaluate import Evaluator
 from fluxmat.engine.fd.columns import StateColumns, restore_columns, take
 from fluxmat.engine.fd.core import ConsistencyPoint, FullyDynamic
+from fluxmat.engine.fd.records import PointRows
 from fluxmat.engine.fd.snapshot import (
     StateChanges,
     StateSnapshot,
@@ -272,6 +273,16 @@ class Reasoner:
         if point is None or not self.triples:
             return point
         return replace(point, added=facts_out(point.added), removed=facts_out(point.removed))
+
+    def poll_rows(self) -> PointRows | None:
+        """`poll` as rows of term ids per predicate (engine.fd.records.PointRows), without a tuple per fact.
+
+        None when the engine does not give its delta so (the objects core,
+        equality, a program over triples) or is not quiescent: use `poll`.
+        """
+        fd = self._fd()
+        rows = getattr(fd, "poll_rows", None)
+        return None if rows is None or self.triples else rows()
 
     @property
     def pending(self) -> int:

@@ -66,7 +66,7 @@ from fluxmat.connectors.delta_codec import DeltaCodec, grouped
 from fluxmat.connectors.files import Update
 from fluxmat.connectors.message import Messages
 from fluxmat.connectors.state import INITIAL
-from fluxmat.engine import Fed, FluxmatError, Reasoner, StateMismatch
+from fluxmat.engine import Fed, FluxmatError, PointRows, Reasoner, StateMismatch
 from fluxmat.engine.limits import LimitExceeded, Limits
 from fluxmat.stream import live_program
 from fluxmat.stream.batch_decode import (
@@ -130,13 +130,16 @@ class BatchProcessor:
             engine sees it (counted as `shared_deletes` in `BatchOutcome.stats`).
         bulk: feed a batch's updates as columns (stream.batch_decode) where it
             can: no program change, no key's shared facts, no quarantine re-run.
+        rows_out: make a batch's delta from the engine's rows of term ids where it
+            gives them (`Reasoner.poll_rows`, `fact_rows`; a JSON delta format);
+            False: from its Python facts (the reference the rows path is tested against).
     """
 
     def __init__(self, reasoner: Reasoner, store, publisher, budget: int | None = None, progress=None,
                  limits: Limits | None = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  delta_format: str = "json", key: str | None = None, on_phase=None,
-                 shared: frozenset = frozenset(), bulk: bool = True):  # fmt: skip
+                 shared: frozenset = frozenset(), bulk: bool = True, rows_out: bool = True):  # fmt: skip
         if not reasoner.fully_dynamic:
             raise FluxmatError(
                 f"the streaming job needs a fully dynamic algorithm (fd-dred or fd-counting), "
@@ -149,6 +152,7 @@ class BatchProcessor:
         self.publisher = publisher
         self.progress = progress
         self.bulk = bulk  # False: every update fed one by one (the reference the bulk path is tested against)
+        self.rows_out = rows_out  # False: deltas from Python facts (the reference the rows path is tested against)
         self.decoder = Decoder(max_message_bytes, key)  # messages to dead letters and update columns
         self.base = 0  # added to Spark's batch ids (see connectors.state: rebase)
         self.codec = DeltaCodec(reasoner.program.prefixes, delta_format)  # facts as the deltas carry them
@@ -302,18 +306,8 @@ class BatchProcessor:
                 phase("engine")
         reasoner = self.reasoner  # a rollback may have rebuilt it (another program)
         clock.lap("engine")
-        point = reasoner.poll()
-        if self.fresh is None:
-            added, removed = self._by_cause(point, rows, decoded, outcome)
-        else:  # a key's first batch: its whole materialisation, no causes
-            added, removed = reasoner.facts(), ()
-        clock.lap("poll")
-        output = {
-            "through": reasoner.last_id,
-            "added": [self.codec.encode(f) for f in added],
-            "removed": [self.codec.encode(f) for f in removed],
-            "dead": dead,
-        }
+        added, removed = self._delta(decoded, outcome, clock)
+        output = {"through": reasoner.last_id, "added": added, "removed": removed, "dead": dead}
         runs = cause_runs(outcome.causes["added"] + outcome.causes["removed"]) if outcome.causes else []
         if runs:
             output["causes"] = runs  # stored with the output: a replay re-publishes them
@@ -475,25 +469,37 @@ class BatchProcessor:
         outcome.shared_deletes += len(delete) - len(own)
         return own
 
-    def _by_cause(self, point, rows: list, decoded: list, outcome: BatchOutcome) -> tuple[list, list]:
-        """The point's added and removed facts, each cause's together (the deltas name a cause once per run).
+    def _delta(self, decoded: Decoded, outcome: BatchOutcome, clock: Clock) -> tuple[list, list]:
+        """The batch's added and removed facts encoded, each cause's together (the deltas name a cause once per run).
 
-        Sets `outcome.causes` (parallel to the facts returned).
+        Sets `outcome.causes` (parallel to the facts returned): the update that
+        changed each fact, its id or partition:offset (None: several). From the
+        engine's rows of term ids when it gives them (`Reasoner.poll_rows`, a JSON
+        format): the same lists as from its Python facts, without a tuple per fact.
+        A key's first batch: its whole materialisation, no causes.
         """
-        causes = self._causes(point, rows, decoded)
-        added, causes["added"] = grouped(point.added, causes["added"])
-        removed, causes["removed"] = grouped(point.removed, causes["removed"])
-        outcome.causes = causes
-        return added, removed
-
-    def _causes(self, point, rows: list, decoded: list) -> dict[str, list]:
-        """The update that changed each fact of a consistency point: its id or partition:offset (None: several)."""
+        reasoner, codec = self.reasoner, self.codec
+        point = reasoner.poll_rows() if self.rows_out and codec.triples is None else None
+        if point is None:
+            point = reasoner.poll()
+        clock.lap("poll")
+        if self.fresh is not None:
+            if self.rows_out:
+                return codec.encode_all(reasoner), []
+            return [codec.encode(f) for f in reasoner.facts()], []
 
         def name(seq: int):
             i = self._fed.get(seq)
             return None if i is None else decoded.ids[i]
 
-        return {"added": [name(s) for s in point.added_by], "removed": [name(s) for s in point.removed_by]}
+        if isinstance(point, PointRows):
+            added, added_by, removed, removed_by = codec.encode_point(point, name)
+        else:
+            added, added_by = grouped(point.added, [name(s) for s in point.added_by])
+            removed, removed_by = grouped(point.removed, [name(s) for s in point.removed_by])
+            added, removed = [codec.encode(f) for f in added], [codec.encode(f) for f in removed]
+        outcome.causes = {"added": added_by, "removed": removed_by}
+        return added, removed
 
     # ------------------------------------------------------------ output
     def _publish(self, batch: int, output: dict) -> dict[str, int]:

@@ -52,10 +52,10 @@ import numpy as np
 from fluxmat.engine.analysis import Analysis
 from fluxmat.engine.compact.fed_columns import submit_columns
 from fluxmat.engine.compact.maintainer import CompactMaintainer, unsupported
-from fluxmat.engine.compact.net import Net, Ops
+from fluxmat.engine.compact.net import Net, Ops, find_rows, unique_rows
 from fluxmat.engine.compact.net import net as compute_net
 from fluxmat.engine.errors import AlgorithmError
-from fluxmat.engine.fd.records import ConsistencyPoint, FDStats
+from fluxmat.engine.fd.records import ConsistencyPoint, FDStats, PointRows
 from fluxmat.engine.limits import LimitExceeded
 from fluxmat.engine.maintainer import Changes, Report, Update
 
@@ -64,9 +64,18 @@ from fluxmat.engine.maintainer import Changes, Report, Update
 class Journal:
     """What changed since the last export (engine.compact.state): explicit keys, and the core's epoch then."""
 
-    explicit: set = field(default_factory=set)  # (pred, fact) whose E membership changed
+    explicit: dict = field(default_factory=dict)  # pred -> [(k, arity) keys: E membership changed]
     epoch: int = 0  # rows stamped or flipped after this epoch changed
     full: bool = True  # export everything (after a load)
+
+    def note(self, net: Net) -> None:
+        """Remember the facts a run toggled (their E membership may have changed)."""
+        for pred, t in net.toggled.items():
+            self.explicit.setdefault(pred, []).append(t.keys)
+
+    def keys(self, pred: str) -> np.ndarray:
+        """`pred`'s keys noted since the last export, each once (rows in lexicographic order)."""
+        return np.ascontiguousarray(unique_rows(np.concatenate(self.explicit[pred]))[0])
 
 
 class _Changes:
@@ -80,13 +89,20 @@ class _Changes:
     def __init__(self):
         self.parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
         self.runs: list[Net] = []
-        self.several: set[tuple] = set()
+        self.several: dict[str, list[np.ndarray]] = {}  # pred -> [(k, arity) keys]
 
     def unseen(self, net: Net) -> None:
         """Remember what of a run may have changed facts twice (none when one update changed E)."""
         if len(net.updates) > 1:
             self.runs.append(net)
-            self.several.update(net.several())
+            for pred, keys in net.several():
+                self.several.setdefault(pred, []).append(keys)
+
+    def toggled_twice(self, pred: str, facts: np.ndarray) -> np.ndarray:
+        """Per row of `facts`: whether several updates of one run toggled it."""
+        if pred not in self.several:
+            return np.zeros(len(facts), np.bool_)
+        return find_rows(unique_rows(np.concatenate(self.several[pred]))[0], facts) >= 0
 
     def note(self, pred: str, rows: np.ndarray, alive: np.ndarray, causes: np.ndarray) -> None:
         self.parts.setdefault(pred, []).append((rows, alive[rows] == 0, causes))
@@ -198,7 +214,7 @@ class FedMaintainer(Inbox, CompactMaintainer):
         if not net.add and not net.delete and self.core.change is None:  # a program change runs
             return len(entries)
         flipped = self._flipped = self._apply(net)
-        self.journal.explicit.update(net.keys())
+        self.journal.note(net)
         for pred, rows in flipped.items():
             if len(rows) and pred not in self.analysis.internal:
                 self.changes.note(
@@ -274,19 +290,23 @@ class FedMaintainer(Inbox, CompactMaintainer):
 
     def poll(self) -> ConsistencyPoint | None:
         """The net change since the previous poll (None while updates wait for their run)."""
+        rows = self.poll_rows()
+        return None if rows is None else rows.point()
+
+    def poll_rows(self) -> PointRows | None:
+        """`poll` as rows of term ids per predicate (engine.fd.records.PointRows), no tuple per fact."""
         if self.inbox:
             return None
-        added, removed, added_by, removed_by = [], [], [], []
+        parts = []
+        display = self.analysis.display
         for pred in self.changes.parts:
             rows, now, causes = self.changes.take(pred, self.core.rels[pred].alive)
             cols = self.core.rels[pred].cols
             self._unseen_causes(pred, cols, rows, causes)
-            added.extend(self._decoded(pred, cols[rows[now]]))
-            removed.extend(self._decoded(pred, cols[rows[~now]]))
-            added_by.extend(causes[now].tolist())
-            removed_by.extend(causes[~now].tolist())
+            added, removed = cols[rows[now]], cols[rows[~now]]
+            parts.append((display.get(pred, pred), added, causes[now], removed, causes[~now]))
         self.changes = _Changes()
-        return ConsistencyPoint(self.last_seq, self.last_id, added, removed, added_by, removed_by)
+        return PointRows(self.last_seq, self.last_id, self.dictionary.values, parts)
 
     def _unseen_causes(
         self, pred: str, cols: np.ndarray, rows: np.ndarray, causes: np.ndarray
@@ -294,9 +314,7 @@ class FedMaintainer(Inbox, CompactMaintainer):
         """0 for the facts that may also have changed unseen in a run (`_Changes`): several updates."""
         ch = self.changes
         if pred not in self.heads:
-            if ch.several:
-                gone = [(pred, f) in ch.several for f in map(tuple, cols[rows].tolist())]
-                causes[np.array(gone, np.bool_)] = 0
+            causes[ch.toggled_twice(pred, cols[rows])] = 0
         elif ch.runs:
             cone = self._cone(pred)
             if any(net.reach(cone) < 0 for net in ch.runs):

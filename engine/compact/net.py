@@ -74,17 +74,12 @@ class Net:
         found = {self.by_pred[p] for p in cone if p in self.by_pred}
         return -1 if len(found) > 1 else (found.pop() if found else 0)
 
-    def keys(self) -> Iterator[tuple]:
-        """Every toggled fact as `(pred, fact)` (the state's journal of explicit changes)."""
+    def several(self) -> Iterator[tuple[str, np.ndarray]]:
+        """Per predicate, the facts several updates of the run toggled: `(pred, keys)`, none empty."""
         for pred, t in self.toggled.items():
-            for f in map(tuple, t.keys.tolist()):
-                yield pred, f
-
-    def several(self) -> Iterator[tuple]:
-        """The facts several updates of the run toggled, as `(pred, fact)`."""
-        for pred, t in self.toggled.items():
-            for f in map(tuple, t.keys[t.count > 1].tolist()):
-                yield pred, f
+            keys = t.keys[t.count > 1]
+            if len(keys):
+                yield pred, keys
 
     def toggles_of(self, pred: str, facts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per row of `facts`: the first update that toggled it and how many did (0, 0: none)."""

@@ -119,7 +119,7 @@ def export_changes(m: FedMaintainer) -> StateChanges:
         values = np.where(rel.alive[rows] != 0, rel.cnt[rows].astype(np.int64) + 1, 0)
         _put(cols.facts, m, terms, pred, rel.cols[rows], values)
     if not j.full:
-        _explicit_changes(m, terms, j.explicit, cols.explicit)
+        _explicit_changes(m, terms, j, cols.explicit)
     cols.preds = dict(terms.preds)
     cols.terms, terms.new = {int(t): text for t, text in terms.new.items()}, {}
     cols.next_term = terms.next
@@ -136,14 +136,11 @@ def _put(
         into[pred] = (terms.ids(m, keys), values)
 
 
-def _explicit_changes(m: FedMaintainer, terms: Terms, keys: Iterable[tuple], into: dict) -> None:
+def _explicit_changes(m: FedMaintainer, terms: Terms, j: Journal, into: dict) -> None:
     """Each changed explicit key's term ids with whether it is explicit now (1) or not (0)."""
-    by_pred: dict[str, list] = {}
-    for pred, f in keys:
-        by_pred.setdefault(pred, []).append(f)
-    for pred, facts in by_pred.items():
+    for pred in j.explicit:
         rel = m.core.rels[pred]
-        cols = np.array(facts, np.int64).reshape(len(facts), rel.arity)
+        cols = j.keys(pred)
         rows = rel.lookup(cols)
         now = (rows >= 0) & (rel.expl[np.maximum(rows, 0)] != 0)
         _put(into, m, terms, pred, cols, now.astype(np.int64))

@@ -3,7 +3,7 @@
 Records only (engine.fd.core does the work): a `Wave` of deletions with one root
 cause, the `Journal` of changes since the state was last exported
 (engine.fd.snapshot), the cumulative `FDStats`, and the `ConsistencyPoint`s a
-quiescent engine reports. A pending `add` item is justified by a rule instance
+quiescent engine reports (`PointRows`: the arrays core's, as rows of term ids). A pending `add` item is justified by a rule instance
 (`Inst`), by nothing (explicit), or by an upkeep module (`MODULE`).
 """
 
@@ -80,6 +80,35 @@ class ConsistencyPoint:
     # the deletion wave that took its support away; 0 when the work of several updates changed it
     added_by: list[int] = field(default_factory=list)
     removed_by: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PointRows:
+    """A consistency point's delta as rows of term ids (the arrays core): no Python tuple per fact.
+
+    `values[i]` is term i's constant. `parts`, per predicate (named as facts name
+    it): `(pred, added, added_by, removed, removed_by)`, the rows int64 arrays of
+    shape (facts, arity) and the causes int64 arrays of update seqs (0: several),
+    as `ConsistencyPoint` has them. The point's `added` facts are the parts' added
+    rows one predicate after the other, in this order; its `removed` likewise
+    (`point()` gives that `ConsistencyPoint`).
+    """
+
+    seq: int
+    through: object
+    values: list
+    parts: list[tuple]  # (str, ndarray, ndarray, ndarray, ndarray)
+
+    def point(self) -> ConsistencyPoint:
+        """The same delta as Python facts."""
+        added, removed, added_by, removed_by = [], [], [], []
+        values = self.values
+        for pred, plus, plus_by, minus, minus_by in self.parts:
+            sides = ((plus, plus_by, added, added_by), (minus, minus_by, removed, removed_by))
+            for rows, by, facts, causes in sides:
+                facts.extend((pred, *(values[i] for i in row)) for row in rows.tolist())
+                causes.extend(by.tolist())
+        return ConsistencyPoint(self.seq, self.through, added, removed, added_by, removed_by)
 
 
 class NotQuiescent(FluxmatError):

@@ -1,6 +1,7 @@
 """The per-batch processor alone (issue 16): fact operations per second and where a batch's time goes.
 
-    python -m tests.benchmarks.batch_processor [--batches 3] [--updates 500] [--algorithm fd-counting]
+    python -m tests.benchmarks.batch_processor [--batches 3] [--updates 500] [--update-size 1]
+                                               [--algorithm fd-counting]
                                                [--core objects|arrays]
                                                [--redis] [--universities N]
 
@@ -9,7 +10,7 @@ state store (with `--redis`: a RedisStateStore on a local redis-server with AOF,
 `appendfsync always`, as tests/support/servers.py starts it) and a publisher that keeps
 nothing, on the issue's workload: the
 corpus program `programs/lubm.dlog` over `lubm_gen.generate(1, 2)` (minus held-out
-facts), updates of 1 add + 1 delete made by the pipeline benchmark's
+facts), updates of 1 add + 1 delete (`--update-size K`: K + K) made by the pipeline benchmark's
 `UpdateMaker` and sent as JSON messages. Prints, per batch, fact operations per
 second and the phases of `BatchOutcome.phases` (decode, engine, export, commit,
 publish), then the totals; every batch's delta is checked by folding all deltas
@@ -69,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", type=int, default=3)
     ap.add_argument("--updates", type=int, default=500, help="updates (1 add + 1 delete) per batch")
+    ap.add_argument("--update-size", type=int, default=1,
+                    help="additions and deletions per update (batches that change many facts, e.g. 1000)")
     ap.add_argument("--algorithm", default="fd-counting")
     ap.add_argument("--core", default="objects", choices=["objects", "arrays"], help="the engine's core")
     ap.add_argument("--redis", action="store_true", help="commit to a local redis-server (AOF, fsync always)")
@@ -98,7 +101,7 @@ def run(args, store) -> int:
         data, label = generate(args.universities, prefixes=reasoner.prefixes), f"generate({args.universities})"
     else:
         data, label = generate(1, 2, prefixes=reasoner.prefixes), "generate(1, 2)"
-    maker = UpdateMaker(data, HELD_OUT)
+    maker = UpdateMaker(data, max(HELD_OUT, args.update_size))
     pub = _Collect()
     proc = BatchProcessor(reasoner, store, pub)
     times: dict[str, list[float]] = {}
@@ -117,7 +120,7 @@ def run(args, store) -> int:
     seconds = cpu_seconds = 0.0
     offset = 0
     for b in range(args.batches):
-        rows = update_rows(maker, args.updates, offset)
+        rows = update_rows(maker, args.updates, offset, args.update_size)
         offset += args.updates
         cpu = time.process_time()
         outcome = proc.process(b, rows)
@@ -129,7 +132,8 @@ def run(args, store) -> int:
         for k, v in outcome.phases.items():
             totals[k] = totals.get(k, 0.0) + v
         shares = ", ".join(f"{k} {v:.3f}" for k, v in outcome.phases.items())
-        print(f"batch {b}: {outcome.updates} updates, {n} fact ops in {outcome.seconds:.3f} s "
+        print(f"batch {b}: {outcome.updates} updates, {n} fact ops (delta +{outcome.added} -{outcome.removed}) "
+              f"in {outcome.seconds:.3f} s "
               f"= {n / outcome.seconds:,.0f} fact ops/s; CPU {cpu:.3f} s = {n / cpu:,.0f} fact ops/s "
               f"(CPU s: {shares})")  # fmt: skip
     share = ", ".join(f"{k} {100 * v / max(cpu_seconds, 1e-9):.0f}%" for k, v in totals.items())
@@ -165,11 +169,11 @@ def _check(program: Path, maker, pub: _Collect, reasoner: Reasoner) -> bool:
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 
 
-def update_rows(maker, n: int, offset: int) -> list[tuple]:
-    """`n` update messages of 1 addition + 1 deletion as the Kafka source's rows, from `offset` on."""
+def update_rows(maker, n: int, offset: int, size: int = 1) -> list[tuple]:
+    """`n` update messages of `size` additions + `size` deletions as the Kafka source's rows, from `offset` on."""
     rows = []
     for i in range(n):
-        add, dele = maker.make(1, 1)
+        add, dele = maker.make(size, size)
         msg = json.dumps({"add": [list(f) for f in add], "del": [list(f) for f in dele]})
         rows.append((0, offset + i, None, msg, None, True, len(msg)))
     return rows

@@ -51,8 +51,9 @@ def test_the_columns_net_is_the_one_by_one_net(updates, before):
     assert set(map(tuple, got.delete.get("r", np.empty((0, 2))).tolist())) == dels
     assert [got.noop_adds, got.noop_deletes] == noop
     assert {f: (seqs[0], len(seqs)) for f, seqs in toggles.items()} == {
-        f: tuple(int(x[0]) for x in got.toggles_of("r", np.array([f]))) for (_, f) in got.keys()
-    }
+        f: tuple(int(x[0]) for x in got.toggles_of("r", np.array([f])))
+        for t in got.toggled.values() for f in map(tuple, t.keys.tolist())
+    }  # fmt: skip
     assert set(got.updates.tolist()) == {s for seqs in toggles.values() for s in seqs}
 
 

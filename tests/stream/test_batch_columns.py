@@ -24,23 +24,11 @@ from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.stream.batch import BatchProcessor
 from fluxmat.stream.micro import messages
 from tests.support.profile import examples
+from tests.support.shared import TextRecorder
 
 PROGRAM = "p(X, Y) :- e(X, Y).\np(X, Z) :- p(X, Y), e(Y, Z).\nq(X) :- n(X), not p(X, X).\n"
 CONSTS = ["a", "b", "c", 1, 2, "<http://x.org/d>"]
 MAX_BYTES = 400
-
-
-class Recorder:
-    """A publisher that keeps every message as JSON text."""
-
-    def __init__(self):
-        self.sent: list[str] = []
-
-    def publish_delta(self, batch, through, added, removed, **kw):
-        self.sent.append(json.dumps(["delta", batch, through, added, removed, kw]))
-
-    def publish_dead_letter(self, reason, partition, offset, raw, truncated=False):
-        self.sent.append(json.dumps(["dead", reason, partition, offset, raw, truncated]))
 
 
 const = st.sampled_from(CONSTS)
@@ -69,7 +57,7 @@ def _rows(values: list[str], start: int) -> list[Message]:
 def _run(core: str, batches: list[list[str]], bulk: bool, program: str = PROGRAM,
          initial=(("e", "a", "b"),)) -> tuple[list[str], set, BatchProcessor]:  # fmt: skip
     reasoner = Reasoner.from_text(program, options=EngineOptions("fd-counting", core=core))
-    pub = Recorder()
+    pub = TextRecorder()
     proc = BatchProcessor(reasoner, MemoryStateStore(), pub, max_message_bytes=MAX_BYTES, bulk=bulk)
     proc.start(list(initial))
     start = 0

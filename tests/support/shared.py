@@ -9,6 +9,7 @@ whole corpus from the directory named by FLUXMAT_CORPUS when it is set.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -94,6 +95,22 @@ class DeadLetters(NullPublisher):
 
     def publish_dead_letter(self, reason, partition, offset, raw, truncated=False):
         self.dead.append((reason, offset))
+
+
+class TextRecorder:
+    """A publisher that keeps every delta and dead letter as the JSON text of its arguments, in `sent`.
+
+    What a sink is given decides what it sends: equal texts, equal messages.
+    """
+
+    def __init__(self):
+        self.sent: list[str] = []
+
+    def publish_delta(self, batch, through, added, removed, **kw):
+        self.sent.append(json.dumps(["delta", batch, through, added, removed, kw]))
+
+    def publish_dead_letter(self, reason, partition, offset, raw, truncated=False):
+        self.sent.append(json.dumps(["dead", reason, partition, offset, raw, truncated]))
 
 
 def scratch_copy(tmp_path: Path, packages, edited: str, extra: str) -> Path:
