@@ -20,7 +20,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from fluxmat.engine.compact import cache  # noqa: F401  (a writable cache folder before compiling)
+from fluxmat.engine.compact import (
+    cache,  # noqa: F401  (a writable cache folder before compiling)
+    link_only,  # noqa: F401  (inner functions compiled once)
+)
 
 MULT = np.uint64(0x9E3779B97F4A7C15)
 

@@ -25,7 +25,10 @@ from pathlib import Path
 
 from numba.core import caching
 
-from fluxmat.engine.compact import cache  # noqa: F401  (a writable cache folder first)
+from fluxmat.engine.compact import (
+    cache,  # noqa: F401  (a writable cache folder first)
+    link_only,  # noqa: F401  (inner functions compiled once)
+)
 
 HERE = Path(__file__).resolve().parent
 # the interpreter's files: their cached functions carry the stamp of all of SOURCES

@@ -62,11 +62,10 @@ FROWS, EREL, EROW, ESIGN, TREL, TROW, HB, HW, DREL, DROW, IREL, IROW, AUX, WORK 
     np.int64, range(14)
 )
 NBUF = 14
-FAST = {
-    "cache": True,
-    "no_cpython_wrapper": True,
-    "no_cfunc_wrapper": True,
-}  # called from numba only
+# called from numba only. Not cached: no entry point, so compiled only inside the entry point
+# `cascade` (engine.compact.link_only), whose cache entry holds their machine code; a cache write
+# would compile each of them on its own again.
+FAST = {"cache": False, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
 # ---------------------------------------------------------------- the arrays of relation i
