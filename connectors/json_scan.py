@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from fluxmat.engine.compact import cache  # noqa: F401  (a writable cache folder before compiling)
+from fluxmat.engine import choose_cache_dir  # noqa: F401  (importing it chose a writable cache folder)
 
 MAX_DIGITS = 18  # an integer of more digits is left to the one-by-one reader (int64 and beyond)
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)

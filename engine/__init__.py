@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from fluxmat.engine.algorithms import ALGORITHMS, FULLY_DYNAMIC, Maintainer, Report, create
 from fluxmat.engine.analysis import Analysis, analyse
+from fluxmat.engine.compact.cache import (
+    choose_cache_dir,  # sets a writable numba cache folder (no numba import)
+)
 from fluxmat.engine.datatypes import VALUE_SPACES
 from fluxmat.engine.equality import SAME_AS
 from fluxmat.engine.errors import (
@@ -48,6 +51,6 @@ __all__ = [
     "EngineOptions", "FactColumns",
     "FactLimitExceeded", "Fed", "FeedResult", "FluxmatError", "InputMemoryError", "Iri", "JsonFacts", "LimitExceeded", "Limits",
     "Maintainer", "ParseError", "PointRows", "Program", "Reasoner", "Report", "StateChanges", "StateDamaged", "StateMismatch",
-    "StateColumns", "StateSnapshot", "UpdateColumns", "UpdateError", "VALUE_SPACES", "WorkLimitExceeded", "analyse", "atom_to_fact", "create",
+    "StateColumns", "StateSnapshot", "UpdateColumns", "UpdateError", "VALUE_SPACES", "WorkLimitExceeded", "analyse", "atom_to_fact", "choose_cache_dir", "create",
     "fact_from_json", "parse_facts", "parse_program", "paused_gc", "read_source",
 ]  # fmt: skip
