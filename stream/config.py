@@ -312,6 +312,9 @@ class JobConfig:
         DEFAULT_EVERY_BATCHES, "also write the local snapshot every N committed batches (0: by time only)",
         COUNT, at_least(0, " (0: by time only)"))
     updates_partitions: int = 1  # partitions of a topic the job creates (not a setting)
+    # whether the core was chosen (a flag, a variable, a --config key, or code); False: a stored
+    # state goes on with the core that kept it (stream.loading.settle_core; not a setting)
+    core_given: bool = True
 
     def __post_init__(self):
         check_values(self.settings())
