@@ -190,7 +190,9 @@ def cmd_demo(ns: argparse.Namespace) -> None:
     from fluxmat.connectors.programs import build_reasoner
     from fluxmat.engine import EngineOptions
 
-    reference = build_reasoner(str(program) if program else None, ontology, EngineOptions(algorithm="remat"))
+    # the reference core (objects) evaluates from scratch: a check independent of the job's arrays core
+    reference = build_reasoner(str(program) if program else None, ontology,
+                               EngineOptions(algorithm="remat", core="objects"))
     explicit = _replay_explicit(reference, facts, lines)
     reference.load(explicit)
     codec = DeltaCodec(reference.program.prefixes, example["delta_format"])  # as the job encodes them

@@ -107,7 +107,7 @@ def load(flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | No
     """The checked JobConfig of these sources (see `gather`); a refused value: FluxmatError naming its source."""
     g = gather(flags, environ, path, fixed)
     try:
-        return JobConfig(**g.values)
+        return JobConfig(**g.values, core_given=g.origins["core"].kind != "default")
     except SettingError as exc:
         raise g.error(exc) from None
 

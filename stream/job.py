@@ -41,7 +41,7 @@ from fluxmat.stream.batch import BatchOutcome
 from fluxmat.stream.collect import DriverCollect
 from fluxmat.stream.config import JobConfig
 from fluxmat.stream.inflight import InFlight
-from fluxmat.stream.loading import load_reasoner, shared_facts
+from fluxmat.stream.loading import load_reasoner, settle_core, shared_facts
 from fluxmat.stream.micro import MicroBatches, open_keyed, open_whole_stream
 from fluxmat.stream.observe import Operations, sample_lag
 from fluxmat.stream.snapshots import Snapshots, default_dir
@@ -182,6 +182,9 @@ class Job:
         facts = shared_facts(cfg, reasoner)
         store, publisher = self._connect()
         rebase = self._check_checkpoint(store)
+        cfg = self.cfg = settle_core(cfg, store.state_meta(), self.log)
+        if cfg.core != reasoner.core:  # the stored state's core (the program was checked above)
+            reasoner = load_reasoner(cfg, log=lambda msg: None)
         fsync = store.set_fsync(cfg.redis_fsync)  # after the checks: a refused job changes nothing
         if fsync is not None:
             self.log(fsync)

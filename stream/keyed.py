@@ -209,13 +209,21 @@ class KeyedDriver:
             dead = stored.get("dead", [])
         else:
             dead, changed = self.keyless(nokey, mode)
-            output = {"through": None, "added": [], "removed": [], "dead": dead}
             self.on_phase("commit")
-            self.store.commit(batch, StateChanges(meta=changed or {}), output)
-            self.program = changed or self.program
+            self.commit(batch, dead, changed)
             self.on_phase("publish")
             self._publish_dead(dead)
         return KeyedBatch(self._outcome(batch, keys, dead, time.perf_counter() - start), keys, tasks)
+
+    def commit(self, batch: int, dead: list, changed: dict | None) -> None:
+        """Commit the batch id, its key-less dead letters, the program in force and the keys' core.
+
+        The core is recorded so that a restart without `--core` goes on with
+        it (stream.loading.settle_core reads the namespace's state).
+        """
+        output = {"through": None, "added": [], "removed": [], "dead": dead}
+        self.store.commit(batch, StateChanges(meta={**(changed or {}), "core": self.cfg.core}), output)
+        self.program = changed or self.program
 
     def namespace_program(self) -> dict | None:
         """The program in force for every key (None: the configured one), read from the store once."""

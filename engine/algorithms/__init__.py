@@ -38,6 +38,12 @@ FULLY_DYNAMIC = ("fd-dred", "fd-counting")  # whose updates can overlap (engine.
 EQUALITY_ALGORITHMS = ("remat", "dred", "dredc", "bf")  # those that accept equality="rewrite"
 
 
+def check_equality(equality: str) -> None:
+    """`AlgorithmError` unless `equality` is a known equality mode (either core)."""
+    if equality not in MODES:
+        raise AlgorithmError(f"unknown equality mode '{equality}'; choose one of: {', '.join(MODES)}")
+
+
 def create(
     name: str,
     analysis: Analysis,
@@ -59,10 +65,7 @@ def create(
     `dredc` stop overdeletion at well-founded derivations (engine.algorithms.dredc);
     other algorithms ignore it.
     """
-    if equality not in MODES:
-        raise AlgorithmError(
-            f"unknown equality mode '{equality}'; choose one of: {', '.join(MODES)}"
-        )
+    check_equality(equality)
     cls = ALGORITHMS.get(name)
     if cls is None:
         raise AlgorithmError(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from fluxmat.engine import Reasoner
+from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.engine.equality import SAME_AS, expand
 from tests.support.equality import OWL, PAPER, oracle
 from tests.support.gen import examples
@@ -33,7 +33,7 @@ CONSTS = tuple(f"c{i}" for i in range(6))
 
 
 def bfeq(text: str) -> Reasoner:
-    return Reasoner.from_text(text, "bf", equality="rewrite")
+    return Reasoner.from_text(text, "bf", equality="rewrite", options=EngineOptions(core="objects"))  # B/F~
 
 
 def state(m) -> tuple:

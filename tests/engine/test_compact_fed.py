@@ -39,7 +39,7 @@ def _valid(text: str) -> bool:
 
 
 def _scratch(text: str, explicit) -> set[tuple]:
-    r = Reasoner.from_text(text, options=EngineOptions("remat", modules=False))
+    r = Reasoner.from_text(text, options=EngineOptions("remat", modules=False, core="objects"))
     r.load(sorted(explicit, key=repr))
     return r.facts()
 
@@ -180,13 +180,16 @@ def test_rejected_updates_stop_only_themselves_as_with_objects():
         assert ("path", "a", "b") in r.facts()
 
 
+OBJECTS = EngineOptions(core="objects")  # the other core of these refusals
+
+
 def test_state_is_refused_by_the_other_core_naming_both():
-    a, o = arrays(TC), Reasoner.from_text(TC, "fd-counting")
+    a, o = arrays(TC), Reasoner.from_text(TC, "fd-counting", options=OBJECTS)
     a.load([("edge", "a", "b")]), o.load([("edge", "a", "b")])
     sa, so = MemoryStateStore(), MemoryStateStore()
     sa.commit(0, a.export_changes(), {}), so.commit(0, o.export_changes(), {})
     with pytest.raises(StateMismatch, match="kept by core=arrays .*runs core=objects"):
-        Reasoner.from_text(TC, "fd-counting").restore(sa.load())
+        Reasoner.from_text(TC, "fd-counting", options=OBJECTS).restore(sa.load())
     with pytest.raises(StateMismatch, match="kept by core=objects .*runs core=arrays"):
         arrays(TC).restore(so.load())
     with pytest.raises(StateMismatch, match="another program"):

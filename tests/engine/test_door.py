@@ -68,7 +68,8 @@ def test_options_are_one_checked_value():
         EngineOptions(schedule="random")
     with pytest.raises(FluxmatError, match="at least 0"):
         EngineOptions(budget=-1)
-    r = Reasoner.from_text("p(X) :- q(X).", options=EngineOptions(algorithm="fd-dred", seed=7))
+    # the objects core: its fully dynamic engine is the one whose updates interleave (maintainer.interleaved)
+    r = Reasoner.from_text("p(X) :- q(X).", options=EngineOptions(algorithm="fd-dred", seed=7, core="objects"))
     assert r.name == "fd-dred" and r.options.seed == 7
     assert Reasoner.from_text("p(X) :- q(X).", "remat", options=r.options).name == "remat"
     r.reconfigure(schedule="interleaved", budget=3)

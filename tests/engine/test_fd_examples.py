@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from fluxmat.engine import Reasoner
+from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.engine.storage import Relation
 
 FD = ("fd-dred", "fd-counting")
@@ -52,13 +52,14 @@ def fs(preds: str) -> set[tuple]:
 
 
 def remat(program: str, explicit) -> set[tuple]:
-    r = Reasoner.from_text(program, "remat")
+    r = Reasoner.from_text(program, "remat", options=EngineOptions(core="objects"))  # the reference core
     r.load(sorted(explicit))
     return r.facts()
 
 
 def fresh(program: str, algorithm: str, initial):
-    m = Reasoner.from_text(program, algorithm).maintainer
+    # the objects core: the paper's schedules are its interleavings (the arrays core integrates runs)
+    m = Reasoner.from_text(program, algorithm, options=EngineOptions(core="objects")).maintainer
     m.load(sorted(initial))
     return m
 

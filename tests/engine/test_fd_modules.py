@@ -13,7 +13,7 @@ import random
 import pytest
 
 from fluxmat.connectors.state import MemoryStateStore
-from fluxmat.engine import Reasoner
+from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.engine.fd.snapshot import export_changes, fingerprint, restore
 from fluxmat.engine.modules.reach import Reachability
 
@@ -32,7 +32,8 @@ LTC = (  # r0 = e, paths along g and e; cycles; negation above
 
 
 def engine(alg: str, program: str = STC, modules: bool = True):
-    return Reasoner.from_text(program, alg, modules=modules).maintainer
+    # the objects core: these tests read its fully dynamic engine's modules, log and snapshots
+    return Reasoner.from_text(program, alg, modules=modules, options=EngineOptions(core="objects")).maintainer
 
 
 def remat(program: str, explicit) -> set[tuple]:
