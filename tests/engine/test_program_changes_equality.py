@@ -222,3 +222,18 @@ def test_refused_changes_change_nothing():
         with pytest.raises(error, match=message):
             r.change_program(**kwargs)
         assert (r.facts(), r.program_text(), r.program_version) == before
+
+
+def test_rules_to_add_and_delete_are_read_with_the_programs_prefixes():
+    """`owl:sameAs` in a change without its own @prefix is the program's owl:sameAs, not a new predicate."""
+    r = rewrite(OWL + RULES, "dredc")
+    r.load(E)
+    same = "owl:sameAs(X, Y) :- q(X), f(Y)."
+    r.change_program(add=same)
+    assert r.maintainer.representative("d") == "a"
+    assert r.facts() == from_scratch(OWL + RULES + same + "\n", set(E))
+    r.change_program(delete=same)  # found in the program in force: the same rule once the prefix is read
+    assert r.maintainer.representative("d") == "d" and r.facts() == from_scratch(OWL + RULES, set(E))
+    r.change_program(add="@prefix owl: <http://example.org/other#> .\n" + same)  # its own declaration wins
+    assert r.maintainer.representative("d") == "d"
+    assert any(f[0] == "http://example.org/other#sameAs" for f in r.facts())
