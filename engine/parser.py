@@ -419,9 +419,13 @@ class _Parser:
         return head
 
 
-def parse_program(text: str, source: str = "<input>") -> Program:
-    """Parse a program: prefix declarations, rules and ground facts, in any order."""
-    p = _Parser(text, source)
+def parse_program(text: str, source: str = "<input>", prefixes: dict[str, str] | None = None) -> Program:
+    """Parse a program: prefix declarations, rules and ground facts, in any order.
+
+    `prefixes` are declared before the text (a program change's text gets the program's);
+    the program's own `prefixes` are those the text declares.
+    """
+    p = _Parser(text, source, prefixes)
     rules: list[Rule] = []
     facts: list[Atom] = []
     for head, body, arg_toks in p.clauses(allow_rules=True):

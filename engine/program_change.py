@@ -2,7 +2,9 @@
 
 A change is given as rules (and facts) to add and to delete, or as a whole
 new program; `changed_program` builds the new program (a deleted rule must be
-in the program in force: rules are compared by their text). `analyse_change`
+in the program in force: rules are compared by their text; the rules to add and
+delete are read with the program's `@prefix` declarations, a whole new program
+with its own only). `analyse_change`
 analyses it (parse, safety and stratification errors carry file, line and
 column) keeping the names of the auxiliary relations the analysis invents
 (`__negK`, engine.analysis.project_negation_locals) for the same negations,
@@ -51,7 +53,8 @@ def changed_program(
                 "a program change is a whole program or rules to add and delete, not both"
             )
         return parse_program(whole, source)
-    plus, minus = parse_program(add, "<add>"), parse_program(delete, "<del>")
+    inherited = dict(old.prefixes)  # `add` and `delete` are read with the program's @prefix
+    plus, minus = parse_program(add, "<add>", inherited), parse_program(delete, "<del>", inherited)
     rules, facts = list(old.rules), list(old.facts)
     texts = [str(r) for r in rules]
     for r in minus.rules:

@@ -304,8 +304,13 @@ class Reasoner:
 
     @staticmethod
     def counts_since(now: dict[str, int], before: dict[str, int]) -> dict[str, int]:
-        """`work_counts` growth between two readings (the one place they are diffed)."""
-        return {k: n - before.get(k, 0) for k, n in now.items()}
+        """`work_counts` growth between two readings (the one place they are diffed).
+
+        Never negative: a program change takes the counts of the rules it removes with it (and
+        with equality a rebuild renumbers the internal rules), so a counter may read lower than
+        before; what it lost is not work undone, and its growth is then counted as 0.
+        """
+        return {k: max(n - before.get(k, 0), 0) for k, n in now.items()}
 
     def rule_work(self) -> dict[str, tuple[int, int]]:
         """Work per rule, by `rule_label`: (rule applications so far, derivation-log entries now).
@@ -331,13 +336,15 @@ class Reasoner:
     def rules_since(now: dict[str, tuple[int, int]], before: dict[str, tuple[int, int]]) -> dict[str, tuple]:
         """`rule_work` between two readings: label -> (applications, log growth, log entries now).
 
-        Only the rules whose numbers changed.
+        Only the rules whose numbers changed. Applications never go negative (`counts_since`);
+        the log's growth may (deletions shrink it).
         """
         out = {}
         for label, (applied, logged) in now.items():
             a, n = before.get(label, (0, 0))
-            if applied != a or logged != n:
-                out[label] = (applied - a, logged - n, logged)
+            grown = max(applied - a, 0)
+            if grown or logged != n:
+                out[label] = (grown, logged - n, logged)
         return out
 
     def work_mark(self) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:

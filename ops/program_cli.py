@@ -7,6 +7,11 @@ the new program whose rules changed. With `--facts` it also applies the
 change to the materialisation of OLD.dl over those facts on the arrays core
 and prints the facts the change adds and removes.
 
+With `--equality rewrite` (the job's `--equality`) the change is validated
+and applied as a job with equality does (engine.compact.eq_program): what
+rewrite mode refuses (negation, built-ins, a predicate with two arities) is
+refused here, before anything is sent.
+
 `apply` validates NEW.dl -- parse, safety, stratification, and, with
 `--program` (and `--facts`), the change against that program and state, as
 `check` does -- then sends one control message `{"program": {"whole": TEXT}}`
@@ -29,6 +34,7 @@ import time
 from fluxmat.connectors.files import read_facts
 from fluxmat.connectors.programs import build_reasoner, load_program
 from fluxmat.engine import EngineOptions, FluxmatError, Reasoner
+from fluxmat.engine.equality import MODES as EQUALITY
 from fluxmat.engine.lexer import read_source
 
 
@@ -57,6 +63,14 @@ def add_parsers(sub) -> None:
         metavar="FILE",
         help="explicit facts of the state (program syntax, JSON Lines, RDF; repeatable): "
         "the change is applied to their materialisation to check it",
+    )
+    p.add_argument(
+        "--equality",
+        default=os.environ.get("FLUXMAT_EQUALITY", "off"),
+        choices=list(EQUALITY),
+        help="the job's --equality: with rewrite, the change is validated as rewrite mode requires "
+        "(positive rules without built-ins, one arity per predicate) and applied with equality "
+        "(env FLUXMAT_EQUALITY; default: %(default)s)",
     )
     p.add_argument(
         "--bootstrap-servers",
@@ -88,12 +102,13 @@ def new_program(ns: argparse.Namespace) -> tuple[str, str]:
 
 def _checked(ns: argparse.Namespace, text: str, source: str) -> list[str]:
     """The new program validated (and against --program and --facts when given); the lines describing the change."""
+    options = EngineOptions(algorithm="dredc", core="arrays", equality=ns.equality)  # the job's validation
     if ns.program is None and not ns.old_ontology:
         if ns.facts:
             raise FluxmatError("--facts needs --program (the program whose state they are)")
-        Reasoner.from_text(text, source=source)  # parse, safety, stratification
+        Reasoner.from_text(text, source=source, options=options)  # parse, safety, stratification, rewrite mode
         return []
-    old = build_reasoner(ns.program, ns.old_ontology, EngineOptions(algorithm="dredc", core="arrays"))
+    old = build_reasoner(ns.program, ns.old_ontology, options)
     new = Reasoner.from_text(text, source=source)
     lines = old.describe_change(new.program)
     old.load([f for path in ns.facts for f in read_facts(path, old.prefixes)])

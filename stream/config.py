@@ -35,6 +35,7 @@ from fluxmat.connectors.owl2rl_rdf import OWL_RULES
 from fluxmat.connectors.redact import redact
 from fluxmat.connectors.state import FSYNC_POLICIES, RETRY_SECONDS, SOCKET_TIMEOUT
 from fluxmat.engine import FULLY_DYNAMIC, EngineOptions, FluxmatError
+from fluxmat.engine.equality import MODES as EQUALITY
 from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
 from fluxmat.engine.options import CORES
 from fluxmat.stream.batch import DEFAULT_MAX_MESSAGE_BYTES
@@ -260,6 +261,9 @@ class JobConfig:
         "arrays", "how the engine keeps facts: arrays (int64 columns, ~40x less memory per fact; updates of a "
         "batch integrated set-at-a-time) or objects (Python sets, the reference core; a batch's updates "
         "overlap); when not given, a stored state goes on with the core that kept it", choices=CORES)
+    equality: str = setting(
+        "off", "rewrite: owl:sameAs is equality, facts rewritten to the representatives of their classes "
+        "(needs the arrays core; program changes with it too)", choices=EQUALITY)
     master: str = setting("local[2]", "Spark master URL")
     metrics_port: int | None = setting(None, "serve Prometheus metrics on this port (off when unset)", COUNT, _port)
     metrics_host: str = setting("127.0.0.1", "address the metrics server binds to")
@@ -335,7 +339,7 @@ class JobConfig:
     def engine(self) -> EngineOptions:
         """The engine's options: the algorithm, the core, the budget and the limits (0: none)."""
         return replace(STREAM_ENGINE, algorithm=self.algorithm, budget=self.budget, core=self.core,
-                       limits=Limits.of(self.max_update_work, self.max_facts))  # fmt: skip
+                       equality=self.equality, limits=Limits.of(self.max_update_work, self.max_facts))  # fmt: skip
 
 
 SETTINGS: dict[str, Setting] = {
@@ -359,7 +363,18 @@ def _keyed_cannot_verify(v: Mapping[str, Any]) -> SettingError | None:
     return None
 
 
-COMBINED_CHECKS = (_keyed_needs_redis, _keyed_cannot_verify)  # checks of settings together
+def _equality_needs_arrays(v: Mapping[str, Any]) -> SettingError | None:
+    if v["equality"] == "off":
+        return None
+    if v["core"] != "arrays":
+        return SettingError("equality", "rewrite needs {core} arrays (the job's fully dynamic algorithms keep "
+                            "equivalence classes on the arrays core only)", ("core",))  # fmt: skip
+    if v["partition_by"] != "none":
+        return SettingError("equality", "rewrite is not available with {partition_by} yet", ("partition_by",))
+    return None
+
+
+COMBINED_CHECKS = (_keyed_needs_redis, _keyed_cannot_verify, _equality_needs_arrays)  # checks of settings together
 
 
 def describe(value) -> str:

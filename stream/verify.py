@@ -75,7 +75,8 @@ class Verifier:
     def _check(self, batch: int, reasoner: Reasoner, explicit: set, facts: set) -> None:
         start = time.perf_counter()
         try:
-            ref = Reasoner(reasoner.program, options=EngineOptions("remat"))
+            options = EngineOptions("remat", equality=reasoner.options.equality)
+            ref = Reasoner(reasoner.program, options=options)
             ref.load(explicit)
             expected = ref.facts()
         except Exception as exc:  # a check that cannot run is reported, never raised into the job

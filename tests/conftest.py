@@ -39,7 +39,7 @@ INTEGRATION_MODULES = {
     "test_broker_restart", "test_collect", "test_eq_state_redis", "test_failover",
     "test_follow_causes", "test_follow_pipeline", "test_kafka_tls", "test_keyed_arrays",
     "test_ops_stall", "test_pipeline_arrays", "test_pipeline_keyed_program", "test_pipeline_program",
-    "test_pipeline_worker_late", "test_program_apply", "test_program_on_page",
+    "test_pipeline_program_equality", "test_pipeline_worker_late", "test_program_apply", "test_program_on_page",
     "test_slow_object_store", "test_walk",
 }  # fmt: skip
 

@@ -222,3 +222,33 @@ def test_refused_changes_change_nothing():
         with pytest.raises(error, match=message):
             r.change_program(**kwargs)
         assert (r.facts(), r.program_text(), r.program_version) == before
+
+
+def test_rules_to_add_and_delete_are_read_with_the_programs_prefixes():
+    """`owl:sameAs` in a change without its own @prefix is the program's owl:sameAs, not a new predicate."""
+    r = rewrite(OWL + RULES, "dredc")
+    r.load(E)
+    same = "owl:sameAs(X, Y) :- q(X), f(Y)."
+    r.change_program(add=same)
+    assert r.maintainer.representative("d") == "a"
+    assert r.facts() == from_scratch(OWL + RULES + same + "\n", set(E))
+    r.change_program(delete=same)  # found in the program in force: the same rule once the prefix is read
+    assert r.maintainer.representative("d") == "d" and r.facts() == from_scratch(OWL + RULES, set(E))
+    r.change_program(add="@prefix owl: <http://example.org/other#> .\n" + same)  # its own declaration wins
+    assert r.maintainer.representative("d") == "d"
+    assert any(f[0] == "http://example.org/other#sameAs" for f in r.facts())
+
+
+def test_the_work_of_a_batch_with_a_rebuilding_change_is_never_negative():
+    """A change that removes a rule (here a rebuild) takes that rule's counts with it: the work
+    since a mark taken before it is counted from 0, never negative (a job's Prometheus counters
+    are increased by it, and a counter refuses a negative step)."""
+    same = "owl:sameAs(X, Y) :- p(X, Z), p(Y, Z)."
+    r = rewrite(OWL + "p(X, Y) :- e(X, Y).\n" + same + "\n", "fd-counting")
+    r.load([("e", "a", "c"), ("e", "b", "c"), ("e", "d", "x")])
+    r.poll()
+    mark = r.work_mark()
+    assert r.change_program(delete=same).details["equality_recomputed"] == 1
+    counts, rules = r.work_since(mark)
+    assert all(n >= 0 for n in counts.values()), counts
+    assert all(applied >= 0 for applied, _, _ in rules.values()), rules

@@ -65,7 +65,8 @@ def samples(kafka_file: str, keyed: bool = True) -> dict[str, object]:
         "partition_by": "message-key", "key_partitions": 4, "driver_host": "h", "engine_cache_facts": 10,
         "delta_compression": "gzip", "redis_fsync": "always", "redis_cluster": True,
         "snapshot_dir": "/tmp/snaps", "snapshot_every": 30.0, "snapshot_every_batches": 5,
-    } | ({} if keyed else {"partition_by": "none", "verify_every": 3})  # fmt: skip
+        "equality": "off",
+    } | ({} if keyed else {"partition_by": "none", "verify_every": 3, "equality": "rewrite"})  # fmt: skip
 
 
 def as_text(value) -> str:
@@ -236,6 +237,19 @@ def test_the_engine_options_come_from_the_settings():
     cfg = cfg_of([*BASE, "--algorithm", "fd-dred", "--budget", "0", "--max-facts", "0", "--max-update-work", "9"])
     assert (cfg.engine.algorithm, cfg.engine.budget, cfg.engine.schedule) == ("fd-dred", 0, "interleaved")
     assert (cfg.engine.limits.facts, cfg.engine.limits.work) == (None, 9)  # 0: no limit
+    assert cfg.engine.equality == "off"
+    assert cfg_of([*BASE, "--core", "arrays", "--equality", "rewrite"]).engine.equality == "rewrite"
+    assert cfg_of([*BASE, "--core", "arrays"], {"FLUXMAT_EQUALITY": "rewrite"}).engine.equality == "rewrite"
+
+
+def test_equality_needs_the_arrays_core_and_no_partition_by(tmp_path):
+    refused("--equality rewrite needs --core arrays", [*BASE, "--equality", "rewrite"])
+    refused("FLUXMAT_EQUALITY rewrite needs --core arrays", BASE, {"FLUXMAT_EQUALITY": "rewrite"})
+    path = toml(tmp_path, 'equality = "rewrite"\ncore = "objects"\n')
+    refused(f"{path}:1: equality rewrite needs core arrays", [*BASE, "--config", path])
+    keyed = [*BASE, "--core", "arrays", "--redis", "redis://127.0.0.1:1/0", "--partition-by", "graph"]
+    refused("--equality rewrite is not available with --partition-by yet", [*keyed, "--equality", "rewrite"])
+    refused("--equality must be one of off, rewrite, got 'on'", [*BASE, "--equality", "on"])
 
 
 def print_config(argv: list[str], monkeypatch, environ: dict | None = None) -> str:

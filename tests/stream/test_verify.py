@@ -5,7 +5,7 @@ import json
 import pytest
 
 from fluxmat.connectors.state import MemoryStateStore
-from fluxmat.engine import FluxmatError, Reasoner
+from fluxmat.engine import EngineOptions, FluxmatError, Reasoner
 from fluxmat.ops.metrics import JobMetrics
 from fluxmat.stream.batch import BatchProcessor
 from fluxmat.stream.verify import Verifier
@@ -49,6 +49,18 @@ def test_a_tampered_state_is_caught_with_what_differs():
     _, [result] = _check(p)
     assert not result.ok and (result.missing, result.extra) == (1, 1)
     assert result.sample == ["-path(a, d)", "+path(d, a)"]
+
+
+def test_a_job_with_equality_is_verified_with_equality():
+    """The reference treats owl:sameAs as equality too: a, b and d are one individual, so f(a) holds."""
+    owl = "@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
+    text = owl + "p(X, Y) :- e(X, Y).\nowl:sameAs(X, Y) :- p(X, Z), p(Y, Z).\n"
+    options = EngineOptions("fd-counting", core="arrays", equality="rewrite")
+    p = BatchProcessor(Reasoner.from_text(text, options=options), MemoryStateStore(), NullPublisher())
+    p.start([("e", "a", "c"), ("e", "b", "c"), ("e", "d", "c"), ("f", "d")])
+    assert ("f", "a") in p.facts()
+    _, [result] = _check(p)
+    assert result.ok and (result.missing, result.extra) == (0, 0), result.sample
 
 
 def test_the_result_reaches_the_metrics_and_the_page_data():
