@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import orjson
 
-from fluxmat.connectors.json_scan import Scan, json_array, same_bytes
 from fluxmat.engine import FactColumns, JsonFacts, UpdateColumns
 from fluxmat.engine.syntax import int_in_range
 from fluxmat.engine.wire import value_from_json
@@ -235,7 +234,9 @@ class Scanned:
     so it is read one by one, as `ColumnsBuilder.plain` would refuse it.
     """
 
-    def __init__(self, build: ColumnsBuilder, sc: Scan):
+    def __init__(self, build: ColumnsBuilder, sc):  # sc: connectors.json_scan.Scan (numba: imported when scanned)
+        from fluxmat.connectors.json_scan import json_array, same_bytes
+
         self.sc = sc
         _, first, group = np.unique(sc.str_hash, return_index=True, return_inverse=True)
         if not same_bytes(sc, group, first):

@@ -30,7 +30,6 @@ import numpy as np
 
 from fluxmat.connectors.files import Update, decode_json, parse_update
 from fluxmat.connectors.json_columns import ColumnsBuilder, Scanned
-from fluxmat.connectors.json_scan import scan
 from fluxmat.connectors.message import Message, Messages
 from fluxmat.engine import FluxmatError, JsonFacts, Reasoner, UpdateColumns
 
@@ -108,6 +107,9 @@ def _runs(
     When the scan cannot be used at all, the whole batch is one run read one by one.
     """
     try:
+        # numba is loaded by the first batch, not by every import (and a batch without it reads one by one)
+        from fluxmat.connectors.json_scan import scan
+
         sc = scan(values, eligible)
         scanned = Scanned(build, sc) if sc is not None else None
     except (

@@ -331,8 +331,11 @@ class FedMaintainer(Inbox, CompactMaintainer):
         if self.core.change is not None:
             self._program_run(update, report)
             return
+        noops = self.stats.noop_adds, self.stats.noop_deletes
         self.submit_encoded(update.plus, update.minus)
         self.run()
+        report.noop_adds = self.stats.noop_adds - noops[0]  # the run's net counts them (not `normalise`)
+        report.noop_deletes = self.stats.noop_deletes - noops[1]
         point = self.poll()
         for facts, into in (
             (point.added, report.added_facts),

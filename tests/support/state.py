@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 
 from fluxmat.connectors.state import MemoryStateStore
-from fluxmat.engine import Reasoner
+from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.engine.wire import value_from_json
 
 POOL = [("edge", x, y) for x in "abcd" for y in "abcd"] + [("node", x) for x in "abcd"]
 
 
 def maintainer_for(alg):
-    return Reasoner.from_text(PROGRAM, alg).maintainer
+    """The objects core's fully dynamic engine (its snapshot module, engine.fd.snapshot, is what is tested)."""
+    return Reasoner.from_text(PROGRAM, alg, options=EngineOptions(core="objects")).maintainer
 
 
 PROGRAM = (
