@@ -171,7 +171,7 @@ def test_a_keys_first_batch_has_no_causes_and_the_next_ones_do(broker):
     got = received(bs, deltas, run.last, key="tenant-1")
     assert got == run.engine
     assert {cause for (batch, _, _), cause in got.items() if batch == 0} == {None}
-    check_against_oracle(run, got)
+    check_against_oracle(run, {k: c for k, c in got.items() if k[0] > 0})  # the first batch has none by design
     messages = read_deltas(bs, deltas)
     assert not any("causes" in m for m in messages if m["batch"] == 0)
     assert any("causes" in m for m in messages if m["batch"] > 0)

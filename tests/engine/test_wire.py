@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from fluxmat.connectors.files import decode_json, parse_update
 from fluxmat.connectors.state import RedisStateStore
-from fluxmat.engine import Iri, Reasoner, atom_to_fact, parse_facts
+from fluxmat.engine import EngineOptions, Iri, Reasoner, atom_to_fact, parse_facts
 from fluxmat.engine.printer import FactPrinter
 from fluxmat.engine.wire import fact_from_json, fact_from_text, fact_json, fact_text, pred_json
 from fluxmat.stream.batch import BatchProcessor
@@ -58,7 +58,8 @@ def test_constants_survive_a_restart_from_redis(redis_server, edges, n):
         def publish_dead_letter(self, *args, **kw):
             raise AssertionError(f"no dead letters expected: {args}")
 
-    first = BatchProcessor(Reasoner.from_text(PROGRAM, "fd-counting"), store, Publisher())
+    objects = EngineOptions(core="objects")  # reads the objects engine's `born`
+    first = BatchProcessor(Reasoner.from_text(PROGRAM, "fd-counting", options=objects), store, Publisher())
     first.start([])
     facts = [("link", a, b) for a, b in edges]
     message = json.dumps({"add": [first.codec.encode(f) for f in facts]})
@@ -73,7 +74,7 @@ def test_constants_survive_a_restart_from_redis(redis_server, edges, n):
     assert rebuilt == before
     store.close()
     store = RedisStateStore(redis_server.url, namespace=namespace)
-    second = BatchProcessor(Reasoner.from_text(PROGRAM, "fd-counting"), store, Publisher())
+    second = BatchProcessor(Reasoner.from_text(PROGRAM, "fd-counting", options=objects), store, Publisher())
     said: list[str] = []
     done = second.start([], say=said.append)
     assert re.fullmatch(r"restored state of batch \d+: \d+ facts \(read \d+\.\d s, restored in \d+\.\d s\)", done), done

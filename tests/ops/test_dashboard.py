@@ -19,7 +19,7 @@ import urllib.parse
 import pytest
 
 from fluxmat.connectors.state import RedisStateStore
-from fluxmat.engine import Reasoner
+from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.engine.fd.snapshot import export_changes
 from fluxmat.ops import dashboard
 from fluxmat.ops.dashboard import LiveSource, StoredSource, host_allowed, serve
@@ -55,7 +55,7 @@ def _get(port: int, path: str, host: str | None = None, auth: str | None = f"Bea
 
 
 def _live(program: str, facts, algorithm: str = "remat", **kw):
-    reasoner = Reasoner.from_text(program, algorithm)
+    reasoner = Reasoner.from_text(program, algorithm, options=EngineOptions(core="objects"))  # reads maintainer.I
     reasoner.load(facts)
     source = LiveSource(JobMetrics("p.dl", algorithm, "default", "updates"), StateView(reasoner))
     server = serve(source, "127.0.0.1", 0, TOKEN, **kw)
@@ -187,7 +187,7 @@ def test_redis_down_every_answer_within_two_seconds(tmp_path):
     redis = RedisServer(tmp_path / "redis").start()
     program = tmp_path / "p.dl"
     program.write_text("q(X) :- p(X).\n", encoding="utf-8")
-    reasoner = Reasoner.from_file(program, "fd-counting")
+    reasoner = Reasoner.from_file(program, "fd-counting", options=EngineOptions(core="objects"))  # export_changes
     reasoner.load([("p", 1), ("p", 2)])
     store = RedisStateStore(redis.url, "dash")
     store.commit(-1, export_changes(reasoner.maintainer), {"through": None, "added": [], "removed": [], "dead": []})

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from fluxmat.connectors.state import MemoryStateStore
-from fluxmat.engine import Reasoner
+from fluxmat.engine import EngineOptions, Reasoner
 from fluxmat.ops.dashboard import LiveSource, serve
 from fluxmat.ops.inspect import StateView
 from fluxmat.ops.metrics import JobMetrics, history_point
@@ -41,7 +41,7 @@ def _row(offset: int, update: dict) -> tuple:
 
 @pytest.fixture
 def page_server():
-    reasoner = Reasoner.from_text(PROGRAM, "fd-counting")
+    reasoner = Reasoner.from_text(PROGRAM, "fd-counting", options=EngineOptions(core="objects"))  # overlapping causes
     processor = BatchProcessor(reasoner, MemoryStateStore(), NullPublisher())
     processor.start([])
     m = JobMetrics("layout.dl", "fd-counting", "a-namespace-with-a-rather-long-name-for-the-header", "updates")
