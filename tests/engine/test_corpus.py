@@ -35,7 +35,14 @@ from pathlib import Path
 
 import pytest
 
-from fluxmat.engine import ALGORITHMS, AlgorithmError, EngineOptions, Reasoner, analyse, parse_program
+from fluxmat.engine import (
+    ALGORITHMS,
+    AlgorithmError,
+    EngineOptions,
+    Reasoner,
+    analyse,
+    parse_program,
+)
 from tests.support.corpus import (
     CORPUS,
     FULL,

@@ -41,7 +41,14 @@ from pathlib import Path
 
 import pytest
 
-from fluxmat.engine import ALGORITHMS, AlgorithmError, AnalysisError, EngineOptions, ParseError, Reasoner
+from fluxmat.engine import (
+    ALGORITHMS,
+    AlgorithmError,
+    AnalysisError,
+    EngineOptions,
+    ParseError,
+    Reasoner,
+)
 from tests.support import profile
 
 GOLDEN = Path(__file__).parent.parent / "golden"
