@@ -17,6 +17,7 @@ import string
 
 import pytest
 
+from fluxmat.connectors import json_scan
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import Reasoner
 from fluxmat.engine.fd.snapshot import restore
@@ -264,7 +265,14 @@ def test_any_exception_while_decoding_one_message_makes_it_a_dead_letter(monkeyp
             raise error("injected")
         return bulk(builder, text)
 
+    def scan(texts, eligible):  # and the scan of a batch's plain messages: the batch goes one by one
+        if any('"poison"' in t for t in texts):
+            raise error("injected")
+        return real_scan(texts, eligible)
+
     bulk = decode_module.ColumnsBuilder.plain_text
+    real_scan = json_scan.scan
+    monkeypatch.setattr(json_scan, "scan", scan)
     monkeypatch.setattr(decode_module, "decode_json", decode)
     monkeypatch.setattr(decode_module.ColumnsBuilder, "plain_text", plain_text)
     store, pub = MemoryStateStore(), Recorder()
