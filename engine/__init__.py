@@ -22,6 +22,7 @@ from fluxmat.engine.compact.cache import (
     choose_cache_dir,  # sets a writable numba cache folder (no numba import)
 )
 from fluxmat.engine.datatypes import VALUE_SPACES
+from fluxmat.engine.equality import MODES as EQUALITY_MODES
 from fluxmat.engine.equality import SAME_AS
 from fluxmat.engine.errors import (
     AlgorithmError,
@@ -47,7 +48,7 @@ from fluxmat.engine.update_columns import FactColumns, UpdateColumns
 from fluxmat.engine.wire import JsonFacts, fact_from_json
 
 __all__ = [
-    "ALGORITHMS", "FULLY_DYNAMIC", "SAME_AS", "AlgorithmError", "Analysis", "AnalysisError", "ChangeColumns",
+    "ALGORITHMS", "EQUALITY_MODES", "FULLY_DYNAMIC", "SAME_AS", "AlgorithmError", "Analysis", "AnalysisError", "ChangeColumns",
     "EngineOptions", "FactColumns",
     "FactLimitExceeded", "Fed", "FeedResult", "FluxmatError", "InputMemoryError", "Iri", "JsonFacts", "LimitExceeded", "Limits",
     "Maintainer", "ParseError", "PointRows", "Program", "Reasoner", "Report", "StateChanges", "StateDamaged", "StateMismatch",

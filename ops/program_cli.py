@@ -33,8 +33,8 @@ import time
 
 from fluxmat.connectors.files import read_facts
 from fluxmat.connectors.programs import build_reasoner, load_program
+from fluxmat.engine import EQUALITY_MODES as EQUALITY
 from fluxmat.engine import EngineOptions, FluxmatError, Reasoner
-from fluxmat.engine.equality import MODES as EQUALITY
 from fluxmat.engine.lexer import read_source
 
 

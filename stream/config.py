@@ -34,8 +34,8 @@ from fluxmat.connectors.kafka_sink import COMPRESSIONS, DELTA_FORMATS
 from fluxmat.connectors.owl2rl_rdf import OWL_RULES
 from fluxmat.connectors.redact import redact
 from fluxmat.connectors.state import FSYNC_POLICIES, RETRY_SECONDS, SOCKET_TIMEOUT
+from fluxmat.engine import EQUALITY_MODES as EQUALITY
 from fluxmat.engine import FULLY_DYNAMIC, EngineOptions, FluxmatError
-from fluxmat.engine.equality import MODES as EQUALITY
 from fluxmat.engine.limits import DEFAULT_MAX_FACTS, DEFAULT_MAX_UPDATE_WORK, Limits
 from fluxmat.engine.options import CORES
 from fluxmat.stream.batch import DEFAULT_MAX_MESSAGE_BYTES
