@@ -20,7 +20,6 @@ import signal
 
 import pytest
 
-from fluxmat.connectors.state import RedisStateStore
 from tests.support.keyed_job import SLOW_START
 from tests.support.messages import read_deltas
 from tests.support.pipeline import (
@@ -37,6 +36,7 @@ from tests.support.pipeline import (
     rebuild,
     remat,
     start_job,
+    stored_meta,
     wait_for_through,
 )
 
@@ -72,14 +72,6 @@ def _run(s, name: str, target):
     return _started(s, name, body)
 
 
-def _meta(s) -> dict:
-    store = RedisStateStore(s.redis_url, s.namespace)
-    try:
-        return store.state_meta()
-    finally:
-        store.close()
-
-
 def test_sigkill_during_a_program_change_then_restarts_use_the_new_program(broker, redis_srv, tmp_path):  # noqa: F811
     s = make_setup(broker, redis_srv, tmp_path)
     rnd = random.Random(30)
@@ -91,7 +83,7 @@ def test_sigkill_during_a_program_change_then_restarts_use_the_new_program(broke
 
     _started(s, "killed", killed, {"FLUXMAT_CRASH_AT": "program-change:*"})
     before = read_deltas(s.bootstrap, s.deltas)
-    assert _meta(s)["program_version"] == 1  # the change was not committed, nor published
+    assert stored_meta(s)["program_version"] == 1  # the change was not committed, nor published
     assert not any(f[0] == "loop" for m in before for f in m["added"]), before
 
     # restarted with the original file; the topic ends with a program message
@@ -99,7 +91,7 @@ def test_sigkill_during_a_program_change_then_restarts_use_the_new_program(broke
     produce(s.bootstrap, s.updates, [(0, encode(u)) for u in second])
     job2 = _run(s, "restarted", "final")
     assert "restored state of batch" in job2.stderr(), job2.tail()
-    meta = _meta(s)
+    meta = stored_meta(s)
     assert meta["program_version"] == 3 and meta["through"] == "final", meta
     assert [h["version"] for h in meta["program_history"]] == [2, 3]
     new_program = PROGRAM + LOOP + "\n" + TWO_HOPS + "\n"
@@ -117,11 +109,11 @@ def test_sigkill_during_a_program_change_then_restarts_use_the_new_program(broke
     explicit = final_explicit(explicit, [cycle])
     folded = rebuild(read_deltas(s.bootstrap, s.deltas))
     assert folded == remat(explicit, new_program) and ("loop", "a") in folded
-    assert _meta(s)["program_version"] == 3
+    assert stored_meta(s)["program_version"] == 3
 
     # redeployed with a program that is neither the stored one nor its origin: refused, nothing changed
     other = tmp_path / "other.dl"
     other.write_text(PROGRAM + "far(X) :- path(a, X).\n", encoding="utf-8")
     line = assert_refused(start_job(s, "other", None, *ARGS, program=other), "program version 3")
     assert str(other) in line, line
-    assert _meta(s)["program_version"] == 3
+    assert stored_meta(s)["program_version"] == 3

@@ -17,7 +17,6 @@ import random
 
 import pytest
 
-from fluxmat.connectors.state import RedisStateStore
 from fluxmat.engine import SAME_AS, Reasoner
 from tests.support.cli import fluxmat, ok
 from tests.support.keyed_job import SLOW_START
@@ -30,6 +29,7 @@ from tests.support.pipeline import (
     produce,
     rebuild,
     start_job,
+    stored_meta,
     wait_for_through,
 )
 
@@ -107,14 +107,6 @@ def _apply(s, new, old, uid: str) -> None:
                "--bootstrap-servers", s.bootstrap, "--updates-topic", s.updates, "--id", uid))  # fmt: skip
 
 
-def _meta(s) -> dict:
-    store = RedisStateStore(s.redis_url, s.namespace)
-    try:
-        return store.state_meta()
-    finally:
-        store.close()
-
-
 def _step(s, job: _Job, updates: list[dict], explicit: set, program: str) -> set:
     """Send `updates`, wait for the last one's id; the folded deltas equal the expected state."""
     produce(s.bootstrap, s.updates, [(0, encode(u)) for u in updates])
@@ -147,7 +139,7 @@ def test_a_job_with_equality_adds_and_removes_a_same_as_rule_and_keeps_it_over_a
         job.stop()
     finally:
         job.proc.cleanup()
-    assert _meta(s)["program_version"] == 2
+    assert stored_meta(s)["program_version"] == 2
 
     job = _Job(s, "restarted")  # the original --program file: the stored program goes on
     try:
@@ -162,7 +154,7 @@ def test_a_job_with_equality_adds_and_removes_a_same_as_rule_and_keeps_it_over_a
         job.stop()
     finally:
         job.proc.cleanup()
-    meta = _meta(s)
+    meta = stored_meta(s)
     assert meta["program_version"] == 3, meta
     assert [h["version"] for h in meta["program_history"]] == [2, 3], meta
     assert not read_deltas(s.bootstrap, s.dead, timeout=5), "a dead letter"

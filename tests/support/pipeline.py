@@ -78,6 +78,17 @@ class Setup:
         ]  # fmt: skip
 
 
+def stored_meta(s: Setup) -> dict:
+    """The metadata of the state the job of `s` keeps in Redis (program version, batch, core, ...)."""
+    from fluxmat.connectors.state import RedisStateStore
+
+    store = RedisStateStore(s.redis_url, s.namespace)
+    try:
+        return store.state_meta()
+    finally:
+        store.close()
+
+
 def make_setup(broker, redis_srv, directory: Path, kafka=NONE) -> Setup:
     n = next(_names)
     directory.mkdir(parents=True, exist_ok=True)
