@@ -10,10 +10,11 @@ default: their processing overlaps; "sequential": each update to quiescence
 before the next, as `fluxmat replay` does unless told otherwise),
 `seed` (the fair scheduler's choices) and `budget` (units of work between two
 submitted updates). `limits` bounds the work of one update and the size of the
-materialisation (engine.limits). `core` says how facts are kept: "objects"
-(the default: Python sets and dicts, every algorithm and feature) or "arrays"
-(engine.compact: int64 columns and numpy hash tables with numba-compiled
-loops; a subset of the algorithms and features, the rest refused clearly).
+materialisation (engine.limits). `core` says how facts are kept: "arrays"
+(the default, engine.compact: int64 columns and numpy hash tables with
+numba-compiled loops) or "objects" (Python sets and dicts: the reference core
+the property tests use as their oracle, and the one whose fully dynamic
+updates overlap within a batch).
 
 Not here: parsing flags or environment variables (ops), the stream's options
 (stream.job.JobConfig holds one of these).
@@ -43,7 +44,7 @@ class EngineOptions:
     seed: int = 0
     budget: int = 1000
     limits: Limits = field(default=NO_LIMITS)
-    core: str = "objects"
+    core: str = "arrays"
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:

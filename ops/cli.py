@@ -63,7 +63,7 @@ class Config:
     format: str = "facts"
     max_facts: int = DEFAULT_MAX_FACTS  # 0: no limit
     max_update_work: int = DEFAULT_MAX_UPDATE_WORK
-    core: str = "objects"
+    core: str = "arrays"
 
     def engine_options(self) -> EngineOptions:
         """The engine's options, built once from these flags (the one place "on"/"off" is read)."""
@@ -118,11 +118,11 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             "(env FLUXMAT_EQUALITY; default: %(default)s)",
         )  # fmt: skip
         p.add_argument(
-            "--core", default=_env("CORE", "objects"), choices=list(CORES),
-            help="how the engine keeps facts: objects (Python objects; every algorithm and feature) "
-            "or arrays (int64 columns, loops compiled by numba; counting, dred, dredc, remat -- "
-            "each as counting plus DRed^c -- bf, and fd-counting, fd-dred with each run of updates "
-            "integrated set-at-a-time; equality, comparisons and arithmetic too) "
+            "--core", default=_env("CORE", "arrays"), choices=list(CORES),
+            help="how the engine keeps facts: arrays (int64 columns, loops compiled by numba; "
+            "counting, dred, dredc, remat -- each as counting plus DRed^c -- bf, and fd-counting, "
+            "fd-dred with each run of updates integrated set-at-a-time; equality, comparisons and "
+            "arithmetic too) or objects (Python objects; the reference core) "
             "(env FLUXMAT_CORE; default: %(default)s)",
         )  # fmt: skip
         limit_flags.add_limit(p, "--max-facts")

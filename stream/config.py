@@ -258,12 +258,12 @@ class JobConfig:
     budget: int = setting(1000, "units of work between two submitted updates", COUNT, at_least(0))
     algorithm: str = setting("fd-counting", "fd-counting or fd-dred", check=_fully_dynamic)
     core: str = setting(
-        "objects", "how the engine keeps facts: objects (Python sets, every feature; a batch's updates overlap) "
-        "or arrays (int64 columns, ~40x less memory per fact; updates of a batch integrated set-at-a-time); "
-        "when not given, a stored state goes on with the core that kept it", choices=CORES)
+        "arrays", "how the engine keeps facts: arrays (int64 columns, ~40x less memory per fact; updates of a "
+        "batch integrated set-at-a-time) or objects (Python sets, the reference core; a batch's updates "
+        "overlap); when not given, a stored state goes on with the core that kept it", choices=CORES)
     equality: str = setting(
         "off", "rewrite: owl:sameAs is equality, facts rewritten to the representatives of their classes "
-        "(needs --core arrays; program changes with it too)", choices=EQUALITY)
+        "(needs the arrays core; program changes with it too)", choices=EQUALITY)
     master: str = setting("local[2]", "Spark master URL")
     metrics_port: int | None = setting(None, "serve Prometheus metrics on this port (off when unset)", COUNT, _port)
     metrics_host: str = setting("127.0.0.1", "address the metrics server binds to")

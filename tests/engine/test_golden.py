@@ -22,8 +22,8 @@ oracle, as differential dataflow's tests/bfs.rs does); at the end it must equal
 `.out`. Algorithms that keep counters must end each batch with the counters a
 fresh load would compute (Hu et al. 2018, Theorem 1). The objects core's
 counting is not applicable to recursive programs and must refuse them. Every
-case runs on the arrays core and on the objects core (`make test-fast` runs
-the arrays core only). `make test` runs two
+case runs on the arrays core (the default) and on the objects core (the
+reference; `make test-fast` runs the arrays core only). `make test` runs two
 seeded update sequences of 15 batches per case and mode, `make test-fast` the
 first 5 batches of the first of them (FLUXMAT_TEST_PROFILE=fast,
 tests/support/profile.py).
@@ -57,7 +57,7 @@ NO_NOISE = "% golden: no-noise"
 BATCHES = profile.pick(ci=15, fast=5)  # random update batches before the final one
 SEEDS = profile.pick(ci=(0, 1), fast=(0,))  # random update sequences per case and mode
 ERROR_KINDS = {"parse": ParseError, "analysis": AnalysisError}
-CORES = profile.pick(ci=("arrays", "objects"), fast=("arrays",))  # both cores (fast: the arrays core)
+CORES = profile.pick(ci=("arrays", "objects"), fast=("arrays",))  # the default core; the reference core too
 
 
 def _cases() -> list[Path]:

@@ -1,4 +1,4 @@
-"""A namespace whose stored state the other core kept (stream.loading.settle_core); objects is the default.
+"""A namespace kept by the objects core before the arrays core became the default (stream.loading.settle_core).
 
 Without `--core` (or FLUXMAT_CORE, or a --config key) the job goes on with
 the stored state's core and says so in one line; a chosen core that differs
@@ -50,64 +50,64 @@ def processor(cfg, store) -> BatchProcessor:
     return BatchProcessor(load_reasoner(cfg, log=lambda m: None), store, Publisher())
 
 
-def keep_arrays_state(flags, store, snapshots=None):
-    """What a job run with --core arrays left: the arrays core's state of two batches (and its snapshot)."""
-    proc = processor(load({**flags, "core": "arrays"}), store)
+def keep_objects_state(flags, store, snapshots=None):
+    """What a job of the previous version left: the objects core's state of two batches (and its snapshot)."""
+    proc = processor(load({**flags, "core": "objects"}), store)
     proc.start(INITIAL)
     proc.process(0, [(0, 0, None, json.dumps({"add": [["edge", "c", "d"]]}), None)])
-    assert store.state_meta().get("core") == "arrays"
+    assert "core" not in store.state_meta()  # as the objects core's states have always been
     if snapshots is not None:
         assert snapshots.write(proc.committed, proc.reasoner)
     return proc.reasoner.facts()
 
 
-def test_without_core_a_stored_arrays_state_goes_on_with_the_arrays_core(job):
+def test_without_core_a_stored_objects_state_goes_on_with_the_objects_core(job):
     flags, store = job
-    facts = keep_arrays_state(flags, store)
+    facts = keep_objects_state(flags, store)
     lines = []
     cfg = settle_core(load(flags, environ={}), store.state_meta(), lines.append)
-    assert cfg.core == "arrays"
-    assert len(lines) == 1 and "kept by core=arrays" in lines[0] and "another --namespace" in lines[0]
+    assert cfg.core == "objects"
+    assert len(lines) == 1 and "kept by core=objects" in lines[0] and "another --namespace" in lines[0]
     proc = processor(cfg, store)
     assert proc.start(INITIAL).startswith("restored state of batch 0")
-    assert proc.reasoner.core == "arrays" and proc.reasoner.facts() == facts
+    assert proc.reasoner.core == "objects" and proc.reasoner.facts() == facts
     # a new namespace (nothing stored) starts on the default, silently
     fresh = settle_core(load({**flags, "namespace": "elsewhere"}, environ={}), {}, lines.append)
-    assert fresh.core == "objects" and len(lines) == 1
+    assert fresh.core == "arrays" and len(lines) == 1
 
 
 @pytest.mark.parametrize("given", ["flag", "env", "file"])
 def test_a_chosen_core_that_differs_is_refused(job, tmp_path, given):
     flags, store = job
-    keep_arrays_state(flags, store)
+    keep_objects_state(flags, store)
     config = tmp_path / "job.toml"
-    config.write_text('core = "objects"\n', encoding="utf-8")
-    sources = {"flag": ({**flags, "core": "objects"}, {}, None), "env": (flags, {"FLUXMAT_CORE": "objects"}, None),
+    config.write_text('core = "arrays"\n', encoding="utf-8")
+    sources = {"flag": ({**flags, "core": "arrays"}, {}, None), "env": (flags, {"FLUXMAT_CORE": "arrays"}, None),
                "file": (flags, {}, str(config))}[given]  # fmt: skip
     lines = []
     cfg = settle_core(load(*sources), store.state_meta(), lines.append)
-    assert cfg.core == "objects" and lines == []
-    with pytest.raises(StateMismatch, match="kept by core=arrays .* run it with --core arrays"):
+    assert cfg.core == "arrays" and lines == []
+    with pytest.raises(StateMismatch, match="kept by core=objects .* run it with --core objects"):
         processor(cfg, store).start(INITIAL)
 
 
-def test_the_local_snapshot_of_an_arrays_state_is_used(job, tmp_path):
+def test_the_local_snapshot_of_an_objects_state_is_used(job, tmp_path):
     flags, store = job
     snapshots = Snapshots(tmp_path / "snap", flags["namespace"])
-    facts = keep_arrays_state(flags, store, snapshots)
+    facts = keep_objects_state(flags, store, snapshots)
     cfg = settle_core(load(flags, environ={}), store.state_meta(), lambda line: None)
     proc = processor(cfg, store)
     said = proc.start(INITIAL, snapshots=snapshots)
     assert "from the local snapshot" in said and proc.reasoner.facts() == facts
 
 
-def test_a_keyed_namespace_records_its_core_and_an_old_one_counts_as_objects(job):
+def test_a_keyed_namespace_records_its_core_and_an_old_one_goes_on_with_objects(job):
     flags, store = job
     keyed = {**flags, "partition_by": "message-key"}
-    store.commit(0, StateChanges(meta={}), {"dead": []})  # a namespace of an earlier version: no core recorded
+    store.commit(0, StateChanges(meta={}), {"dead": []})  # a namespace of the previous version: no core recorded
     lines = []
     assert settle_core(load(keyed, environ={}), store.state_meta(), lines.append).core == "objects"
-    assert lines == []  # the default
+    assert len(lines) == 1
     KeyedDriver(load({**keyed, "core": "arrays"}), store, Publisher()).commit(1, [], None)
     assert store.state_meta()["core"] == "arrays"
     assert settle_core(load(keyed, environ={}), store.state_meta(), lines.append).core == "arrays"
