@@ -41,9 +41,11 @@ def settle_core(cfg, meta: dict, log: Callable[[str], None]):
     A namespace kept by the objects core before the arrays core became the
     default goes on with the objects core, saying so in one line; a core the
     user chose is kept (a state of the other core is then refused clearly).
+    Equality runs on the arrays core only: with it, the stored objects state is
+    refused as a chosen core's would be, not gone on with.
     """
     theirs = stored_core(meta)
-    if cfg.core_given or theirs is None or theirs == cfg.core:
+    if cfg.core_given or theirs is None or theirs == cfg.core or cfg.equality != "off":
         return cfg
     log(f"the stored state of namespace {cfg.namespace!r} was kept by core={theirs}: the job goes on with "
         f"core={theirs} (no --core given; the default is core={cfg.core}); to move to core={cfg.core}, use "

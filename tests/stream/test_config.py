@@ -58,7 +58,7 @@ def samples(kafka_file: str, keyed: bool = True) -> dict[str, object]:
         "updates_topic": "up", "deltas_topic": "down", "dead_letter_topic": "dead", "kafka_config": kafka_file,
         "redis": "redis://127.0.0.1:6390/2", "namespace": "ns", "redis_retry_seconds": 1.5,
         "redis_timeout": 2.0, "stall_seconds": 7.25, "redis_wait_replicas": 1, "checkpoint": "/tmp/ck",
-        "max_updates_per_batch": 50, "trigger_interval": "2 seconds", "budget": 7, "algorithm": "fd-dred", "core": "arrays",
+        "max_updates_per_batch": 50, "trigger_interval": "2 seconds", "budget": 7, "algorithm": "fd-dred", "core": "objects",
         "master": "local[3]", "metrics_port": 9108, "metrics_host": "0.0.0.0", "dashboard_port": 8088,
         "dashboard_host": "0.0.0.0", "auth_token": "tok", "starting_offsets": '{"0": 5}',
         "max_message_bytes": 0, "max_update_work": 99, "verify_every": 0, "max_facts": 12345,
@@ -66,7 +66,7 @@ def samples(kafka_file: str, keyed: bool = True) -> dict[str, object]:
         "delta_compression": "gzip", "redis_fsync": "always", "redis_cluster": True,
         "snapshot_dir": "/tmp/snaps", "snapshot_every": 30.0, "snapshot_every_batches": 5,
         "equality": "off",
-    } | ({} if keyed else {"partition_by": "none", "verify_every": 3, "equality": "rewrite"})  # fmt: skip
+    } | ({} if keyed else {"partition_by": "none", "verify_every": 3, "equality": "rewrite", "core": "arrays"})  # fmt: skip
 
 
 def as_text(value) -> str:
@@ -76,9 +76,9 @@ def as_text(value) -> str:
     return ":".join(value) if isinstance(value, tuple) else str(value)
 
 
-def test_the_samples_cover_every_setting_and_every_field_but_one_is_a_setting(kafka_file):
+def test_the_samples_cover_every_setting_and_every_field_but_two_is_a_setting(kafka_file):
     assert set(samples(kafka_file)) == set(SETTINGS)
-    assert {f.name for f in fields(JobConfig)} - set(SETTINGS) == {"updates_partitions"}
+    assert {f.name for f in fields(JobConfig)} - set(SETTINGS) == {"updates_partitions", "core_given"}
     for name in SETTINGS:  # else a source that is ignored goes unseen
         default = SETTINGS[name].default
         assert default != samples(kafka_file)[name] or default != samples(kafka_file, False)[name], name
@@ -243,8 +243,9 @@ def test_the_engine_options_come_from_the_settings():
 
 
 def test_equality_needs_the_arrays_core_and_no_partition_by(tmp_path):
-    refused("--equality rewrite needs --core arrays", [*BASE, "--equality", "rewrite"])
-    refused("FLUXMAT_EQUALITY rewrite needs --core arrays", BASE, {"FLUXMAT_EQUALITY": "rewrite"})
+    assert cfg_of([*BASE, "--equality", "rewrite"]).equality == "rewrite"  # the default core is arrays
+    refused("--equality rewrite needs --core arrays", [*BASE, "--core", "objects", "--equality", "rewrite"])
+    refused("FLUXMAT_EQUALITY rewrite needs FLUXMAT_CORE arrays", BASE, {"FLUXMAT_EQUALITY": "rewrite", "FLUXMAT_CORE": "objects"})
     path = toml(tmp_path, 'equality = "rewrite"\ncore = "objects"\n')
     refused(f"{path}:1: equality rewrite needs core arrays", [*BASE, "--config", path])
     keyed = [*BASE, "--core", "arrays", "--redis", "redis://127.0.0.1:1/0", "--partition-by", "graph"]

@@ -91,6 +91,16 @@ def test_a_chosen_core_that_differs_is_refused(job, tmp_path, given):
         processor(cfg, store).start(INITIAL)
 
 
+def test_with_equality_a_stored_objects_state_is_refused_not_gone_on_with(job):
+    flags, store = job
+    keep_objects_state(flags, store)
+    lines = []
+    cfg = settle_core(load({**flags, "equality": "rewrite"}, environ={}), store.state_meta(), lines.append)
+    assert cfg.core == "arrays" and lines == []  # the objects core cannot run equality in the job
+    with pytest.raises(StateMismatch, match="kept by core=objects"):
+        processor(cfg, store).start(INITIAL)
+
+
 def test_the_local_snapshot_of_an_objects_state_is_used(job, tmp_path):
     flags, store = job
     snapshots = Snapshots(tmp_path / "snap", flags["namespace"])
