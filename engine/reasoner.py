@@ -317,8 +317,9 @@ class Reasoner:
 
         Rules on one line share a label (their numbers add up). A module that
         evaluates a stratum in its rules' place (engine.modules) reports as
-        `module NAME`: (candidate facts so far, 0). Only `fd-counting` keeps a
-        derivation log; the others report 0 entries.
+        `module NAME`: (candidate facts so far, 0). Only `fd-counting` on the
+        objects core keeps a derivation log; the others report 0 entries. The
+        arrays core counts the head instances its compiled plans produced.
         """
         m = self.maintainer
         applied, logged = m.counts.applications, getattr(m, "log_by_rule", {})

@@ -92,8 +92,9 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         COUNTER, "Rule applications by rule (file:line; modules as 'module NAME'): each batch's top rules "
         "get a series of their own (at most 50 over the job's life), the rest 'other'.", ("rule",)),
     "fluxmat_rule_log_entries": (
-        GAUGE, "Derivation-log entries by rule (fd-counting; the rules of fluxmat_rule_applications_total, "
-        "the rest 'other'); its growth is the log's growth per rule.", ("rule",)),
+        GAUGE, "Derivation-log entries by rule (fd-counting on the objects core; 0 on the arrays core, which "
+        "keeps counters, no log; the rules of fluxmat_rule_applications_total, the rest 'other'); its growth "
+        "is the log's growth per rule.", ("rule",)),
     "fluxmat_batch_phase_seconds": (
         HISTOGRAM, "Time per micro-batch in each of our phases: collect (the source read and the rows to "
         "the driver), rows (its Arrow columns as messages), decode, engine (feed), poll (the delta and its "
