@@ -123,3 +123,7 @@ def test_a_batch_names_each_fact_s_update_by_id_or_offset_and_says_when_it_canno
     assert o.causes["added"] == [None, None] and len(o.output["added"]) == 2  # the page says "batch 2"
     o = p.process(3, [_row(8, {"id": "d2", "del": [["edge", "a", "b"]]})])
     assert set(o.causes["removed"]) == {"d2"} and len(o.causes["removed"]) == len(o.output["removed"]) == 3
+    # two updates, one of them alone reaching path's dependencies (edge): named on both cores
+    o = p.process(4, [_row(9, {"id": "e1", "add": [["edge", "m", "n"]]}), _row(10, {"id": "n2", "add": [["node", "z"]]})])
+    cut = {"objects": "n2", "arrays": None}[core]  # arrays: e1 also changed edge, which cut depends on
+    assert _added(o) == {("edge", "m", "n"): "e1", ("path", "m", "n"): "e1", ("node", "z"): "n2", ("cut", "z"): cut}
