@@ -77,6 +77,12 @@ def test_cli_why_proves_every_fact_of_every_golden_program_on_the_default_core(p
         verify(r.explain(fact), r, fact)
 
 
+def _reasoner(text: str, algorithm: str = "remat", core: str = "arrays") -> Reasoner:
+    r = _new(text, algorithm, core)
+    r.load()
+    return r
+
+
 PATH = """
 path(X, Y) :- edge(X, Y).
 path(X, Z) :- path(X, Y), edge(Y, Z).
