@@ -97,7 +97,9 @@ class CompactMaintainer(Maintainer):
             return set()
         an = self.analysis
         closed = closure_strata(an)
-        return {s for s in an.modules if s.kind == "stc" and an.strata[s.stratum - 1].index in closed}
+        return {
+            s for s in an.modules if s.kind == "stc" and an.strata[s.stratum - 1].index in closed
+        }
 
     def rules_changed(self) -> None:
         """Told after a program change replaced `analysis` (engine.compact.program), before its update."""

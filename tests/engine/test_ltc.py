@@ -233,7 +233,9 @@ def test_arrays_core_has_no_ltc_module_and_modules_change_nothing(algorithm):
     facts = [("edge", i, i + 1) for i in range(30)]
     seen = []
     for modules in (True, False):
-        r = Reasoner.from_text(LINEAR, options=EngineOptions(algorithm, core="arrays", modules=modules))
+        r = Reasoner.from_text(
+            LINEAR, options=EngineOptions(algorithm, core="arrays", modules=modules)
+        )
         assert r.modules_used() == set()
         load = r.load(facts)
         cut = r.update(delete=[("edge", 14, 15)])

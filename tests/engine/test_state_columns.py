@@ -133,7 +133,9 @@ def test_columns_of_another_program_are_refused(core):
     a = _reasoner("fd-counting", core)
     a.load([("edge", "a", "b")])
     a.export_changes()
-    other = Reasoner.from_text("path(X, Y) :- edge(X, Y).", options=EngineOptions("fd-counting", core=core))
+    other = Reasoner.from_text(
+        "path(X, Y) :- edge(X, Y).", options=EngineOptions("fd-counting", core=core)
+    )
     with pytest.raises(StateMismatch):
         other.restore_columns(a.state_columns())
 

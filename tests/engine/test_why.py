@@ -35,7 +35,9 @@ CASES = sorted(p for p in GOLDEN.glob("*/*.dl") if p.parent.name != "errors")
 CORES = ["arrays", "objects"]
 
 
-def _new(text: str, algorithm: str = "remat", core: str = "arrays", source: str = "<input>") -> Reasoner:
+def _new(
+    text: str, algorithm: str = "remat", core: str = "arrays", source: str = "<input>"
+) -> Reasoner:
     return Reasoner.from_text(text, source=source, options=EngineOptions(algorithm, core=core))
 
 
@@ -220,10 +222,15 @@ def test_every_fact_of_random_programs_has_a_verified_proof(core, case):
 def test_the_fact_and_pattern_may_come_before_or_after_the_options(tmp_path, capsys, order):
     """`why PROGRAM --facts F FACT` was refused by argparse ("unrecognized arguments"); every order works."""
     program, facts = tmp_path / "p.dl", tmp_path / "f.dl"
-    program.write_text("path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n", encoding="utf-8")
+    program.write_text(
+        "path(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n", encoding="utf-8"
+    )
     facts.write_text("edge(a, b).\nedge(b, c).\n", encoding="utf-8")
     flags = ["--facts", str(facts), "--max-facts", "100"]
-    for command, question, shown in (("why", "path(a, c)", "path(a, c)  <- "), ("query", "path(a, ?X)", "path(a, c).")):
+    for command, question, shown in (
+        ("why", "path(a, c)", "path(a, c)  <- "),
+        ("query", "path(a, ?X)", "path(a, c)."),
+    ):
         argv = {"fact last": [command, str(program), *flags, question],
                 "fact first": [command, str(program), question, *flags],
                 "options first": [command, *flags, str(program), question]}[order]  # fmt: skip
