@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from fluxmat.engine.analysis import Analysis, engine_made
+from fluxmat.engine.analysis import Analysis, ModuleSpec, engine_made
 from fluxmat.engine.errors import UpdateError
 from fluxmat.engine.evaluate import Counts
 from fluxmat.engine.limits import NO_LIMITS, Limits
@@ -160,6 +160,10 @@ class Maintainer(ABC):
     def uses_modules(self) -> bool:
         """Whether specialised modules evaluate some rules (engine.modules)."""
         return bool(self.modules)
+
+    def modules_used(self) -> set[ModuleSpec]:
+        """The specs of the modules that evaluate rules in their place (engine.analysis.ModuleSpec)."""
+        return {m.spec for ms in self.modules.values() for m in ms}
 
     # ------------------------------------------------------------ limits
     def set_limits(self, limits: Limits) -> None:

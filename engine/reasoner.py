@@ -501,8 +501,12 @@ class Reasoner:
                 sum(len(r) for r in m.I.values()))  # fmt: skip
 
     def modules_used(self) -> set:
-        """The specs of the modules the maintainer runs (engine.analysis.ModuleSpec)."""
-        return {m.spec for ms in self.maintainer.modules.values() for m in ms}
+        """The specs of the modules the maintainer runs (engine.analysis.ModuleSpec).
+
+        The objects core: its tc, stc and ltc modules (engine.modules); the arrays core: the stc
+        modules its closure module keeps (engine.compact.closure; none with equality).
+        """
+        return self.maintainer.modules_used()
 
     def plans(self) -> Iterator[Plan]:
         """Every rule's compiled plans -- full, then one per delta literal -- as before a load."""

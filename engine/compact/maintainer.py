@@ -28,9 +28,9 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from fluxmat.engine.analysis import Analysis
+from fluxmat.engine.analysis import Analysis, ModuleSpec
 from fluxmat.engine.compact.core import ArraysCore
-from fluxmat.engine.compact.plans import compile_program
+from fluxmat.engine.compact.plans import closure_strata, compile_program
 from fluxmat.engine.compact.remat import differences, explicit_after
 from fluxmat.engine.compact.small import SmallPath
 from fluxmat.engine.compact.unit import UNIT, UNIT_ROW, needs_unit, with_unit
@@ -86,6 +86,20 @@ class CompactMaintainer(Maintainer):
     def core_algorithm(self) -> str:
         """The algorithm the core runs (what `unsupported` is asked about)."""
         return self.name
+
+    def modules_used(self) -> set[ModuleSpec]:
+        """The stc modules the closure module keeps (engine.compact.closure): none with `modules=False`.
+
+        The arrays core has no tc or ltc module: their rules run as DRed^c (a linear closure by
+        reachability on a load or a recomputation, engine.compact.reach, whatever `modules` says).
+        """
+        if not self.closures:
+            return set()
+        an = self.analysis
+        closed = closure_strata(an)
+        return {
+            s for s in an.modules if s.kind == "stc" and an.strata[s.stratum - 1].index in closed
+        }
 
     def rules_changed(self) -> None:
         """Told after a program change replaced `analysis` (engine.compact.program), before its update."""

@@ -289,10 +289,12 @@ def take(m: FedMaintainer) -> StateColumns:
 def restore_columns(m: FedMaintainer, cols: StateColumns) -> None:
     """Rebuild the engine from `take`'s columns (its store holds that state: the journal is clean)."""
     check_fingerprint(m, cols.meta)
-    preds, eids = _terms(m, list(cols.terms.items()))
+    try:
+        preds, eids = _terms(m, list(cols.terms.items()))
+    except (KeyError, ValueError, IndexError) as exc:
+        raise StateDamaged(f"the local snapshot is damaged ({type(exc).__name__} {exc})") from None
     facts = {p: tids for p, (tids, _v) in cols.facts.items()}
-    constant = eids >= 0
-    if not all(constant[a].all() for a in (*facts.values(), *cols.explicit.values())):
+    if not all(_constants(a, eids) for a in (*facts.values(), *cols.explicit.values())):
         raise StateDamaged(
             "the local snapshot is damaged (a fact names a term that is not a constant)"
         )
@@ -300,6 +302,13 @@ def restore_columns(m: FedMaintainer, cols: StateColumns) -> None:
     m.terms = Terms(
         _inverse(eids, len(m.dictionary)), {p: t for t, p in preds.items()}, cols.next_term
     )
+
+
+def _constants(ids: np.ndarray, eids: np.ndarray) -> bool:
+    """Whether every term id in `ids` is a constant of the snapshot (in range: no wrap-around)."""
+    if not ids.size:
+        return True
+    return bool(ids.min() >= 0 and ids.max() < len(eids) and (eids[ids] >= 0).all())
 
 
 def term_text(value) -> str:

@@ -169,6 +169,8 @@ def _fill(fd: FullyDynamic, cols: StateColumns) -> None:
     def rows(ids: np.ndarray) -> list[tuple]:
         if ids.shape[1] == 0:
             return [()] * len(ids)
+        if ids.size and ids.min() < 0:  # numpy would read a negative id from the end of `eid_of`
+            raise ValueError("a row names a negative term id")
         eids = eid_of[ids]
         if (eids < 0).any():
             raise ValueError("a row names a term id that is no constant of the snapshot")

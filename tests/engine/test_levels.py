@@ -10,6 +10,11 @@ on the paper's Example 3 and on a ladder graph. Results against `remat` are
 covered for `dredc` (levels on, the default) by tests/engine/test_properties.py and
 the golden and corpus tests; `levels=False` is the paper's Algorithm 2
 (tests/engine/test_paper_examples.py).
+
+Levels, C_wf and the report's `overdeleted`, `rederived` and `recomputed_strata`
+are the objects core's `dredc` (`--core objects`): these tests choose it. The
+arrays core (the default) ignores `levels`; its results on the large deletion
+are checked against remat too.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import given as hgiven
 
-from fluxmat.engine import Reasoner, analyse, create, parse_program
+from fluxmat.engine import EngineOptions, Reasoner, analyse, create, parse_program
 from fluxmat.engine.algorithms.dredc import DRedC
 from tests.support.gen import apply_update, examples, scenarios
 
@@ -30,6 +35,11 @@ SETTINGS = settings(
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
+
+
+def _dredc(text: str, levels: bool = True, core: str = "objects") -> Reasoner:
+    """`dredc` on the objects core by default: its levels, C_wf and report details are read."""
+    return Reasoner.from_text(text, options=EngineOptions("dredc", core=core, levels=levels))
 
 
 def brute_force_wf(m: DRedC) -> dict[str, Counter]:
@@ -77,7 +87,7 @@ def test_levels_invariant_after_every_update(case):
 
 def test_levels_invariant_catches_a_wrong_counter():
     """The invariant check above fails when C_wf is off by one (it can fail)."""
-    r = Reasoner.from_text(LADDER_PROGRAM, "dredc")
+    r = _dredc(LADDER_PROGRAM)
     r.load(ladder(6))
     check_invariant(r.maintainer, "load")
     m = r.maintainer
@@ -101,7 +111,7 @@ def test_example3_levels_keep_a_c(levels, overdeleted):
     """Hu et al. 2018 Example 3: A(c) is derived in round 1 from A(a) and A(b), both
     explicit, so it has two well-founded derivations; deleting A(a) leaves one, and
     with levels only A(a) is overdeleted (the paper's DRed^c overdeletes A(a), A(c))."""
-    r = Reasoner.from_text(EXAMPLE3, "dredc", levels=levels)
+    r = _dredc(EXAMPLE3, levels)
     r.load(EXAMPLE3_E)
     m = r.maintainer
     if levels:
@@ -131,7 +141,7 @@ def test_ladder_levels_overdelete_only_what_goes(n):
     rederives all but one of them."""
     out = {}
     for levels in (True, False):
-        r = Reasoner.from_text(LADDER_PROGRAM, "dredc", levels=levels)
+        r = _dredc(LADDER_PROGRAM, levels)
         r.load(ladder(n))
         report = r.update(delete=[("e", 0, 1)])
         assert report.removed_facts["reach"] == {r.maintainer.encode(("reach", 1))[1]}
@@ -187,7 +197,7 @@ def test_large_deletion_recomputes_the_stratum():
     afterwards does not. Both equal remat."""
     facts = ladder(3000)
     gone = [f for f in facts if f[0] == "e" and f[1] % 2 == 1 and f[2] == f[1] + 1]
-    dredc = Reasoner.from_text(LADDER_PROGRAM, "dredc")
+    dredc = _dredc(LADDER_PROGRAM)
     dredc.load(facts)
     big = dredc.update(delete=gone)
     small = dredc.update(delete=[("e", 2000, 2001)])
@@ -195,3 +205,8 @@ def test_large_deletion_recomputes_the_stratum():
     remat = Reasoner.from_text(LADDER_PROGRAM, "remat")
     remat.load(sorted(set(facts) - set(gone) - {("e", 2000, 2001)}))
     assert dredc.lines() == remat.lines()
+    arrays = _dredc(LADDER_PROGRAM, core="arrays")  # the default core (its own recomputation)
+    arrays.load(facts)
+    arrays.update(delete=gone)
+    arrays.update(delete=[("e", 2000, 2001)])
+    assert arrays.lines() == remat.lines()

@@ -10,6 +10,11 @@ with node sets as bitsets and as sets, against generic evaluation: facts,
 reports and counters after every update; and the fully dynamic algorithms'
 upkeep of it operation by operation (engine.fd.upkeep, engine.modules.reach), under random
 interleavings, against `remat` at every quiescent state.
+
+The ltc module is the objects core's: the tests of it choose that core. The
+arrays core (the default) has no ltc module; it evaluates a linear closure by
+reachability on a load or a recomputation (engine.compact.reach, tested in
+tests/engine/test_compact_reach.py) whatever `modules` says (checked at the end).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from hypothesis import strategies as st
 
 import fluxmat.engine.modules.ltc as ltc
 import fluxmat.engine.modules.reach as reach
-from fluxmat.engine import Reasoner, analyse, create, parse_program
+from fluxmat.engine import EngineOptions, Reasoner, analyse, create, parse_program
 from fluxmat.engine.modules.reach import Reach
 from tests.support.fd import FD, drive, schedules
 from tests.support.gen import examples
@@ -56,11 +61,12 @@ def test_ltc_is_used_by_remat_and_dredc():
     rule); dredc loads the same way and keeps the closure as reachability in
     updates (no instances, no C_r); dred evaluates the rule generically."""
     facts = [("edge", i, i + 1) for i in range(30)]
-    r = Reasoner.from_text(LINEAR, "remat")
+    objects = lambda alg: Reasoner.from_text(LINEAR, options=EngineOptions(alg, core="objects"))  # noqa: E731
+    r = objects("remat")  # the objects core's ltc module and its counts
     report = r.load(facts)
     assert report.module_inferences == {"ltc(path)": 465}  # 30 * 31 / 2 pairs
     assert set(report.rule_applications) == {0}  # the base rule only
-    d = Reasoner.from_text(LINEAR, "dredc")
+    d = objects("dredc")
     assert d.maintainer.uses_modules
     assert set(d.load(facts).rule_applications) == {0}
     assert r.lines() == d.lines()
@@ -70,7 +76,7 @@ def test_ltc_is_used_by_remat_and_dredc():
     assert (cut.added, cut.removed) == (0, 1 + 15 * 16)
     assert set(cut.rule_applications) <= {0} and cut.module_inferences["ltc(path)"] > 0
     assert d.maintainer.counters(("path", 0, 29)) == (0, 0)  # no C_r for module pairs
-    g = Reasoner.from_text(LINEAR, "dred")
+    g = objects("dred")
     assert not g.maintainer.uses_modules
     assert g.load(facts).rule_applications.get(1) == 435
 
@@ -217,3 +223,27 @@ def test_fd_ltc_module_quiescent_states_equal_remat(algorithm, case, schedule):
     text, initial, updates = case
     ordered = [(sorted(a, key=repr), sorted(d, key=repr)) for a, d in updates]
     drive(algorithm, (SimpleNamespace(text=text), initial, ordered), schedule, module="path")
+
+
+@pytest.mark.parametrize("algorithm", ["remat", "dredc", "fd-dred"])
+def test_arrays_core_has_no_ltc_module_and_modules_change_nothing(algorithm):
+    """The arrays core (the default): no module runs the linear closure (`modules_used` is
+    empty, no module inferences); its rule instances are reported as semi-naive evaluation
+    counts them, the same with `modules` on and off; the facts are the objects core's."""
+    facts = [("edge", i, i + 1) for i in range(30)]
+    seen = []
+    for modules in (True, False):
+        r = Reasoner.from_text(
+            LINEAR, options=EngineOptions(algorithm, core="arrays", modules=modules)
+        )
+        assert r.modules_used() == set()
+        load = r.load(facts)
+        cut = r.update(delete=[("edge", 14, 15)])
+        assert load.module_inferences == cut.module_inferences == {}
+        assert load.rule_applications[1] > 0 and (cut.added, cut.removed) == (0, 1 + 15 * 16)
+        seen.append((dict(load.rule_applications), dict(cut.rule_applications), r.lines()))
+    assert seen[0] == seen[1]
+    reference = Reasoner.from_text(LINEAR, options=EngineOptions(algorithm, core="objects"))
+    reference.load(facts)
+    reference.update(delete=[("edge", 14, 15)])
+    assert seen[0][2] == reference.lines()

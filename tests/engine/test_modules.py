@@ -7,6 +7,11 @@ semi-naive evaluation considers O(n^3) rule instances (`Report.rule_applications
 the modules O(n^2) candidate facts (`Report.module_inferences`) -- with identical
 results. Correctness on random programs and the golden corpus with modules on and
 off is tested in tests/engine/test_properties.py and tests/engine/test_golden.py.
+
+The modules of engine.modules (tc, stc, ltc) and their work counts are the
+objects core's: those tests choose it. The arrays core (the default) keeps an
+stc(R) relation by its own closure module (engine.compact.closure) and has no
+tc module; what it does with `modules` is checked at the end.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import math
 
 import pytest
 
-from fluxmat.engine import ALGORITHMS, Reasoner, analyse, create, parse_program
+from fluxmat.engine import ALGORITHMS, EngineOptions, Reasoner, analyse, create, parse_program
 from tests.support.shared import PROGRAMS
 
 TC = "r(X, Z) :- r(X, Y), r(Y, Z).\n"  # rule (1)
@@ -24,6 +29,15 @@ SIZES = (10, 20, 40)
 WITH_MODULES = sorted(a for a, cls in ALGORITHMS.items() if cls.supports_modules)
 # The fully dynamic ones take a tc/stc module only where R's stratum holds R alone, as
 # in Examples 1 and 2 (more in tests/engine/test_fd_modules.py).
+
+
+def objects(text: str, algorithm: str = "dredc", **options) -> Reasoner:
+    """A reasoner on the objects core: its modules (engine.modules) and their work counts."""
+    return Reasoner.from_text(text, options=EngineOptions(algorithm, core="objects", **options))
+
+
+def arrays(text: str, algorithm: str = "dredc", **options) -> Reasoner:
+    return Reasoner.from_text(text, options=EngineOptions(algorithm, core="arrays", **options))
 
 
 def modules_of(text: str) -> list[tuple[str, str, tuple[int, ...]]]:
@@ -127,7 +141,7 @@ def test_modules_are_used_where_supported_and_results_agree(algorithm):
     facts = example2(6) + [("r", "c", "d")]
     results = set()
     for modules in (True, False):
-        r = Reasoner.from_text(text, algorithm, modules=modules)
+        r = objects(text, algorithm, modules=modules)  # the objects core's modules and their counts
         assert r.maintainer.uses_modules == (modules and algorithm in WITH_MODULES)
         report = r.load(facts)
         assert bool(report.module_inferences) == r.maintainer.uses_modules
@@ -137,15 +151,19 @@ def test_modules_are_used_where_supported_and_results_agree(algorithm):
 
 
 def test_reasoner_default_uses_modules():
-    assert Reasoner.from_text(TC).maintainer.uses_modules
-    assert not Reasoner.from_text(TC, modules=False).maintainer.uses_modules
+    assert objects(TC).maintainer.uses_modules  # the objects core: its tc module
+    assert not objects(TC, modules=False).maintainer.uses_modules
+    stc = analyse(parse_program(STC)).modules
+    # the default core (arrays): its closure module keeps stc(r)
+    assert Reasoner.from_text(STC).modules_used() == set(stc)
+    assert Reasoner.from_text(STC, modules=False).modules_used() == set()
 
 
 # ------------------------------------------------------------------ Examples 1 and 2
 
 
 def _load(text: str, facts: list[tuple], algorithm: str, modules: bool):
-    r = Reasoner.from_text(text, algorithm, modules=modules)
+    r = objects(text, algorithm, modules=modules)  # module_inferences: the objects core's modules
     return r, r.load(facts)
 
 
@@ -239,3 +257,46 @@ def test_stc_deletion_overdeletes_only_the_pairs_it_disconnects(n):
     assert second.details["rederived"] == 0
     oracle, _ = _load(STC, [f for i, f in enumerate(facts) if i not in (0, half)], "remat", False)
     assert r.facts() == oracle.facts()
+
+
+# ------------------------------------------------------------------ the arrays core
+
+ARRAYS_ALGORITHMS = ["bf", "counting", "dred", "dredc", "fd-counting", "fd-dred", "remat"]
+
+
+@pytest.mark.parametrize("algorithm", ARRAYS_ALGORITHMS)
+def test_arrays_core_keeps_stc_by_its_closure_module(algorithm):
+    """The arrays core: every algorithm keeps an stc(R) stratum by the closure module
+    (engine.compact.closure), which evaluates no rule instance and reports no module
+    inferences; `modules=False` evaluates the rules (DRed^c). Same results, the objects
+    core's too (`counting` runs DRed^c for the recursive stratum on the arrays core)."""
+    text = STC + "s(X) :- r(X, Y), not r(Y, c).\n"
+    facts = example2(6) + [("r", "c", "d")]
+    results = set()
+    for modules in (True, False):
+        r = arrays(text, algorithm, modules=modules)
+        assert r.modules_used() == (set(analyse(parse_program(text)).modules) if modules else set())
+        report = r.load(facts)
+        assert report.module_inferences == {}
+        stc_rules = {0, 1} & set(report.rule_applications)
+        assert bool(stc_rules) != modules, report.rule_applications
+        r.update(add=[("r", "d", "c1")], delete=[("r", "c2", "c3")])
+        results.add(frozenset(r.facts()))
+    reference = objects(text, "dredc")
+    reference.load(facts)
+    reference.update(add=[("r", "d", "c1")], delete=[("r", "c2", "c3")])
+    assert results == {frozenset(reference.facts())}
+
+
+def test_arrays_core_has_no_tc_module():
+    """A transitive rule alone is DRed^c on the arrays core whatever `modules` says:
+    Example 1's O(n^3) rule instances both ways, no module inferences."""
+    n = 20
+    work = []
+    for modules in (True, False):
+        r = arrays(TC, "dredc", modules=modules)
+        assert r.modules_used() == set()
+        report = r.load(example1(n))
+        assert report.module_inferences == {} and len(r.facts()) == math.comb(n + 2, 2)
+        work.append(report.total_applications)
+    assert work[0] == work[1] >= math.comb(n + 2, 3)

@@ -9,6 +9,13 @@ The Report has no measure of how much work backward rule evaluation does (its
 rederivations find none). The tests of Examples 1 and 2 therefore count the
 candidate facts that backward evaluation looks at by wrapping the indexes and
 full scans it reads (`probes` fixture); the engine itself is not changed.
+
+What the papers count -- overdeleted facts, counters, backward evaluation
+(whose indexes the probes wrap), Counting's refusal of recursion -- is the
+objects core's (`--core objects`): those tests choose it. The results and the
+update semantics are checked on the arrays core too (the default), which runs
+one procedure for these algorithm names (docs/reference/core.md): with it
+`counting` materialises recursive programs.
 """
 
 from __future__ import annotations
@@ -18,13 +25,14 @@ from dataclasses import dataclass
 import pytest
 
 import fluxmat.engine.evaluate as evaluate
-from fluxmat.engine import ALGORITHMS, AlgorithmError, Reasoner, UpdateError
+from fluxmat.engine import ALGORITHMS, AlgorithmError, EngineOptions, Reasoner, UpdateError
 from fluxmat.engine.algorithms.stratified import Run
 
 
-def _paper(text: str, algorithm: str) -> Reasoner:
-    """The papers' algorithms exactly: `dredc` without its levels (engine.algorithms.dredc)."""
-    return Reasoner.from_text(text, algorithm, levels=False)
+def _paper(text: str, algorithm: str, core: str = "arrays") -> Reasoner:
+    """The papers' algorithms exactly on the objects core: `dredc` without its levels
+    (engine.algorithms.dredc). The arrays core (the default) runs its own procedure."""
+    return Reasoner.from_text(text, options=EngineOptions(algorithm, core=core, levels=False))
 
 
 # ------------------------------------------------------------------ instrumentation
@@ -115,8 +123,8 @@ FIGURE1_T2 = {"a": (0, 0), "b": (1, 0), "c": (0, 1), "d": (1, 0), "e": (0, 1)}
 FIGURE1_T3 = {"a": (0, 0), "b": (1, 0), "c": (0, 1), "d": (1, 1), "e": (0, 1)}
 
 
-def _example3(algorithm: str) -> Reasoner:
-    r = _paper(EXAMPLE3, algorithm)
+def _example3(algorithm: str, core: str = "arrays") -> Reasoner:
+    r = _paper(EXAMPLE3, algorithm, core)
     r.maintainer.load(EXAMPLE3_E)
     return r
 
@@ -162,7 +170,7 @@ def test_example3_figure1_counters_dredc(monkeypatch):
     overdeletion (T2) and after deleting A(a) (T3). "A(c) is derived from A(a)
     and A(b) using the recursive rule (8), so the recursive counter for A(c) is two."
     """
-    r = _example3("dredc")
+    r = _example3("dredc", "objects")  # the objects core's counters and its DRed^c run
     assert _counters(r) == FIGURE1_T1
     seen = _capture_overdeleted(monkeypatch, r)
     report = r.update(delete=[("a", "a")])
@@ -176,7 +184,8 @@ def test_example3_dredc_overdeletes_only_a_and_c(monkeypatch):
     """Example 3: "while DRed overdeletes four facts, DRedc overdeletes only A(a)
     and A(c), and does not touch A(e)" -- A(d) has C_nr = 1 so it is never overdeleted.
     """
-    r = _example3("dredc")
+    # the objects core's overdeletion (engine.algorithms.stratified)
+    r = _example3("dredc", "objects")
     seen = _capture_overdeleted(monkeypatch, r)
     r.update(delete=[("a", "a")])
     assert seen["D"] == ["a", "c"]
@@ -187,7 +196,7 @@ def test_example3_dred_overdeletes_four_facts(monkeypatch):
     """Example 3: "The standard DRed algorithm first overdeletes A(a), A(c), A(d),
     and A(e); it rederives A(d) since the fact is in E \\ E−; it rederives A(c) by
     evaluating rule (8) backwards"."""
-    r = _example3("dred")
+    r = _example3("dred", "objects")  # the objects core's overdeletion and backward evaluation
     seen = _capture_overdeleted(monkeypatch, r)
     report = r.update(delete=[("a", "a")])
     assert seen["D"] == ["a", "c", "d", "e"]
@@ -219,9 +228,11 @@ def example2(n: int):
     return EXAMPLE2, facts, [("b", "a", "b1", 1)]
 
 
-def _run(example, n: int, algorithm: str, probes: _Probes):
+def _run(example, n: int, algorithm: str, probes: _Probes, core: str = "arrays"):
+    """Load, delete, compare with remat; the report and the candidates the probes counted
+    (the probes wrap the objects core's evaluator: with the arrays core they count nothing)."""
     program, facts, delete = example(n)
-    r = _paper(program, algorithm)
+    r = _paper(program, algorithm, core)
     r.maintainer.load(facts)
     probes.candidates = 0
     report = r.update(delete=delete)
@@ -248,7 +259,8 @@ def test_dred_backward_rederivation_is_quadratic(example, probes):
     considers a total of n² facts, so the cost of one-step rederivation is O(n²)"."""
     work = {}
     for n in SIZES:
-        report, candidates = _run(example, n, "dred", probes)
+        # the objects core's backward evaluation, which the probes wrap
+        report, candidates = _run(example, n, "dred", probes, "objects")
         assert report.backward_queries > 0
         work[n] = candidates
     assert work[10] > 0
@@ -261,7 +273,8 @@ def test_dredc_needs_no_backward_evaluation(example, probes):
     source of inefficiency on Examples 1 and 2" -- its work grows linearly in n."""
     work = {}
     for n in SIZES:
-        report, candidates = _run(example, n, "dredc", probes)
+        # the probes wrap the objects core's evaluator
+        report, candidates = _run(example, n, "dredc", probes, "objects")
         assert (report.backward_queries, report.backward_matches, candidates) == (0, 0, 0)
         work[n] = report.total_applications
     assert work[10] > 0
@@ -274,7 +287,8 @@ def test_example1_counters_replace_backward_evaluation(algorithm, probes):
     is non-recursive, so like Counting it never evaluates a rule backwards."""
     work = {}
     for n in SIZES:
-        report, candidates = _run(example1, n, algorithm, probes)
+        # the probes wrap the objects core's evaluator
+        report, candidates = _run(example1, n, algorithm, probes, "objects")
         assert (report.backward_queries, report.backward_matches, candidates) == (0, 0, 0)
         work[n] = report.total_applications
     assert work[40] / work[20] < 2.5, work
@@ -290,9 +304,10 @@ def test_all_algorithms_agree_on_paper_examples(example, probes):
 
 
 def test_counting_refuses_recursive_program():
-    """Counting "is applicable only to nonrecursive rules" (Section 1): rule (7) is recursive."""
+    """Counting "is applicable only to nonrecursive rules" (Section 1): rule (7) is recursive.
+    The objects core's `counting` is the paper's and refuses it."""
     with pytest.raises(AlgorithmError) as info:
-        _paper(EXAMPLE2, "counting")
+        _paper(EXAMPLE2, "counting", "objects")
     message = str(info.value)
     assert "recursive" in message
     assert "predicate d " in message
@@ -300,7 +315,24 @@ def test_counting_refuses_recursive_program():
 
 def test_counting_refuses_mutually_recursive_program():
     with pytest.raises(AlgorithmError, match="recursive.*predicate (even|odd) "):
-        _paper("even(Y) :- odd(X), s(X, Y).\nodd(Y) :- even(X), s(X, Y).\n", "counting")
+        _paper(MUTUAL, "counting", "objects")
+
+
+MUTUAL = "even(Y) :- odd(X), s(X, Y).\nodd(Y) :- even(X), s(X, Y).\n"
+
+
+def test_counting_on_the_arrays_core_materialises_recursive_programs(probes):
+    """The arrays core (the default) refuses no recursive program under `counting`: it counts
+    non-recursive predicates and runs DRed^c for recursive components (docs/reference/core.md).
+    Example 2 and a mutual recursion give remat's materialisation after a deletion."""
+    _run(example2, 10, "counting", probes, "arrays")  # compares with remat
+    facts = [("even", 0)] + [("s", i, i + 1) for i in range(6)] + [("s", 6, 1)]  # a cycle 1..6
+    r = _paper(MUTUAL, "counting", "arrays")
+    r.load(facts)
+    assert sorted(f[1] for f in r.facts() if f[0] == "odd") == [1, 3, 5]
+    r.update(delete=[("s", 2, 3)])  # the cycle is cut: only odd(1) stays
+    assert sorted(f[1] for f in r.facts() if f[0] in ("even", "odd")) == [0, 1, 2]
+    assert r.lines() == _remat_lines(MUTUAL, [f for f in facts if f != ("s", 2, 3)])
 
 
 # ------------------------------------------------------------------ update semantics

@@ -184,7 +184,8 @@ def test_arity_against_the_state_names_the_place():
 
 
 def test_objects_core_refuses_with_one_clear_error():
-    r = Reasoner.from_text("p(X) :- e(X).", algorithm="dredc")
+    # the arrays core is the default: the objects core only when chosen
+    r = Reasoner.from_text("p(X) :- e(X).", options=EngineOptions("dredc", core="objects"))
     with pytest.raises(
         AlgorithmError, match=r"program changes need the arrays core \(--core arrays\)"
     ):

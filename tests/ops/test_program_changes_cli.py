@@ -52,7 +52,7 @@ def test_replay_of_a_middle_state(tmp_path):
 
 def test_replay_refuses_program_lines_on_the_objects_core(tmp_path):
     d = _files(tmp_path)
-    user_error(fluxmat("replay", d / "old.dl", "--updates", d / "u.jsonl"),
+    user_error(fluxmat("replay", d / "old.dl", "--updates", d / "u.jsonl", "--core", "objects"),
                "u.jsonl:2: program changes need the arrays core (--core arrays)")  # fmt: skip
 
 
