@@ -67,7 +67,7 @@ def large_reach(comps: list) -> dict[str, list[list[str]]]:
     return out
 
 
-def _above(i: int, comp, readers: dict[str, list[int]], above: list[frozenset[int]]) -> frozenset[int]:
+def _above(i: int, comp, readers: dict[str, list[int]], above: list[frozenset]) -> frozenset[int]:
     """The recursive components a deletion in component `i` reaches (`above` is known past `i`)."""
     parts = [above[j] for p in comp.preds for j in readers.get(p, ()) if j > i and above[j]]
     own = frozenset((i,)) if comp.recursive and not comp.stc else frozenset()

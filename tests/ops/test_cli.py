@@ -376,7 +376,8 @@ def test_long_sums_compile_and_compute_the_same(tmp_path, core):
             + ", D = " + " - ".join(["X"] * 1000) + ".\np(2).\n")  # fmt: skip
     short = "q(S, P, D) :- p(X), S = X * 2000, P = 1, D = X - X * 999.\np(2).\n"
     updates = jsonl(tmp_path / "u.jsonl", [{"add": [["p", 3]]}, {"del": [["p", 2]]}])
-    want = ok(fluxmat_here("replay", write(tmp_path / "short.dl", short), "--updates", updates, "--core", core))
+    short_file = write(tmp_path / "short.dl", short)
+    want = ok(fluxmat_here("replay", short_file, "--updates", updates, "--core", core))
     assert want.splitlines() == ["p(3).", "q(6000, 1, -2994)."]
     for algorithm in ("remat", "dredc", "fd-counting"):
         assert ok(fluxmat_here("replay", write(tmp_path / "long.dl", long), "--updates", updates,
