@@ -225,13 +225,15 @@ DEEP = 5000  # terms of the sums below; 30,000 was measured too (about 10 s on e
 @pytest.mark.parametrize("core", ["arrays", "objects"])
 @pytest.mark.parametrize("algorithm", ["dredc", "fd-counting"])
 def test_a_sum_of_thousands_of_terms_everywhere_a_term_goes(core, algorithm):
-    """A 5,000-term sum as an assignment (two in one rule), a filter, a head expression and in
+    """A 5,000-term sum as an assignment (two in one rule), a filter (two, the second placed
+    first: specs are compared to be taken off the pending list), a head expression and in
     a recursive rule, maintained through deletions (DRed^c rederives from the head: the
     assignment is checked), with many strata above it; the same facts on both cores."""
     s = " + ".join(["X"] * DEEP)
     text = (f"q(S) :- p(X), S = {s}.\nh({s}) :- p(X).\ng(X) :- p(X), {s} > X.\n"
             f"t(X, Y) :- p(X), p(Y), X < Y.\nt(X, Z) :- t(X, Y), t(Y, Z), {s} > 0.\n"
             f"w(S, T) :- p(X), S = {s}, T = {s} + 1.\n"
+            f"v(Y, Z) :- p(Y), p(Z), {s.replace('X', 'Z')} > Z, {s.replace('X', 'Y')} > Y.\n"
             + "".join(f"c{i}(S) :- c{i - 1}(S).\n" for i in range(1, 300)) + "c0(S) :- q(S).\n"
             + "p(1). p(2).\n")  # fmt: skip
     r = Reasoner.from_text(text, algorithm, options=EngineOptions(core=core))
@@ -243,6 +245,7 @@ def test_a_sum_of_thousands_of_terms_everywhere_a_term_goes(core, algorithm):
     assert {f for f in facts if f[0] == "c299"} == {("c299", DEEP * 2), ("c299", DEEP * 3)}
     assert {f for f in facts if f[0] in ("g", "t")} == {("g", 2), ("g", 3), ("t", 2, 3)}
     assert {f for f in facts if f[0] == "w"} == {("w", DEEP * x, DEEP * x + 1) for x in (2, 3)}
+    assert {f for f in facts if f[0] == "v"} == {("v", y, z) for y in (2, 3) for z in (2, 3)}
     assert r.explain(("q", DEEP * 3)) is not None
 
 
