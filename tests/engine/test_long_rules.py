@@ -23,6 +23,8 @@ import pytest
 from fluxmat.connectors.state import MemoryStateStore
 from fluxmat.engine import ALGORITHMS, EngineOptions, Reasoner
 from fluxmat.engine.compact.recompute import large_reach
+from fluxmat.engine.parser import parse_program
+from fluxmat.engine.syntax import postorder
 from fluxmat.stream.batch import BatchProcessor
 from tests.support.shared import NullPublisher
 
@@ -247,6 +249,50 @@ def test_a_sum_of_thousands_of_terms_everywhere_a_term_goes(core, algorithm):
     assert {f for f in facts if f[0] == "w"} == {("w", DEEP * x, DEEP * x + 1) for x in (2, 3)}
     assert {f for f in facts if f[0] == "v"} == {("v", y, z) for y in (2, 3) for z in (2, 3)}
     assert r.explain(("q", DEEP * 3)) is not None
+
+
+# ---------------------------------------------------------------- the printed program
+
+
+def shape(term) -> list:
+    """A term's nodes in postfix, each as (kind, operator or value): compared without recursion."""
+    return [(type(n).__name__, getattr(n, "op", getattr(n, "value", getattr(n, "name", None))))
+            for n in postorder(term)]  # fmt: skip
+
+
+def random_term(rnd: random.Random, size: int) -> str:
+    """Chains of + - * / % of random lengths, some parenthesised (at most a few levels)."""
+    parts = []
+    for _ in range(size):
+        chain = f" {rnd.choice('+-*/%')} ".join(rnd.choice(["X", "2", "-3"]) for _ in range(rnd.randrange(1, 30)))
+        parts.append(f"({chain})" if rnd.random() < 0.3 else chain)
+    return f" {rnd.choice('+-*')} ".join(parts)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_printed_long_term_reads_back_as_the_same_term(seed):
+    """Every BinOp is printed in parentheses; a term that would then nest deeper than the
+    parser reads (a sum of hundreds of terms) is printed with the parentheses it needs only."""
+    rnd = random.Random(seed)
+    text = f"q(S) :- p(X), S = {random_term(rnd, rnd.choice((1, 5, 40)))}.\n"
+    term = parse_program(text).rules[0].body[1].right
+    again = parse_program(str(parse_program(text))).rules[0].body[1].right
+    assert shape(again) == shape(term)
+
+
+@pytest.mark.parametrize("core", ["arrays", "objects"])
+def test_the_program_in_force_reads_back_with_a_long_sum(core):
+    """The program text a job stores (Reasoner.program_text) and parses on restart, also after
+    a program change (arrays core): a 500-term sum used to print 500 parentheses deep."""
+    s = " + ".join(["X"] * 500)
+    r = Reasoner.from_text(f"q(S) :- p(X), S = {s}.\np(1).\n", options=EngineOptions(core=core))
+    r.load([])
+    if core == "arrays":  # program changes are the arrays core's
+        r.change_program(add=f"w(S) :- q(X), S = {s}.\n")
+    again = Reasoner(parse_program(r.program_text()), options=EngineOptions(core=core))
+    again.load([])
+    assert set(again.facts()) == set(r.facts()) and ("q", 500) in set(r.facts())
+    assert ("w", 250_000) in set(r.facts()) or core == "objects"
 
 
 # ---------------------------------------------------------------- the command and the stream
