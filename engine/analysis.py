@@ -383,9 +383,12 @@ def analyse(program: Program) -> Analysis:
         rec = any(stratum_of[a.pred] == s for a in pos)
         rules.append(AnalysedRule(i, rule, pos, neg, bi, s, rec))
 
+    by_stratum: dict[int, list[AnalysedRule]] = {}
+    for r in rules:  # grouped once: thousands of strata would make a scan per stratum quadratic
+        by_stratum.setdefault(r.stratum, []).append(r)
     strata = []
     for s, comp in enumerate(order, start=1):
-        mine = [r for r in rules if r.stratum == s]
+        mine = by_stratum.get(s, [])
         strata.append(
             Stratum(
                 s,

@@ -45,6 +45,7 @@ from fluxmat.engine.lexer import (
     tokenize,
 )
 from fluxmat.engine.syntax import (
+    MAX_NESTING,
     Atom,
     BinOp,
     Call,
@@ -62,9 +63,6 @@ from fluxmat.engine.wire import fact_from_json  # the one codec of facts and JSO
 
 __all__ = ["parse_program", "parse_facts", "fact_from_json", "MAX_NESTING"]
 
-# Parentheses and unary minus signs nest at most this deep in one term (the parser
-# recurses on them; sums and products of any length do not nest).
-MAX_NESTING = 100
 
 _ESCAPE = re.compile(r"\\(.)")
 _JSON_ESCAPES = frozenset('"\\/bfnrtu')

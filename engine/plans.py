@@ -444,7 +444,7 @@ def place_body(
                 if _ready_builtin(b, comp.bound):
                     comp.room(0)
                     comp.builtin(b)
-                    remaining_bi.remove(b)
+                    _drop(remaining_bi, b)
                     progress = True
             for i in list(remaining_neg):
                 if lit_vars[i] <= comp.bound:
@@ -461,6 +461,12 @@ def place_body(
         comp.positive(best, lits[best].args)
         place_ready()
     assert not remaining_bi and not remaining_neg, "analysis guarantees every literal is placed"
+
+
+def _drop(items: list, item) -> None:
+    """Remove `item` by identity: `list.remove` compares built-ins field by field, which
+    recurses once per level of a term (a sum of thousands of terms)."""
+    del items[next(k for k, x in enumerate(items) if x is item)]
 
 
 def _head_tuple(comp: Compiler, args) -> str:

@@ -175,20 +175,50 @@ def postorder(term: Term) -> Iterator[Term]:
         stack.extend((child, False) for child in reversed(children))
 
 
+# Parentheses, unary minus signs and calls nest at most this deep in one term as read
+# (engine.parser recurses on them; sums and products of any length do not nest).
+MAX_NESTING = 100
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
+
+
 def format_term(term: Term) -> str:
-    """A term in program syntax, every BinOp in parentheses (iterative, see postorder)."""
-    out: list[str] = []
+    """A term in program syntax, every BinOp in parentheses (iterative, see postorder).
+
+    A term that would then nest deeper than the parser reads (`MAX_NESTING`: a sum of
+    hundreds of terms is a BinOp chain hundreds deep) gets only the parentheses its
+    operators need, so every printed program reads back.
+    """
+    every = _nesting(term) <= MAX_NESTING
+    out: list[tuple[str, int]] = []  # (text, precedence: 3 for a leaf or a call)
     for node in postorder(term):
         if isinstance(node, BinOp):
-            right, left = out.pop(), out.pop()
-            out.append(f"({left} {node.op} {right})")
+            (right, rp), (left, lp) = out.pop(), out.pop()
+            p = _PRECEDENCE[node.op]
+            left = left if every or lp >= p else f"({left})"
+            right = right if every or rp > p else f"({right})"
+            out.append((f"({left} {node.op} {right})" if every else f"{left} {node.op} {right}", p))
         elif isinstance(node, Call):
             args = out[len(out) - len(node.args) :]
             del out[len(out) - len(node.args) :]
-            out.append(f"{node.fn}({', '.join(args)})")
+            out.append((f"{node.fn}({', '.join(a for a, _ in args)})", 3))
         else:
-            out.append(str(node))
-    return out[0]
+            out.append((str(node), 3))
+    text, p = out[0]
+    return text if every or p == 3 else f"({text})"
+
+
+def _nesting(term: Term) -> int:
+    """How deep `term` nests when every BinOp is in parentheses (a call nests one level too)."""
+    depths: list[int] = []
+    for node in postorder(term):
+        n = len(node.args) if isinstance(node, Call) else 2 if isinstance(node, BinOp) else 0
+        if not n:
+            depths.append(0)
+            continue
+        deepest = max(depths[len(depths) - n :])
+        del depths[len(depths) - n :]
+        depths.append(deepest + 1)
+    return depths[0]
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,14 +34,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from fluxmat.engine.arith import ARITH, COMPARE, RUNTIME
 from fluxmat.engine.datatypes import FUNCTIONS
-from fluxmat.engine.rules import AnalysedRule, Assign, Filter, term_vars
+from fluxmat.engine.rules import AnalysedRule, Assign, Filter
 from fluxmat.engine.storage import Dictionary
-from fluxmat.engine.syntax import BinOp, Call, Const, RdfLiteral, Term, Var, postorder
+from fluxmat.engine.syntax import BinOp, Call, Const, RdfLiteral, Term, Var, format_term, postorder
 
 SAFE = (
     1 << 62
@@ -109,19 +110,37 @@ class Runtime:
 # ---------------------------------------------------------------- specifications
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Spec:
-    """A built-in before placement: a filter (`var` None) or an assignment to `var` of `left`."""
+    """A built-in before placement: a filter (`var` None) or an assignment to `var` of `left`.
+
+    Compared by identity and written by `__str__`: the generated `__eq__`, `__hash__` and
+    `__repr__` would recurse once per level of a term (a sum of thousands of terms).
+    """
 
     op: str  # a comparison operator, or ":=" for an assignment
     left: Term
     right: Term | None = None
     var: str | None = None
 
-    def inputs(self) -> set[str]:
-        return set(term_vars(self.left)) | (
-            set(term_vars(self.right)) if self.right is not None else set()
-        )
+    @cached_property
+    def shapes(self) -> tuple[tuple, tuple]:
+        """Its terms in postfix, each walked once (`_shape`); a plan places a spec per start."""
+        return _shape(self.left), _shape(self.right) if self.right is not None else ()
+
+    @cached_property
+    def _inputs(self) -> frozenset[str]:
+        return frozenset(x[1] for shape in self.shapes for x in shape if x[0] == "var")
+
+    def inputs(self) -> frozenset[str]:
+        """The variables of its terms."""
+        return self._inputs
+
+    def __str__(self) -> str:
+        if self.var is None:
+            assert self.right is not None
+            return f"{format_term(self.left)} {self.op} {format_term(self.right)}"
+        return f"{self.var} := {format_term(self.left)}"
 
 
 def head_var(j: int) -> str:
@@ -146,13 +165,14 @@ def specs(rule: AnalysedRule) -> list[Spec]:
     return out
 
 
-def _code(term: Term, slots: dict[str, int], intern: Callable) -> Code:
+def _shape(term: Term) -> tuple:
+    """A term in postfix: ("var", name), ("const", value), ("op", op), ("call", fn, nargs)."""
     out = []
     for node in postorder(term):
         if isinstance(node, Var):
-            out.append(("leaf", slots[node.name], 0))
+            out.append(("var", node.name))
         elif isinstance(node, Const):
-            out.append(("leaf", -1, intern(node.value)))
+            out.append(("const", node.value))
         elif isinstance(node, BinOp):
             out.append(("op", node.op))
         else:
@@ -161,18 +181,28 @@ def _code(term: Term, slots: dict[str, int], intern: Callable) -> Code:
     return tuple(out)
 
 
+def _code(shape: tuple, slots: dict[str, int], intern: Callable) -> Code:
+    """A shape's `Code` given the variables' slots."""
+    out = []
+    for x in shape:
+        if x[0] == "var":
+            out.append(("leaf", slots[x[1]], 0))
+        elif x[0] == "const":
+            out.append(("leaf", -1, intern(x[1])))
+        else:
+            out.append(x)
+    return tuple(out)
+
+
 def step(spec: Spec, slots: dict[str, int], rt: Runtime) -> BuiltinStep:
     """The step of a spec whose inputs are bound in `slots`; an assignment to an unbound variable binds it."""
-    left = _code(spec.left, slots, rt.intern)
+    left, right = (_code(shape, slots, rt.intern) for shape in spec.shapes)
     if spec.var is None:
-        assert spec.right is not None
-        return BuiltinStep(
-            rt, spec.op, left, _code(spec.right, slots, rt.intern), -1, False, str(spec)
-        )
+        return BuiltinStep(rt, spec.op, left, right, -1, False, spec)
     check = spec.var in slots
     if not check:
         slots[spec.var] = len(slots)
-    return BuiltinStep(rt, ":=", left, (), slots[spec.var], check, str(spec))
+    return BuiltinStep(rt, ":=", left, (), slots[spec.var], check, spec)
 
 
 # ---------------------------------------------------------------- evaluation
@@ -270,7 +300,12 @@ class BuiltinStep:
     right: Code
     slot: int  # an assignment's variable
     check: bool  # the assignment's variable is bound already: keep rows where it equals the value
-    text: str
+    spec: Spec
+
+    @property
+    def text(self) -> str:
+        """The built-in in program syntax (written when asked: a long sum is long to write)."""
+        return str(self.spec)
 
     def apply(self, B: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not len(B):

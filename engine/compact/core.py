@@ -112,7 +112,9 @@ class ArraysCore:
             added = []  # rules a program change adds to a recursive component
             if change is not None:
                 comp, added = change.component(comp, explicit)
-            quiet = comp.inputs.isdisjoint(flipped) and explicit.keys().isdisjoint(comp.preds)
+            # by membership, not set.isdisjoint(dict): that walks the dict (thousands of strata)
+            quiet = not any(q in flipped for q in comp.inputs)
+            quiet = quiet and not any(p in explicit for p in comp.preds)
             if quiet and not added:
                 continue
             if comp.stc:

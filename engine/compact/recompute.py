@@ -43,21 +43,39 @@ class DeletionChoice:
 def large_reach(comps: list) -> dict[str, list[list[str]]]:
     """Per predicate, the recursive components (not closures) a deletion of its facts reaches (their preds).
 
-    The components are in dependency order, so one walk per predicate finds
-    every component above it; what a deletion of several predicates reaches
-    is the union of theirs. Computed once per program (engine.compact.small).
+    The components are in dependency order (a component's inputs are its own or
+    lower components' predicates), so one walk down from the top finds, per
+    component, the recursive ones above it: its own and those of the components
+    that read it. What a deletion of several predicates reaches is the union of
+    theirs. Linear in the program for a program with few recursive components
+    (5,000 strata in a chain); computed once per program (engine.compact.small).
     """
+    readers: dict[str, list[int]] = {}
+    for i, comp in enumerate(comps):
+        for q in comp.inputs:
+            readers.setdefault(q, []).append(i)
+    above: list[frozenset[int]] = [frozenset()] * len(comps)
+    for i in range(len(comps) - 1, -1, -1):
+        above[i] = _above(i, comps[i], readers, above)
     out: dict[str, list[list[str]]] = {}
-    for p in {q for comp in comps for q in (*comp.preds, *comp.inputs)}:
-        reached, hit = {p}, []
-        for comp in comps:
-            if comp.inputs.isdisjoint(reached) and reached.isdisjoint(comp.preds):
-                continue
-            reached.update(comp.preds)
-            if comp.recursive and not comp.stc:
-                hit.append(comp.preds)
-        out[p] = hit
+    for i, comp in enumerate(comps):
+        for p in comp.preds:
+            out[p] = [comps[j].preds for j in sorted(above[i])]
+    for p, users in readers.items():
+        if p not in out:  # read but in no component: what its readers reach
+            out[p] = [comps[j].preds for j in sorted(frozenset().union(*(above[j] for j in users)))]
     return out
+
+
+def _above(i: int, comp, readers: dict[str, list[int]], above: list[frozenset]) -> frozenset[int]:
+    """The recursive components a deletion in component `i` reaches (`above` is known past `i`)."""
+    parts = [above[j] for p in comp.preds for j in readers.get(p, ()) if j > i and above[j]]
+    own = frozenset((i,)) if comp.recursive and not comp.stc else frozenset()
+    if not parts:
+        return own
+    if len(parts) == 1 and not own:
+        return parts[0]  # shared, not copied: a chain of components costs no more than its length
+    return own.union(*parts)
 
 
 def reaches_large(core, delete: dict, reach: dict[str, list[list[str]]] | None = None) -> bool:
