@@ -29,7 +29,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fluxmat.engine.algorithms import FULLY_DYNAMIC, Maintainer, Report, check_algorithm, check_equality, create
+from fluxmat.engine.algorithms import (
+    FULLY_DYNAMIC,
+    Maintainer,
+    Report,
+    check_algorithm,
+    check_equality,
+    create,
+)
 from fluxmat.engine.analysis import analyse
 from fluxmat.engine.compact.readview import FactsView
 from fluxmat.engine.errors import AlgorithmError, FluxmatError
