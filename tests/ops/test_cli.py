@@ -165,11 +165,17 @@ def test_replay_every_algorithm_same_output(tmp_path, algorithm):
 
 def test_replay_algorithm_from_environment(path_files):
     program, facts, updates = path_files
+    # the objects core refuses counting on a recursive program: the refusal shows the variable is read
     proc = fluxmat_here(
-        "replay", program, "--facts", facts, "--updates", updates,
+        "replay", program, "--facts", facts, "--updates", updates, "--core", "objects",
         env={"FLUXMAT_ALGORITHM": "counting"},
     )  # fmt: skip
     user_error(proc, "recursive", "path")
+    # the arrays default runs every name it knows; an unknown name shows the variable is read there too
+    proc = fluxmat_here(
+        "replay", program, "--facts", facts, "--updates", updates, env={"FLUXMAT_ALGORITHM": "fd"},
+    )  # fmt: skip
+    user_error(proc, "unknown algorithm 'fd'")
 
 
 @pytest.mark.parametrize("algorithm", ["dredc", "bf"])
@@ -332,11 +338,12 @@ def test_error_unknown_algorithm_environment(path_files):
 
 
 def test_error_counting_on_recursive_program(path_files):
+    """The objects core refuses counting on a recursive program; the arrays core (the default)
+    counts the non-recursive predicates and runs DRed^c for recursive components, so it runs it."""
     program, facts, updates = path_files
-    proc = fluxmat_here(
-        "replay", program, "--facts", facts, "--updates", updates, "--algorithm", "counting",
-    )  # fmt: skip
-    user_error(proc, "recursive", "predicate path")
+    args = ("replay", program, "--facts", facts, "--updates", updates, "--algorithm", "counting")
+    user_error(fluxmat_here(*args, "--core", "objects"), "recursive", "predicate path")
+    assert ok(fluxmat_here(*args)).splitlines() == PATH_FINAL
 
 
 # ------------------------------------------------------------------ hostile input (issue 14)
