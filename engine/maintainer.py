@@ -161,6 +161,10 @@ class Maintainer(ABC):
         """Whether specialised modules evaluate some rules (engine.modules)."""
         return bool(self.modules)
 
+    def module_specs(self) -> set:
+        """The analysis's modules (engine.analysis.ModuleSpec) this maintainer runs."""
+        return {m.spec for ms in self.modules.values() for m in ms}
+
     # ------------------------------------------------------------ limits
     def set_limits(self, limits: Limits) -> None:
         """The budget of later loads and updates (engine.limits); `NO_LIMITS` lifts it.

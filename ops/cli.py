@@ -94,13 +94,7 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             help="explicit facts: program syntax, JSON Lines when named *.jsonl, RDF when named "
             "*.nt *.nq *.ttl *.trig *.rdf *.owl (also *.gz) (repeatable)",
         )  # fmt: skip
-        p.add_argument(
-            "--modules", default=_env("MODULES", "on"), choices=["on", "off"],
-            help="transitive / symmetric-transitive / linear closure modules where the "
-            "algorithm supports them (remat, dredc; fd-dred, fd-counting where the "
-            "closure's stratum holds its relation alone) "
-            "(env FLUXMAT_MODULES; default: %(default)s)",
-        )  # fmt: skip
+        _add_modules(p)
         p.add_argument(
             "--hypertree", default=_env("HYPERTREE", "on"), choices=["on", "off"],
             help="evaluate cyclic rule bodies over a hypertree decomposition "
@@ -117,15 +111,31 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             "(remat, dred, dredc, bf; with --core arrays also counting) "
             "(env FLUXMAT_EQUALITY; default: %(default)s)",
         )  # fmt: skip
-        p.add_argument(
-            "--core", default=_env("CORE", "arrays"), choices=list(CORES),
-            help="how the engine keeps facts: arrays (int64 columns, loops compiled by numba; "
-            "counting, dred, dredc, remat -- each as counting plus DRed^c -- bf, and fd-counting, "
-            "fd-dred with each run of updates integrated set-at-a-time; equality, comparisons and "
-            "arithmetic too) or objects (Python objects; the reference core) "
-            "(env FLUXMAT_CORE; default: %(default)s)",
-        )  # fmt: skip
+        _add_core(p)
         limit_flags.add_limit(p, "--max-facts")
+
+
+def _add_modules(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--modules", default=_env("MODULES", "on"), choices=["on", "off"],
+        help="specialised modules for closures (`explain` shows which run). Objects core: "
+        "transitive / symmetric-transitive / linear closure modules where the algorithm "
+        "supports them (remat, dredc; fd-dred, fd-counting where the closure's stratum holds "
+        "its relation alone). Arrays core: the symmetric-transitive closure module, every "
+        "algorithm; linear closures are inserted by reachability whatever the flag, "
+        "transitive ones maintained by DRed^c (env FLUXMAT_MODULES; default: %(default)s)",
+    )  # fmt: skip
+
+
+def _add_core(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--core", default=_env("CORE", "arrays"), choices=list(CORES),
+        help="how the engine keeps facts: arrays (int64 columns, loops compiled by numba; "
+        "counting, dred, dredc, remat -- each as counting plus DRed^c -- bf, and fd-counting, "
+        "fd-dred with each run of updates integrated set-at-a-time; equality, comparisons and "
+        "arithmetic too) or objects (Python objects; the reference core) "
+        "(env FLUXMAT_CORE; default: %(default)s)",
+    )  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):
@@ -204,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="print every stage: AST, analysis, plans")
     _add_program(e, facts=False)
     e.add_argument("--code", action="store_true", help="also print the generated plan code")
+    _add_modules(e)  # what the analysis finds, and which of its modules the core runs
+    _add_core(e)
     stream_cli.add_parsers(sub)
     inspect_cli.add_parsers(sub)
     rdf_cli.add_parsers(sub)
@@ -442,7 +454,7 @@ def cmd_explain(cfg: Config) -> None:
         preds = ", ".join(sorted(pr.pred(p) for p in s.preds))
         print(f"stratum {s.index}: {preds}")
         for m in an.modules_of(s):
-            unused = "" if m in used else f" (not used by {reasoner.name})"
+            unused = "" if m in used else f" (not used by {reasoner.name}, core {cfg.core})"
             print(f"  module {_module(reasoner, m)}: rules {', '.join(map(str, m.rules))}{unused}")
         for rid in s.rules:
             r = an.rules[rid]

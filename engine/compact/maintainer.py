@@ -82,6 +82,14 @@ class CompactMaintainer(Maintainer):
         if needs_unit(self.analysis):  # mat(P, {}) from the start (engine.compact.unit)
             self.small.update({UNIT: UNIT_ROW}, {}, start=False)
 
+    def module_specs(self) -> set:
+        """The analysis's modules this core runs: each stc as the closure module (engine.compact.closure;
+        with `modules` only), each linear closure (ltc) by reachability (engine.compact.reach; always).
+        A tc module is evaluated by the generic recursive maintenance here."""
+        run = {(c.preds[0], "stc") for c in self.core.comps if c.stc}
+        run |= {(c.preds[0], "ltc") for c in self.core.comps if c.reach is not None}
+        return {m for m in self.analysis.modules if (m.pred, m.kind) in run}
+
     @property
     def core_algorithm(self) -> str:
         """The algorithm the core runs (what `unsupported` is asked about)."""
