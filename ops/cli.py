@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -295,7 +296,7 @@ def cmd_replay(cfg: Config) -> None:
         if stats:
             stats.write(_stats_line("initial", report) + "\n")
         if reasoner.fully_dynamic:
-            _replay_fully_dynamic(reasoner, updates, stats)
+            _replay_fully_dynamic(reasoner, updates, stats, lambda: _loaded(cfg, facts))
         else:
             _replay_sequential(reasoner, updates, stats)
     finally:
@@ -343,12 +344,21 @@ def apply_update(reasoner: Reasoner, upd) -> Report:
     return report
 
 
-def _replay_fully_dynamic(reasoner: Reasoner, updates, stats) -> None:
+def _loaded(cfg: Config, facts: list[tuple]) -> Reasoner:
+    """A new reasoner of `cfg` with `facts` loaded (to replay the updates again)."""
+    reasoner = _reasoner(cfg)
+    reasoner.load(facts)
+    return reasoner
+
+
+def _replay_fully_dynamic(reasoner: Reasoner, updates, stats, again=None) -> None:
     """Submit each update, then do `--budget` units of work before the next arrives (engine.feed).
 
     Sequential: every update is processed to quiescence before the next one is
     integrated. Interleaved: updates overlap; `--seed` drives the scheduler; after
     the last update the engine runs until quiescent (reported on that update's line).
+    A limit that ran out in a run of several updates (the arrays core: `shared`) is
+    located by replaying them one at a time on the reasoner `again()` gives.
     """
     progress = _Progress(len(updates))
     clock = {"start": time.perf_counter(), "counts": reasoner.work_counts()}
@@ -361,8 +371,6 @@ def _replay_fully_dynamic(reasoner: Reasoner, updates, stats) -> None:
         progress.tick(n)
         clock.update(start=time.perf_counter(), counts=reasoner.work_counts())
 
-    fed = (Fed((n, upd), upd.add, upd.delete, upd.id if upd.id is not None else n)
-           for n, upd in enumerate(updates, start=1))  # fmt: skip
 
     def rejected(key, exc: Exception) -> None:  # validated before: what the engine refuses late
         if isinstance(exc, FluxmatError):
@@ -370,10 +378,27 @@ def _replay_fully_dynamic(reasoner: Reasoner, updates, stats) -> None:
         raise exc
 
     try:
-        reasoner.feed(fed, rejected=rejected, after_each=after_each)
+        reasoner.feed(_fed(updates), rejected=rejected, after_each=after_each)
     except LimitExceeded as exc:  # charged to one update (with overlap: where its work ran out)
+        if exc.shared and again is not None:
+            exc = _one_at_a_time(again(), updates) or exc
         raise exc.located(exc.key[1].where if exc.key else "replay") from None
     progress.done()
+
+
+def _fed(updates) -> Iterator[Fed]:
+    """The updates as engine.feed takes them, keyed (line number, update)."""
+    return (Fed((n, u), u.add, u.delete, u.id if u.id is not None else n)
+            for n, u in enumerate(updates, start=1))  # fmt: skip
+
+
+def _one_at_a_time(reasoner: Reasoner, updates) -> LimitExceeded | None:
+    """The limit error of replaying `updates` without overlap: charged to exactly one update."""
+    try:
+        reasoner.feed(_fed(updates), overlap=False)
+    except LimitExceeded as exc:
+        return exc
+    return None  # each update alone stays within the limits: keep the run's charge
 
 
 def _fd_stats_line(label, update_id, reasoner: Reasoner, before: dict, seconds: float) -> str:

@@ -83,9 +83,11 @@ class CompactMaintainer(Maintainer):
             self.small.update({UNIT: UNIT_ROW}, {}, start=False)
 
     def module_specs(self) -> set:
-        """The analysis's modules this core runs: each stc as the closure module (engine.compact.closure;
-        with `modules` only), each linear closure (ltc) by reachability (engine.compact.reach; always).
-        A tc module is evaluated by the generic recursive maintenance here."""
+        """The analysis's modules this core runs (a tc module it maintains by DRed^c).
+
+        Each stc as the closure module (engine.compact.closure; with `modules` only),
+        each linear closure (ltc) by reachability (engine.compact.reach; always).
+        """
         run = {(c.preds[0], "stc") for c in self.core.comps if c.stc}
         run |= {(c.preds[0], "ltc") for c in self.core.comps if c.reach is not None}
         return {m for m in self.analysis.modules if (m.pred, m.kind) in run}
