@@ -509,7 +509,7 @@ class Reasoner:
 
     def modules_used(self) -> set:
         """The specs of the modules the maintainer runs (engine.analysis.ModuleSpec)."""
-        return {m.spec for ms in self.maintainer.modules.values() for m in ms}
+        return self.maintainer.module_specs()
 
     def plans(self) -> Iterator[Plan]:
         """Every rule's compiled plans -- full, then one per delta literal -- as before a load."""
