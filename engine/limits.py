@@ -71,13 +71,17 @@ NO_LIMITS = Limits()
 class LimitExceeded(FluxmatError):
     """A budget of `Limits` ran out; `update` is the charged update's sequence number, if known.
 
-    `key` is the caller's name for that update (engine.feed sets it).
+    `key` is the caller's name for that update (engine.feed sets it). `shared`: the
+    update ran in one run with others whose work cannot be told apart from its own
+    (engine.compact.fed), so `update` is only the run's first; running the updates
+    one at a time (engine.feed without overlap) finds the one that breaches.
     """
 
     def __init__(self, message: str, update: int | None = None):
         super().__init__(message)
         self.update = update
         self.key: object = None
+        self.shared = False
 
     def located(self, where: str) -> LimitExceeded:
         """The same error, its message prefixed with `where` (e.g. `updates.jsonl:3`)."""

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from fluxmat.engine.analysis import Analysis, ModuleSpec, engine_made
+from fluxmat.engine.analysis import Analysis, engine_made
 from fluxmat.engine.errors import UpdateError
 from fluxmat.engine.evaluate import Counts
 from fluxmat.engine.limits import NO_LIMITS, Limits
@@ -161,8 +161,8 @@ class Maintainer(ABC):
         """Whether specialised modules evaluate some rules (engine.modules)."""
         return bool(self.modules)
 
-    def modules_used(self) -> set[ModuleSpec]:
-        """The specs of the modules that evaluate rules in their place (engine.analysis.ModuleSpec)."""
+    def module_specs(self) -> set:
+        """The analysis's modules (engine.analysis.ModuleSpec) this maintainer runs."""
         return {m.spec for ms in self.modules.values() for m in ms}
 
     # ------------------------------------------------------------ limits

@@ -464,8 +464,11 @@ def place_body(
 
 
 def _drop(items: list, item) -> None:
-    """Remove `item` by identity: `list.remove` compares built-ins field by field, which
-    recurses once per level of a term (a sum of thousands of terms)."""
+    """Remove `item` by identity.
+
+    `list.remove` compares built-ins field by field, which recurses once per level of a term
+    (a sum of thousands of terms).
+    """
     del items[next(k for k, x in enumerate(items) if x is item)]
 
 

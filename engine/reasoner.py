@@ -29,7 +29,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fluxmat.engine.algorithms import FULLY_DYNAMIC, Maintainer, Report, check_equality, create
+from fluxmat.engine.algorithms import (
+    FULLY_DYNAMIC,
+    Maintainer,
+    Report,
+    check_algorithm,
+    check_equality,
+    create,
+)
 from fluxmat.engine.analysis import analyse
 from fluxmat.engine.compact.readview import FactsView
 from fluxmat.engine.errors import AlgorithmError, FluxmatError
@@ -77,6 +84,7 @@ def atom_to_fact(atom: Atom) -> tuple:
 def _maintainer(analysis, o: EngineOptions) -> Maintainer:
     """The maintainer the options name: an object algorithm, or the arrays core (engine.compact)."""
     check_equality(o.equality)
+    check_algorithm(o.algorithm)  # an unknown name is unknown on both cores, not "not supported yet"
     if o.core == "arrays" and o.equality == "rewrite":  # owl:sameAs as equality (engine.compact.equality)
         from fluxmat.engine.compact.eq_fed import create_arrays_equality
 
@@ -503,10 +511,11 @@ class Reasoner:
     def modules_used(self) -> set:
         """The specs of the modules the maintainer runs (engine.analysis.ModuleSpec).
 
-        The objects core: its tc, stc and ltc modules (engine.modules); the arrays core: the stc
-        modules its closure module keeps (engine.compact.closure; none with equality).
+        The objects core: its tc, stc and ltc modules (engine.modules) when modules are on; the
+        arrays core: the stc modules its closure module keeps (engine.compact.closure, modules on)
+        and each linear closure it inserts by reachability (engine.compact.reach, always).
         """
-        return self.maintainer.modules_used()
+        return self.maintainer.module_specs()
 
     def plans(self) -> Iterator[Plan]:
         """Every rule's compiled plans -- full, then one per delta literal -- as before a load."""

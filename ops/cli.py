@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -94,13 +95,7 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             help="explicit facts: program syntax, JSON Lines when named *.jsonl, RDF when named "
             "*.nt *.nq *.ttl *.trig *.rdf *.owl (also *.gz) (repeatable)",
         )  # fmt: skip
-        p.add_argument(
-            "--modules", default=_env("MODULES", "on"), choices=["on", "off"],
-            help="transitive / symmetric-transitive / linear closure modules where the "
-            "algorithm supports them (remat, dredc; fd-dred, fd-counting where the "
-            "closure's stratum holds its relation alone) "
-            "(env FLUXMAT_MODULES; default: %(default)s)",
-        )  # fmt: skip
+        _add_modules(p)
         p.add_argument(
             "--hypertree", default=_env("HYPERTREE", "on"), choices=["on", "off"],
             help="evaluate cyclic rule bodies over a hypertree decomposition "
@@ -117,15 +112,31 @@ def _add_program(p: argparse.ArgumentParser, facts: bool = True) -> None:
             "(remat, dred, dredc, bf; with --core arrays also counting) "
             "(env FLUXMAT_EQUALITY; default: %(default)s)",
         )  # fmt: skip
-        p.add_argument(
-            "--core", default=_env("CORE", "arrays"), choices=list(CORES),
-            help="how the engine keeps facts: arrays (int64 columns, loops compiled by numba; "
-            "counting, dred, dredc, remat -- each as counting plus DRed^c -- bf, and fd-counting, "
-            "fd-dred with each run of updates integrated set-at-a-time; equality, comparisons and "
-            "arithmetic too) or objects (Python objects; the reference core) "
-            "(env FLUXMAT_CORE; default: %(default)s)",
-        )  # fmt: skip
+        _add_core(p)
         limit_flags.add_limit(p, "--max-facts")
+
+
+def _add_modules(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--modules", default=_env("MODULES", "on"), choices=["on", "off"],
+        help="specialised modules for closures (`explain` shows which run). Objects core: "
+        "transitive / symmetric-transitive / linear closure modules where the algorithm "
+        "supports them (remat, dredc; fd-dred, fd-counting where the closure's stratum holds "
+        "its relation alone). Arrays core: the symmetric-transitive closure module, every "
+        "algorithm; linear closures are inserted by reachability whatever the flag, "
+        "transitive ones maintained by DRed^c (env FLUXMAT_MODULES; default: %(default)s)",
+    )  # fmt: skip
+
+
+def _add_core(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--core", default=_env("CORE", "arrays"), choices=list(CORES),
+        help="how the engine keeps facts: arrays (int64 columns, loops compiled by numba; "
+        "counting, dred, dredc, remat -- each as counting plus DRed^c -- bf, and fd-counting, "
+        "fd-dred with each run of updates integrated set-at-a-time; equality, comparisons and "
+        "arithmetic too) or objects (Python objects; the reference core) "
+        "(env FLUXMAT_CORE; default: %(default)s)",
+    )  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):
@@ -204,6 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="print every stage: AST, analysis, plans")
     _add_program(e, facts=False)
     e.add_argument("--code", action="store_true", help="also print the generated plan code")
+    _add_modules(e)  # what the analysis finds, and which of its modules the core runs
+    _add_core(e)
     stream_cli.add_parsers(sub)
     inspect_cli.add_parsers(sub)
     rdf_cli.add_parsers(sub)
@@ -283,7 +296,7 @@ def cmd_replay(cfg: Config) -> None:
         if stats:
             stats.write(_stats_line("initial", report) + "\n")
         if reasoner.fully_dynamic:
-            _replay_fully_dynamic(reasoner, updates, stats)
+            _replay_fully_dynamic(reasoner, updates, stats, lambda: _loaded(cfg, facts))
         else:
             _replay_sequential(reasoner, updates, stats)
     finally:
@@ -331,12 +344,21 @@ def apply_update(reasoner: Reasoner, upd) -> Report:
     return report
 
 
-def _replay_fully_dynamic(reasoner: Reasoner, updates, stats) -> None:
+def _loaded(cfg: Config, facts: list[tuple]) -> Reasoner:
+    """A new reasoner of `cfg` with `facts` loaded (to replay the updates again)."""
+    reasoner = _reasoner(cfg)
+    reasoner.load(facts)
+    return reasoner
+
+
+def _replay_fully_dynamic(reasoner: Reasoner, updates, stats, again=None) -> None:
     """Submit each update, then do `--budget` units of work before the next arrives (engine.feed).
 
     Sequential: every update is processed to quiescence before the next one is
     integrated. Interleaved: updates overlap; `--seed` drives the scheduler; after
     the last update the engine runs until quiescent (reported on that update's line).
+    A limit that ran out in a run of several updates (the arrays core: `shared`) is
+    located by replaying them one at a time on the reasoner `again()` gives.
     """
     progress = _Progress(len(updates))
     clock = {"start": time.perf_counter(), "counts": reasoner.work_counts()}
@@ -349,8 +371,6 @@ def _replay_fully_dynamic(reasoner: Reasoner, updates, stats) -> None:
         progress.tick(n)
         clock.update(start=time.perf_counter(), counts=reasoner.work_counts())
 
-    fed = (Fed((n, upd), upd.add, upd.delete, upd.id if upd.id is not None else n)
-           for n, upd in enumerate(updates, start=1))  # fmt: skip
 
     def rejected(key, exc: Exception) -> None:  # validated before: what the engine refuses late
         if isinstance(exc, FluxmatError):
@@ -358,10 +378,27 @@ def _replay_fully_dynamic(reasoner: Reasoner, updates, stats) -> None:
         raise exc
 
     try:
-        reasoner.feed(fed, rejected=rejected, after_each=after_each)
+        reasoner.feed(_fed(updates), rejected=rejected, after_each=after_each)
     except LimitExceeded as exc:  # charged to one update (with overlap: where its work ran out)
+        if exc.shared and again is not None:
+            exc = _one_at_a_time(again(), updates) or exc
         raise exc.located(exc.key[1].where if exc.key else "replay") from None
     progress.done()
+
+
+def _fed(updates) -> Iterator[Fed]:
+    """The updates as engine.feed takes them, keyed (line number, update)."""
+    return (Fed((n, u), u.add, u.delete, u.id if u.id is not None else n)
+            for n, u in enumerate(updates, start=1))  # fmt: skip
+
+
+def _one_at_a_time(reasoner: Reasoner, updates) -> LimitExceeded | None:
+    """The limit error of replaying `updates` without overlap: charged to exactly one update."""
+    try:
+        reasoner.feed(_fed(updates), overlap=False)
+    except LimitExceeded as exc:
+        return exc
+    return None  # each update alone stays within the limits: keep the run's charge
 
 
 def _fd_stats_line(label, update_id, reasoner: Reasoner, before: dict, seconds: float) -> str:
@@ -442,7 +479,7 @@ def cmd_explain(cfg: Config) -> None:
         preds = ", ".join(sorted(pr.pred(p) for p in s.preds))
         print(f"stratum {s.index}: {preds}")
         for m in an.modules_of(s):
-            unused = "" if m in used else f" (not used by {reasoner.name})"
+            unused = "" if m in used else f" (not used by {reasoner.name}, core {cfg.core})"
             print(f"  module {_module(reasoner, m)}: rules {', '.join(map(str, m.rules))}{unused}")
         for rid in s.rules:
             r = an.rules[rid]

@@ -44,6 +44,14 @@ def check_equality(equality: str) -> None:
         raise AlgorithmError(f"unknown equality mode '{equality}'; choose one of: {', '.join(MODES)}")
 
 
+def check_algorithm(name: str) -> None:
+    """`AlgorithmError` unless `name` is a known algorithm (either core: the door checks it first)."""
+    if name not in ALGORITHMS:
+        raise AlgorithmError(
+            f"unknown algorithm '{name}'; choose one of: {', '.join(sorted(ALGORITHMS))}"
+        )
+
+
 def create(
     name: str,
     analysis: Analysis,
@@ -66,11 +74,8 @@ def create(
     other algorithms ignore it.
     """
     check_equality(equality)
-    cls = ALGORITHMS.get(name)
-    if cls is None:
-        raise AlgorithmError(
-            f"unknown algorithm '{name}'; choose one of: {', '.join(sorted(ALGORITHMS))}"
-        )
+    check_algorithm(name)
+    cls = ALGORITHMS[name]
     if equality == "rewrite":
         if name not in EQUALITY_ALGORITHMS:
             raise AlgorithmError(
@@ -83,4 +88,6 @@ def create(
     return cls(analysis, dictionary, modules=modules, hypertree=hypertree, levels=levels)
 
 
-__all__ = ["ALGORITHMS", "EQUALITY_ALGORITHMS", "FULLY_DYNAMIC", "Maintainer", "Report", "create"]
+__all__ = [
+    "ALGORITHMS", "EQUALITY_ALGORITHMS", "FULLY_DYNAMIC", "Maintainer", "Report", "check_algorithm", "create",
+]  # fmt: skip

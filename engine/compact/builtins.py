@@ -290,6 +290,9 @@ def _simple(code: Code) -> bool:
     return len(code) == 1
 
 
+ROW_AT_A_TIME = 8  # blocks up to this many rows compute an assignment in Python (`python`), row by row
+
+
 @dataclass
 class BuiltinStep:
     """One placed built-in (see the module docstring); `apply` runs it over a binding block."""
@@ -344,6 +347,10 @@ class BuiltinStep:
         if _simple(self.left):
             return _leaf_ids(self.left[0], B).copy()
         intern = not self.check
+        if len(B) <= ROW_AT_A_TIME:  # a few rows: numpy's per-call cost is more than the work
+            values = self.rt.dictionary.values
+            return self.rt.encode([python(self.left, row, values) for row in _leaves(self.left, B).tolist()],
+                                  intern)  # fmt: skip
         ok, value, none = vector(self.left, B, self.rt.values)
         ids = np.full(len(B), -1, np.int64)
         fast = np.flatnonzero(ok)

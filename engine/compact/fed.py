@@ -34,10 +34,11 @@ changed it.
 
 Limits (engine.limits): the fact limit as everywhere; the work limit applies
 to a run of n updates that change E as n times the limit (their work cannot be
-told apart), and a breach is charged to the run's first such update, so the
-stream re-runs the batch one update at a time where the limit applies to each
-update exactly (stream.batch). The engine is then mid-way and must be
-rebuilt (`restore`), as the objects engine must.
+told apart), and a breach is charged to the run's first such update (marked
+`shared`), so the stream (stream.batch) and `fluxmat replay` re-run the
+updates one at a time, where the limit applies to each update exactly. The
+engine is then mid-way and must be rebuilt (`restore`), as the objects engine
+must.
 
 Not here: the stored state (engine.compact.state), the driver (engine.feed).
 """
@@ -262,6 +263,7 @@ class FedMaintainer(Inbox, CompactMaintainer):
             return self.core.update(add, delete)
         except LimitExceeded as exc:
             exc.update = int(net.updates[0]) if len(net.updates) else net.first
+            exc.shared = len(net.updates) > 1
             raise
         finally:
             self._work_start, self.limits = None, limits

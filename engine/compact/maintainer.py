@@ -28,9 +28,9 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from fluxmat.engine.analysis import Analysis, ModuleSpec
+from fluxmat.engine.analysis import Analysis
 from fluxmat.engine.compact.core import ArraysCore
-from fluxmat.engine.compact.plans import closure_strata, compile_program
+from fluxmat.engine.compact.plans import compile_program
 from fluxmat.engine.compact.remat import differences, explicit_after
 from fluxmat.engine.compact.small import SmallPath
 from fluxmat.engine.compact.unit import UNIT, UNIT_ROW, needs_unit, with_unit
@@ -82,24 +82,20 @@ class CompactMaintainer(Maintainer):
         if needs_unit(self.analysis):  # mat(P, {}) from the start (engine.compact.unit)
             self.small.update({UNIT: UNIT_ROW}, {}, start=False)
 
+    def module_specs(self) -> set:
+        """The analysis's modules this core runs (a tc module it maintains by DRed^c).
+
+        Each stc as the closure module (engine.compact.closure; with `modules` only),
+        each linear closure (ltc) by reachability (engine.compact.reach; always).
+        """
+        run = {(c.preds[0], "stc") for c in self.core.comps if c.stc}
+        run |= {(c.preds[0], "ltc") for c in self.core.comps if c.reach is not None}
+        return {m for m in self.analysis.modules if (m.pred, m.kind) in run}
+
     @property
     def core_algorithm(self) -> str:
         """The algorithm the core runs (what `unsupported` is asked about)."""
         return self.name
-
-    def modules_used(self) -> set[ModuleSpec]:
-        """The stc modules the closure module keeps (engine.compact.closure): none with `modules=False`.
-
-        The arrays core has no tc or ltc module: their rules run as DRed^c (a linear closure by
-        reachability on a load or a recomputation, engine.compact.reach, whatever `modules` says).
-        """
-        if not self.closures:
-            return set()
-        an = self.analysis
-        closed = closure_strata(an)
-        return {
-            s for s in an.modules if s.kind == "stc" and an.strata[s.stratum - 1].index in closed
-        }
 
     def rules_changed(self) -> None:
         """Told after a program change replaced `analysis` (engine.compact.program), before its update."""
@@ -189,6 +185,21 @@ class CompactMaintainer(Maintainer):
 
     def size(self) -> int:
         return self.core.size()
+
+    def check_limits(self) -> None:
+        """As every maintainer's, without a pass over the arrays while the rows held stay in the limit.
+
+        Called after every round of a recursive component: counting the present rows
+        each time made a recursion that derives a few facts per round quadratic. The
+        rows held (dead ones included) bound `size()`, so the fact limit cannot be
+        passed while they are within it.
+        """
+        facts = self.limits.facts
+        if facts is not None and sum(r.n for r in self.core.rels.values()) <= facts:
+            if self._work_start is not None:
+                self.limits.check_work(self.counts.work - self._work_start)
+            return
+        super().check_limits()
 
     # ------------------------------------------------------------ reading
     def _decoded(self, pred: str, rows: np.ndarray) -> Iterator[PyFact]:

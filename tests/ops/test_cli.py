@@ -165,11 +165,17 @@ def test_replay_every_algorithm_same_output(tmp_path, algorithm):
 
 def test_replay_algorithm_from_environment(path_files):
     program, facts, updates = path_files
+    # the objects core refuses counting on a recursive program: the refusal shows the variable is read
     proc = fluxmat_here(
-        "replay", program, "--facts", facts, "--updates", updates,
+        "replay", program, "--facts", facts, "--updates", updates, "--core", "objects",
         env={"FLUXMAT_ALGORITHM": "counting"},
     )  # fmt: skip
     user_error(proc, "recursive", "path")
+    # the arrays default runs every name it knows; an unknown name shows the variable is read there too
+    proc = fluxmat_here(
+        "replay", program, "--facts", facts, "--updates", updates, env={"FLUXMAT_ALGORITHM": "fd"},
+    )  # fmt: skip
+    user_error(proc, "unknown algorithm 'fd'")
 
 
 @pytest.mark.parametrize("algorithm", ["dredc", "bf"])
@@ -201,8 +207,12 @@ def test_explain_prints_every_stage(tmp_path):
         assert section in out
     assert "stratum 1: path" in out
     assert re.search(r"^stratum [2-9]: lonely$", out, re.MULTILINE)
-    assert "module ltc(path): rules 1\n" in out  # dredc keeps it as reachability
+    assert "module ltc(path): rules 1\n" in out  # dredc keeps it as reachability (both cores)
     assert "recursive, module ltc(path): path(X, Z) :- path(X, Y), edge(Y, Z)." in out
+    objects = ok(fluxmat_here("explain", program, "--core", "objects"))
+    assert "module ltc(path): rules 1\n" in objects
+    off = ok(fluxmat_here("explain", program, "--core", "objects", "--modules", "off"))
+    assert "module ltc(path): rules 1 (not used by dredc, core objects)\n" in off
     assert "rule 1 [delta on literal 1]" in out
     code = ok(fluxmat("explain", program, "--code"))
     assert "def run(" in code
@@ -224,9 +234,33 @@ def test_check_and_explain_show_modules(tmp_path):
     assert "[2] recursive, module tc(path): path(X, Z) :- path(X, Y), path(Y, Z)." in out
 
 
+@pytest.mark.parametrize("core", ["arrays", "objects"])
+def test_explain_shows_the_modules_each_core_runs(tmp_path, core):
+    """`explain --core C --modules on|off` marks the modules the analysis finds but C does not run:
+    the objects core runs tc, stc and ltc modules (dredc) when on, none when off; the arrays
+    core runs the stc closure module when on, and inserts a linear closure by reachability
+    whatever the flag; it maintains tc by DRed^c."""
+    program = write(tmp_path / "m.dl", "s(X, Y) :- s(Y, X).\ns(X, Z) :- s(X, Y), s(Y, Z).\n"
+                    "t(X, Z) :- t(X, Y), t(Y, Z).\n" + PATH)  # fmt: skip
+    runs = {"arrays": {"on": {"stc(s)", "ltc(path)"}, "off": {"ltc(path)"}},
+            "objects": {"on": {"stc(s)", "tc(t)", "ltc(path)"}, "off": set()}}  # fmt: skip
+    for modules in ("on", "off"):
+        out = ok(fluxmat_here("explain", program, "--core", core, "--modules", modules))
+        found = re.findall(r"^  module (\w+\(\w+\)): rules [\d, ]+( \(not used by dredc, core \w+\))?$",
+                           out, re.MULTILINE)  # fmt: skip
+        assert {m for m, _ in found} == {"stc(s)", "tc(t)", "ltc(path)"}, out
+        assert {m for m, unused in found if not unused} == runs[core][modules], out
+
+
+@pytest.mark.parametrize("core", ["arrays", "objects"])
 @pytest.mark.parametrize("algorithm", ["remat", "dredc", "dred"])
-def test_modules_flag_and_environment(tmp_path, algorithm):
-    """`--modules on|off` (env FLUXMAT_MODULES): same output; module work only when on."""
+def test_modules_flag_and_environment(tmp_path, algorithm, core):
+    """`--modules on|off` (env FLUXMAT_MODULES): same output; module work only when on.
+
+    The objects core runs the tc(r) module and counts its inferences; the arrays core
+    maintains tc(r) by DRed^c (its one module is the stc closure, see
+    test_modules_flag_switches_the_arrays_closure_module) and counts no module inferences.
+    """
     program = write(tmp_path / "m.dl", "r(X, Z) :- r(X, Y), r(Y, Z).\nr(a, b). r(b, c). r(c, d).\n")
     updates = write(tmp_path / "u.jsonl", '{"del": [["r", "b", "c"]]}\n{"add": [["r", "b", "c"]]}\n')
     outs, work = [], []
@@ -234,13 +268,13 @@ def test_modules_flag_and_environment(tmp_path, algorithm):
         stats = tmp_path / "s.jsonl"
         outs.append(ok(fluxmat_here(
             "replay", program, "--updates", updates, "--algorithm", algorithm,
-            "--stats", str(stats), *flags, env=env,
+            "--stats", str(stats), "--core", core, *flags, env=env,
         )))  # fmt: skip
         lines = [json.loads(x) for x in stats.read_text().splitlines()]
         work.append(sum(x["module_inferences"] for x in lines))
     assert outs[0] == outs[1] == outs[2]
     assert "r(a, d)." in outs[0]
-    assert (work[0] > 0) == (algorithm != "dred")
+    assert (work[0] > 0) == (algorithm != "dred" and core == "objects")
     assert work[1] == work[2] == 0
     assert ok(fluxmat_here("materialise", program, "--modules", "off")) == ok(fluxmat_here("materialise", program))
     user_error(fluxmat_here("materialise", program, "--modules", "maybe"), "--modules")
@@ -332,11 +366,12 @@ def test_error_unknown_algorithm_environment(path_files):
 
 
 def test_error_counting_on_recursive_program(path_files):
+    """The objects core refuses counting on a recursive program; the arrays core (the default)
+    counts the non-recursive predicates and runs DRed^c for recursive components, so it runs it."""
     program, facts, updates = path_files
-    proc = fluxmat_here(
-        "replay", program, "--facts", facts, "--updates", updates, "--algorithm", "counting",
-    )  # fmt: skip
-    user_error(proc, "recursive", "predicate path")
+    args = ("replay", program, "--facts", facts, "--updates", updates, "--algorithm", "counting")
+    user_error(fluxmat_here(*args, "--core", "objects"), "recursive", "predicate path")
+    assert ok(fluxmat_here(*args)).splitlines() == PATH_FINAL
 
 
 # ------------------------------------------------------------------ hostile input (issue 14)
