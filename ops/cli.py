@@ -371,7 +371,6 @@ def _replay_fully_dynamic(reasoner: Reasoner, updates, stats, again=None) -> Non
         progress.tick(n)
         clock.update(start=time.perf_counter(), counts=reasoner.work_counts())
 
-
     def rejected(key, exc: Exception) -> None:  # validated before: what the engine refuses late
         if isinstance(exc, FluxmatError):
             raise FluxmatError(f"{key[1].where}: {exc}") from None
