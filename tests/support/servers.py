@@ -91,7 +91,11 @@ class RedisServer:
             self.proc.kill()
         else:
             self.proc.terminate()
-        self.proc.wait(timeout=10)
+        try:  # Redis 7 on SIGTERM: a primary waits up to shutdown-timeout (10 s) for lagging replicas
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:  # e.g. its replica was failed by the test: nothing more to wait for
+            self.proc.kill()
+            self.proc.wait(timeout=10)
         self.proc = None
 
 
