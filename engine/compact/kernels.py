@@ -280,7 +280,7 @@ def join_step(
     vals = np.zeros(a, np.int64)
     OB = np.empty((max(16, B.shape[0]), B.shape[1]), np.int64)
     OW = np.empty(OB.shape[0], np.int64)
-    o = 0
+    o = np.int64(0)  # (int64 everywhere: a literal or int32 argument compiles `_emit` once more)
     for b in range(B.shape[0]):
         for j in range(a):
             if src[j] >= 0:
@@ -288,22 +288,22 @@ def join_step(
             elif src[j] == -1:
                 vals[j] = cval[j]
         if how == 0:
-            r = slots[find(cols, slots, vals, mask)]
+            r = np.int64(slots[find(cols, slots, vals, mask)])
             if r >= 0 and present(alive, flip, r, epoch, mode):
                 OB, OW = _emit(B, W, o, b, W[b], cols, r, outslot, OB, OW)
                 o += 1
         elif how == 3:
-            r = slots[find(cols, slots, vals, mask)]
+            r = np.int64(slots[find(cols, slots, vals, mask)])
             if r < 0 or not present(alive, flip, r, epoch, mode):
-                OB, OW = _emit(B, W, o, b, W[b], cols, 0, outslot, OB, OW)
+                OB, OW = _emit(B, W, o, b, W[b], cols, np.int64(0), outslot, OB, OW)
                 o += 1
         elif how == 1:
-            r = islot[find(cols, islot, vals, mask)]
+            r = np.int64(islot[find(cols, islot, vals, mask)])
             while r >= 0:
                 if present(alive, flip, r, epoch, mode) and matches(cols, r, vals, src):
                     OB, OW = _emit(B, W, o, b, W[b], cols, r, outslot, OB, OW)
                     o += 1
-                r = inext[r]
+                r = np.int64(inext[r])
         else:
             for r in range(n):
                 if present(alive, flip, r, epoch, mode) and matches(cols, r, vals, src):
@@ -433,13 +433,13 @@ def components_from(starts, cols, islot0, inext0, islot1, inext1, cnt, seen, sta
     """
     nodes = np.empty(16, np.int64)
     labels = np.empty(16, np.int64)
-    n = 0
+    n = np.int64(0)  # (int64, not a literal 0: `_room` compiled once)
     queue = np.empty(16, np.int64)
     comp = 0
     for s in starts:
         if seen[s] == stamp:
             continue
-        head, tail = 0, 0
+        head, tail = np.int64(0), np.int64(0)
         queue[tail] = s
         tail += 1
         seen[s] = stamp
@@ -494,9 +494,9 @@ def base_changes(touched, cnt, base, alive):
 def rows_from(nodes, cols, islot0, inext0, alive):
     """The present rows whose first column is one of `nodes`."""
     out = np.empty(16, np.int64)
-    o = 0
+    o = np.int64(0)  # (int64, not a literal 0: `_room` and `_chain` compiled once)
     for x in nodes:
-        r = _chain(cols, islot0, x, 0)
+        r = _chain(cols, islot0, x, np.int64(0))
         while r >= 0:
             if alive[r] != 0:
                 out = _room(out, o)

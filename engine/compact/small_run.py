@@ -190,7 +190,7 @@ def _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes):
 def _fixpoint(st, pg, comp_row, c, mode, epoch, rel_b, row_b, bufs, sizes):
     """Semi-naive rounds of the component's recursive plans over the bag rel_b/row_b (grown in place)."""
     kind = OVER if mode == LOST else ALL_NEW
-    a, b = 0, sizes[row_b]
+    a, b = FIRST, sizes[row_b]
     while a < b:
         for pl in entries(pg, comp_row[C_REC : C_REC + 2]):
             run_rows(st, pg, pl, rel_b, row_b, a, b, ALL, kind, c, epoch, bufs, sizes)
