@@ -410,7 +410,8 @@ def _room(a, n):
     if n < a.shape[0]:
         return a
     b = np.empty(2 * a.shape[0], np.int64)
-    b[:n] = a[:n]
+    for j in range(n):  # (a loop: a slice copy compiles numba's shape-mismatch message)
+        b[j] = a[j]
     return b
 
 

@@ -305,8 +305,10 @@ def _union(a, b):
     """
     n = a.shape[0] + b.shape[0]
     v = np.empty(n, np.int64)
-    v[: a.shape[0]] = a
-    v[a.shape[0] :] = b
+    for t in range(a.shape[0]):  # (loops: a slice copy compiles numba's shape-mismatch message)
+        v[t] = a[t]
+    for t in range(b.shape[0]):
+        v[a.shape[0] + t] = b[t]
     # j >= n: heapify from j - n; then move the largest to j and sift
     for j in range(2 * n - 1, 0, -1):
         root, end = j - n, n
