@@ -82,7 +82,8 @@ def lookup_or_insert(keys, cols, n, slots, islots, inext, imask, full):
         if r < 0:
             r = n
             n += 1
-            cols[r] = keys[i]
+            for j in range(cols.shape[1]):  # (a loop, as in `_grow`)
+                cols[r, j] = keys[i, j]
             slots[s] = r
             _index_row(cols, r, islots, inext, imask)
         rows[i] = r
@@ -96,7 +97,9 @@ def append_new(keys, cols, n, slots, islots, inext, imask, full):
     The full-key table is filled by home slot (`_by_home`). Returns the new row count.
     """
     m = keys.shape[0]
-    cols[n : n + m] = keys
+    for i in range(m):  # (a loop, as in `_grow`)
+        for j in range(cols.shape[1]):
+            cols[n + i, j] = keys[i, j]
     cap = slots.shape[0] - 1
     order, hashes = _by_home(cols, n, n + m, full, cap)
     for r in order:
@@ -229,8 +232,11 @@ def present(alive, flip, r, epoch, mode):
 def _grow(B, W, cap):
     B2 = np.empty((cap, B.shape[1]), np.int64)
     W2 = np.empty(cap, np.int64)
-    B2[: B.shape[0]] = B
-    W2[: W.shape[0]] = W
+    for i in range(B.shape[0]):  # (loops: a slice copy compiles numba's shape-mismatch message)
+        for j in range(B.shape[1]):
+            B2[i, j] = B[i, j]
+    for i in range(W.shape[0]):
+        W2[i] = W[i]
     return B2, W2
 
 
@@ -238,7 +244,8 @@ def _grow(B, W, cap):
 def _emit(B, W, o, src_row, weight, cols, r, outslot, OB, OW):
     if o >= OB.shape[0]:
         OB, OW = _grow(OB, OW, 2 * OB.shape[0] + 16)
-    OB[o] = B[src_row]
+    for j in range(B.shape[1]):  # (a loop, as in `_grow`)
+        OB[o, j] = B[src_row, j]
     OW[o] = weight
     for j in range(cols.shape[1]):
         if outslot[j] >= 0:
