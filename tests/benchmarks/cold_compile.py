@@ -8,7 +8,9 @@ kernels a first update compiles). It reports CPU seconds
 (`time.process_time`) per part, the process's user + sys, and how many
 (function, signature) pairs numba compiled (its `numba:compile` events: every
 dispatcher, numba's own implementations of numpy functions and typed lists
-included). `--table` prints the compiles per function of the last run.
+included). `--table` prints the compiles per function of the last run;
+`--tree DIR` (repeatable) runs fluxmat from the checkout DIR too (another
+commit's files, e.g. from `git archive`), alternating with the installed one.
 
 docs/performance/cold-compile.md has the numbers.
 """
@@ -44,7 +46,8 @@ def _child() -> None:
     from numba.core import event
 
     compiles: collections.Counter = collections.Counter()
-    own: collections.Counter = collections.Counter()  # CPU seconds per function, its callees' compiles not
+    # CPU seconds per function, its callees' compiles not included
+    own: collections.Counter = collections.Counter()
     stack: list = []
 
     class Count(event.Listener):
@@ -100,8 +103,12 @@ def main() -> None:
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--table", action="store_true")
-    ap.add_argument("--tree", action="append", default=[],
-                    help="also run fluxmat from this checkout (another commit's files), alternating")
+    ap.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        help="also run fluxmat from this checkout (another commit's files), alternating",
+    )
     args = ap.parse_args()
     if args.child:
         _child()
@@ -113,7 +120,9 @@ def main() -> None:
     if args.table:
         print("compiles (all, interpreter), CPU s without callees' compiles, function")
         for name, n in sorted(res["compiles"].items(), key=lambda kv: (-kv[1], kv[0])):
-            print(f"{n:4d} {res['compiles_interp'].get(name, 0):4d} {res['own'][name]:6.2f}  {name}")
+            print(
+                f"{n:4d} {res['compiles_interp'].get(name, 0):4d} {res['own'][name]:6.2f}  {name}"
+            )
 
 
 def _line(res: dict, label: str) -> None:
