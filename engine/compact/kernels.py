@@ -82,7 +82,8 @@ def lookup_or_insert(keys, cols, n, slots, islots, inext, imask, full):
         if r < 0:
             r = n
             n += 1
-            cols[r] = keys[i]
+            for j in range(cols.shape[1]):  # (a loop, as in `_grow`)
+                cols[r, j] = keys[i, j]
             slots[s] = r
             _index_row(cols, r, islots, inext, imask)
         rows[i] = r
@@ -96,7 +97,9 @@ def append_new(keys, cols, n, slots, islots, inext, imask, full):
     The full-key table is filled by home slot (`_by_home`). Returns the new row count.
     """
     m = keys.shape[0]
-    cols[n : n + m] = keys
+    for i in range(m):  # (a loop, as in `_grow`)
+        for j in range(cols.shape[1]):
+            cols[n + i, j] = keys[i, j]
     cap = slots.shape[0] - 1
     order, hashes = _by_home(cols, n, n + m, full, cap)
     for r in order:
@@ -229,8 +232,11 @@ def present(alive, flip, r, epoch, mode):
 def _grow(B, W, cap):
     B2 = np.empty((cap, B.shape[1]), np.int64)
     W2 = np.empty(cap, np.int64)
-    B2[: B.shape[0]] = B
-    W2[: W.shape[0]] = W
+    for i in range(B.shape[0]):  # (loops: a slice copy compiles numba's shape-mismatch message)
+        for j in range(B.shape[1]):
+            B2[i, j] = B[i, j]
+    for i in range(W.shape[0]):
+        W2[i] = W[i]
     return B2, W2
 
 
@@ -238,7 +244,8 @@ def _grow(B, W, cap):
 def _emit(B, W, o, src_row, weight, cols, r, outslot, OB, OW):
     if o >= OB.shape[0]:
         OB, OW = _grow(OB, OW, 2 * OB.shape[0] + 16)
-    OB[o] = B[src_row]
+    for j in range(B.shape[1]):  # (a loop, as in `_grow`)
+        OB[o, j] = B[src_row, j]
     OW[o] = weight
     for j in range(cols.shape[1]):
         if outslot[j] >= 0:
@@ -280,7 +287,7 @@ def join_step(
     vals = np.zeros(a, np.int64)
     OB = np.empty((max(16, B.shape[0]), B.shape[1]), np.int64)
     OW = np.empty(OB.shape[0], np.int64)
-    o = 0
+    o = np.int64(0)  # (int64 everywhere: a literal or int32 argument compiles `_emit` once more)
     for b in range(B.shape[0]):
         for j in range(a):
             if src[j] >= 0:
@@ -288,22 +295,22 @@ def join_step(
             elif src[j] == -1:
                 vals[j] = cval[j]
         if how == 0:
-            r = slots[find(cols, slots, vals, mask)]
+            r = np.int64(slots[find(cols, slots, vals, mask)])
             if r >= 0 and present(alive, flip, r, epoch, mode):
                 OB, OW = _emit(B, W, o, b, W[b], cols, r, outslot, OB, OW)
                 o += 1
         elif how == 3:
-            r = slots[find(cols, slots, vals, mask)]
+            r = np.int64(slots[find(cols, slots, vals, mask)])
             if r < 0 or not present(alive, flip, r, epoch, mode):
-                OB, OW = _emit(B, W, o, b, W[b], cols, 0, outslot, OB, OW)
+                OB, OW = _emit(B, W, o, b, W[b], cols, np.int64(0), outslot, OB, OW)
                 o += 1
         elif how == 1:
-            r = islot[find(cols, islot, vals, mask)]
+            r = np.int64(islot[find(cols, islot, vals, mask)])
             while r >= 0:
                 if present(alive, flip, r, epoch, mode) and matches(cols, r, vals, src):
                     OB, OW = _emit(B, W, o, b, W[b], cols, r, outslot, OB, OW)
                     o += 1
-                r = inext[r]
+                r = np.int64(inext[r])
         else:
             for r in range(n):
                 if present(alive, flip, r, epoch, mode) and matches(cols, r, vals, src):
@@ -410,7 +417,8 @@ def _room(a, n):
     if n < a.shape[0]:
         return a
     b = np.empty(2 * a.shape[0], np.int64)
-    b[:n] = a[:n]
+    for j in range(n):  # (a loop: a slice copy compiles numba's shape-mismatch message)
+        b[j] = a[j]
     return b
 
 
@@ -433,13 +441,13 @@ def components_from(starts, cols, islot0, inext0, islot1, inext1, cnt, seen, sta
     """
     nodes = np.empty(16, np.int64)
     labels = np.empty(16, np.int64)
-    n = 0
+    n = np.int64(0)  # (int64, not a literal 0: `_room` compiled once)
     queue = np.empty(16, np.int64)
     comp = 0
     for s in starts:
         if seen[s] == stamp:
             continue
-        head, tail = 0, 0
+        head, tail = np.int64(0), np.int64(0)
         queue[tail] = s
         tail += 1
         seen[s] = stamp
@@ -494,9 +502,9 @@ def base_changes(touched, cnt, base, alive):
 def rows_from(nodes, cols, islot0, inext0, alive):
     """The present rows whose first column is one of `nodes`."""
     out = np.empty(16, np.int64)
-    o = 0
+    o = np.int64(0)  # (int64, not a literal 0: `_room` and `_chain` compiled once)
     for x in nodes:
-        r = _chain(cols, islot0, x, 0)
+        r = _chain(cols, islot0, x, np.int64(0))
         while r >= 0:
             if alive[r] != 0:
                 out = _room(out, o)

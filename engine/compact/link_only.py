@@ -12,10 +12,14 @@ small-update interpreter (engine.compact.small_run) that was two thirds of
 its LLVM time.
 
 `install` (run on import) makes a library without an entry point (no
-`cpython.` or `cfunc.` wrapper) *link-only*: it links its callees and stops;
-the module optimiser and the machine code run only when a caller with an
-entry point (or numba asking for one of its addresses, or a cache write)
-needs them. Each callee is then optimised and compiled once per entry point
+CPython wrapper, named `_ZN7cpython...`) *link-only*: it links its callees and stops; the module
+optimiser and the machine code run only when a caller with an entry point
+(or numba asking for one of its addresses, or a cache write) needs them.
+A `cfunc.` wrapper alone does not count as an entry point: numba gives one
+to each of its own `@overload` implementations of numpy functions and typed
+lists (no `cpython.` wrapper), compiled once per signature and caller, and
+only asks for its address (which compiles it then) when a function is used
+as a first-class value or as a `@cfunc`. Each callee is then optimised and compiled once per entry point
 that calls it. The machine code of the entry points is the same kind as
 before (the whole call tree optimised together at numba's optimisation level).
 
@@ -31,9 +35,11 @@ from __future__ import annotations
 import os
 
 from numba.core import codegen as cg
+from numba.core import itanium_mangler
 from numba.core.codegen import require_global_compiler_lock
 
-ENTRY_PREFIXES = ("cpython.", "cfunc.")
+# the name of a function's CPython wrapper (numba's `llvm_cpython_wrapper_name`): _ZN7cpython...
+ENTRY_PREFIXES = (itanium_mangler.PREFIX + "N" + itanium_mangler.mangle_identifier("cpython"),)
 _pending_envs: dict = {}  # environment globals whose function's machine code does not exist yet
 _ORIGINAL: dict = {}
 
@@ -77,6 +83,7 @@ def _materialise(library) -> None:
 
 
 def _get_pointer_to_function(self, name):
+    self._ensure_finalized()  # (a library asked first, as a `@cfunc`'s is, is finalized link-only here)
     if is_deferred(self):
         try:
             fn = self._final_module.get_function(name)

@@ -124,7 +124,8 @@ def reach(keys, other, i, off, adj, seen, stamp, budget):
                     tail += 1
                     if o == out.shape[0]:
                         grown = np.empty((2 * o, 2), np.int64)
-                        grown[:o] = out
+                        for t in range(o):  # (a loop: a slice copy compiles numba's error message)
+                            grown[t, 0], grown[t, 1] = out[t, 0], out[t, 1]
                         out = grown
                     out[o, 0] = x
                     out[o, 1] = z

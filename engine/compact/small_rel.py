@@ -157,7 +157,8 @@ def push(bufs, sizes, b, v):
     a = bufs[b]
     if n >= a.shape[0]:
         c = np.empty(2 * a.shape[0], np.int64)
-        c[:n] = a[:n]
+        for j in range(n):  # (a loop: a slice copy compiles numba's shape-mismatch message)
+            c[j] = a[j]
         bufs[b] = c
         a = c
     a[n] = v
@@ -176,7 +177,8 @@ def _pow2(n):
 @njit(**FAST)
 def widen(a, n, cap):
     b = np.zeros(cap, a.dtype)
-    b[:n] = a[:n]
+    for j in range(n):  # (a loop, as in `push`)
+        b[j] = a[j]
     return b
 
 

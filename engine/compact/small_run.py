@@ -190,7 +190,7 @@ def _heads(st, pg, pl, mode, epoch, rel_b, row_b, bufs, sizes):
 def _fixpoint(st, pg, comp_row, c, mode, epoch, rel_b, row_b, bufs, sizes):
     """Semi-naive rounds of the component's recursive plans over the bag rel_b/row_b (grown in place)."""
     kind = OVER if mode == LOST else ALL_NEW
-    a, b = 0, sizes[row_b]
+    a, b = FIRST, sizes[row_b]
     while a < b:
         for pl in entries(pg, comp_row[C_REC : C_REC + 2]):
             run_rows(st, pg, pl, rel_b, row_b, a, b, ALL, kind, c, epoch, bufs, sizes)
@@ -305,8 +305,10 @@ def _union(a, b):
     """
     n = a.shape[0] + b.shape[0]
     v = np.empty(n, np.int64)
-    v[: a.shape[0]] = a
-    v[a.shape[0] :] = b
+    for t in range(a.shape[0]):  # (loops: a slice copy compiles numba's shape-mismatch message)
+        v[t] = a[t]
+    for t in range(b.shape[0]):
+        v[a.shape[0] + t] = b[t]
     # j >= n: heapify from j - n; then move the largest to j and sift
     for j in range(2 * n - 1, 0, -1):
         root, end = j - n, n

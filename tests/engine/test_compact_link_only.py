@@ -35,6 +35,19 @@ def test_inner_functions_are_not_compiled_on_their_own():
     assert not link_only.is_deferred(_library(F.outer_uncached))
 
 
+def test_a_cfunc_wrapper_alone_is_no_entry_point():
+    assert link_only.install()
+    assert F.outer_overload_like(3) == 4
+    assert link_only.is_deferred(_library(F.overload_like))
+    assert not link_only.is_deferred(_library(F.outer_overload_like))
+
+
+def test_a_cfunc_runs_its_own_machine_code():
+    assert link_only.install()
+    assert F.as_cfunc.address != 0
+    assert F.as_cfunc.ctypes(4) == 2 * (0 + 1 + 2 + 3) + 4
+
+
 def test_an_exception_from_linked_code_reaches_python():
     with pytest.raises(ValueError, match="negative value"):
         F.outer_neg(3)

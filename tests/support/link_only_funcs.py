@@ -3,12 +3,15 @@
 `outer` (an entry point, cached) and `outer_uncached` call `middle` calls `inner` (both without an
 entry point: link-only, engine.compact.link_only). `inner` raises for a
 negative value, so an exception from inside the linked code is covered.
+`overload_like` has a `cfunc.` wrapper but no CPython wrapper (as numba's own
+`@overload` implementations): link-only too. `as_cfunc` is a `@cfunc`, whose
+address is asked for before its library is finalized.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import cfunc, njit
 
 from fluxmat.engine.compact import link_only  # noqa: F401  (installed before anything compiles)
 
@@ -43,3 +46,18 @@ def outer_uncached(n):  # compiled in every process (the other one may come from
 @njit(cache=True)
 def outer_neg(n):
     return middle(np.arange(n, dtype=np.int64) - np.int64(1))
+
+
+@njit(no_cpython_wrapper=True)
+def overload_like(n):
+    return np.zeros(n, np.int64).sum() + n
+
+
+@njit
+def outer_overload_like(n):
+    return overload_like(n) + 1
+
+
+@cfunc("int64(int64)")
+def as_cfunc(n):
+    return middle(np.arange(n, dtype=np.int64)) + overload_like(n)
