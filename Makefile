@@ -26,11 +26,11 @@ unexport PYTHONDONTWRITEBYTECODE
 
 # pytest-xdist workers for the parallel lanes (`make test WORKERS=1` for one)
 WORKERS ?= auto
-IWORKERS ?= 0
+IWORKERS ?= 2
 
 # Every test, in three lanes (each runs even when one before failed; the target fails if any did):
-# the unit tests on every core, then the integration tests one module at a time (IWORKERS=2 runs
-# two modules at a time; not yet proven free of timing flakes on a 2-core machine: docs/testing.md), then the
+# the unit tests on every core, then the integration tests two modules at a time (IWORKERS=0 runs
+# them one at a time: docs/testing.md), then the
 # timing-sensitive integration tests (`alone`) one at a time. tests.support.warm first fills
 # numba's cache once, so that the workers do not all compile the arrays core at the same time.
 test: $(STAMP)
