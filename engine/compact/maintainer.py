@@ -186,20 +186,14 @@ class CompactMaintainer(Maintainer):
     def size(self) -> int:
         return self.core.size()
 
-    def check_limits(self) -> None:
-        """As every maintainer's, without a pass over the arrays while the rows held stay in the limit.
+    def size_bound(self) -> int:
+        """The rows held, dead ones included: no pass over the arrays (`size()` makes one).
 
-        Called after every round of a recursive component: counting the present rows
-        each time made a recursion that derives a few facts per round quadratic. The
-        rows held (dead ones included) bound `size()`, so the fact limit cannot be
-        passed while they are within it.
+        The fact limit is checked after every round of a recursive component: counting
+        the present rows each time made a recursion that derives a few facts per round
+        quadratic.
         """
-        facts = self.limits.facts
-        if facts is not None and sum(r.n for r in self.core.rels.values()) <= facts:
-            if self._work_start is not None:
-                self.limits.check_work(self.counts.work - self._work_start)
-            return
-        super().check_limits()
+        return sum(r.n for r in self.core.rels.values())
 
     # ------------------------------------------------------------ reading
     def _decoded(self, pred: str, rows: np.ndarray) -> Iterator[PyFact]:
